@@ -1,0 +1,70 @@
+"""datasette-dbrain-websearch: Datasette hook implementations only.
+
+Each hook is a few lines that call into the module that owns the behaviour.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from datasette import hookimpl
+
+from . import compat
+
+
+@hookimpl
+def startup(datasette: Any) -> None:
+    from datasette.utils import StartupError
+
+    from .config import ConfigError, Settings
+
+    try:
+        Settings.from_datasette(datasette)
+    except ConfigError as exc:
+        raise StartupError(str(exc)) from exc
+
+
+@hookimpl
+def register_routes(datasette: Any) -> list:
+    from .views import research_view
+
+    return [
+        (r"^/-/research(?P<format>\.json)?$", research_view),
+        (r"^/(?P<database>[^/]+)/-/research(?P<format>\.json)?$", research_view),
+    ]
+
+
+@hookimpl
+def register_commands(cli: Any) -> None:
+    from .cli import register
+
+    register(cli)
+
+
+@hookimpl
+def register_actions(datasette: Any) -> list:
+    return compat.actions()
+
+
+@hookimpl
+def permission_resources_sql(datasette: Any, actor: Any, action: str) -> Any:
+    return compat.research_default_sql(action)
+
+
+@hookimpl
+def permission_allowed(datasette: Any, actor: Any, action: str, resource: Any) -> Any:
+    return compat.legacy_permission(datasette, actor, action, resource)
+
+
+@hookimpl
+def menu_links(datasette: Any, actor: Any, request: Any) -> Any:
+    from .views import research_menu_links
+
+    return research_menu_links(datasette, actor)
+
+
+@hookimpl
+def database_actions(datasette: Any, actor: Any, database: str, request: Any) -> Any:
+    from .views import research_database_actions
+
+    return research_database_actions(datasette, actor, database)

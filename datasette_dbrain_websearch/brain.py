@@ -1,0 +1,495 @@
+"""Recognising a dbrain brain and retrieving local evidence from it.
+
+Everything here runs synchronously on one SQLite connection (Datasette's read connection via
+``execute_fn``, or a plain read-only ``sqlite3`` connection in the CLI and benchmark), so a
+research run costs one thread hop and the SQL is the same on every surface.
+
+Retrieval follows dbrain's ``Store.Search`` (``internal/store/search.go``): an exact lookup first
+(a protected floor that always ranks first), then bm25-ranked FTS5 over ``items_fts`` and
+``sources_fts``, then a relaxed OR query with dbrain's minimum term-coverage rule only when the
+strict query found nothing. The two FTS lanes are fused with reciprocal rank fusion.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from datasette.utils import sqlite_timelimit
+
+from .errors import ResearchError
+from .fts import QueryPlan, matched_terms, min_relaxed_coverage
+from .merge import rrf
+from .urls import source_key, try_normalize_url
+
+KINDS = ("item", "source")
+TABLE = {"item": "items", "source": "sources"}
+FTS_TABLE = {"item": "items_fts", "source": "sources_fts"}
+
+# Columns read when hydrating a hit; a column a brain lacks reads as ''.
+ITEM_COLUMNS = (
+    "source_key",
+    "source_type",
+    "external_id",
+    "canonical_url",
+    "title",
+    "author_handle",
+    "author_name",
+    "published_at",
+    "saved_at",
+    "imported_at",
+    "note_path",
+    "user_tags",
+    "text",
+    "article_title",
+    "article_text",
+    "x_post_text",
+    "summary_text",
+    "ocr_text",
+    "primary_category",
+    "primary_domain",
+)
+SOURCE_COLUMNS = (
+    "source_key",
+    "source_type",
+    "canonical_url",
+    "normalized_url",
+    "domain",
+    "title",
+    "description",
+    "site_name",
+    "extracted_text",
+    "summary_text",
+    "note_path",
+    "user_tags",
+    "created_at",
+    "updated_at",
+    "extracted_at",
+    "summarized_at",
+    "extract_status",
+)
+ENRICHMENT_ROLES = ("summary", "ocr", "x_media_transcript")
+
+
+@dataclass(frozen=True)
+class BrainShape:
+    """Which dbrain tables and columns this database has (brains differ in age)."""
+
+    columns: dict[str, frozenset[str]]
+
+    def has(self, table: str) -> bool:
+        return table in self.columns
+
+    def searchable_kinds(self) -> list[str]:
+        return [k for k in KINDS if self.has(TABLE[k]) and self.has(FTS_TABLE[k])]
+
+    def col(self, table: str, name: str, alias: str = "t") -> str:
+        """``alias.name`` when the column exists, else an empty-string literal."""
+        return f"{alias}.{name}" if name in self.columns.get(table, ()) else "''"
+
+
+def is_brain(table_names: Iterable[str]) -> bool:
+    """A brain has dbrain's items + items_fts and/or sources + sources_fts."""
+    names = set(table_names)
+    return any({TABLE[k], FTS_TABLE[k]} <= names for k in KINDS)
+
+
+def brain_shape(conn: sqlite3.Connection) -> BrainShape:
+    """Read the dbrain tables' columns in one pass over sqlite_master."""
+    wanted = ("items", "sources", "items_fts", "sources_fts", "item_enrichments")
+    names = [
+        r[0]
+        for r in conn.execute(
+            "select name from sqlite_master where type = 'table' and name in (?, ?, ?, ?, ?)",
+            wanted,
+        )
+    ]
+    columns = {
+        name: frozenset(r[1] for r in conn.execute(f"pragma table_info([{name}])"))
+        for name in names
+    }
+    return BrainShape(columns)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Row filters; every lane and the exact lookup apply the same ones."""
+
+    tags: tuple[str, ...] = ()
+    source_types: tuple[str, ...] = ()
+    kind: str = ""
+    since: str = ""
+    until: str = ""
+
+    def kinds(self, shape: BrainShape) -> list[str]:
+        return [k for k in shape.searchable_kinds() if not self.kind or k == self.kind]
+
+    def active(self) -> dict[str, Any]:
+        return {
+            k: v
+            for k, v in {
+                "tag": list(self.tags),
+                "source_type": list(self.source_types),
+                "kind": self.kind,
+                "since": self.since,
+                "until": self.until,
+            }.items()
+            if v
+        }
+
+
+def date_expr(kind: str, shape: BrainShape) -> str:
+    """The date a filter compares: published, else saved, else imported (items); added (sources)."""
+    if kind == "source":
+        return shape.col("sources", "created_at")
+    parts = [f"nullif({shape.col('items', c)}, '')" for c in ("published_at", "saved_at")]
+    return f"coalesce({', '.join(parts)}, {shape.col('items', 'imported_at')})"
+
+
+def filter_sql(kind: str, filters: Filters, shape: BrainShape) -> tuple[str, list[Any]]:
+    """``AND ...`` clauses (alias ``t``) and their parameters for one table."""
+    table = TABLE[kind]
+    clauses: list[str] = []
+    params: list[Any] = []
+    for tag in filters.tags:
+        # dbrain's exact-tag test (internal/store/search_tags.go): a comma-boundary match.
+        clauses.append(
+            "instr(',' || replace(replace(lower("
+            + shape.col(table, "user_tags")
+            + "), ', ', ','), ' ,', ',') || ',', ',' || ? || ',') > 0"
+        )
+        params.append(tag)
+    if filters.source_types:
+        marks = ", ".join("?" for _ in filters.source_types)
+        clauses.append(f"{shape.col(table, 'source_type')} in ({marks})")
+        params.extend(filters.source_types)
+    if filters.since:
+        clauses.append(f"substr({date_expr(kind, shape)}, 1, 10) >= ?")
+        params.append(filters.since)
+    if filters.until:
+        clauses.append(f"substr({date_expr(kind, shape)}, 1, 10) <= ?")
+        params.append(filters.until)
+    return "".join(f" and {c}" for c in clauses), params
+
+
+@dataclass
+class Hit:
+    """One local row on its way to becoming an evidence row."""
+
+    kind: str
+    id: int
+    exact_field: str = ""
+    exact_rank: int = 0
+    lane_rank: int = 0
+    lane_size: int = 0
+    bm25: float | None = None
+    fused: float = 0.0
+    mode: str = ""
+    matched: list[str] = field(default_factory=list)
+    row: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.kind, self.id)
+
+
+@dataclass
+class LocalResult:
+    """What local retrieval found, before it is shaped into a pack."""
+
+    hits: list[Hit]
+    mode: str
+    exact_count: int
+    matches: dict[str, int]
+    warnings: list[dict[str, str]]
+    timings_ms: dict[str, float]
+    kinds_searched: list[str]
+
+
+def exact_fields(question: str) -> dict[str, dict[str, list[str]]]:
+    """Per table, the columns to compare with the question and the values to compare.
+
+    Only a question that could be a key, URL, id or note path is looked up, and unindexed
+    columns only when it looks like one (a URL, a path), so ordinary questions stay cheap.
+    """
+    q = question.strip()
+    if not q or (any(c.isspace() for c in q) and not q.endswith(".md")):
+        return {}
+    items: dict[str, list[str]] = {"source_key": [q], "external_id": [q]}
+    sources: dict[str, list[str]] = {"source_key": [q]}
+    if "://" in q or q.startswith("www."):
+        urls = [q]
+        normalized = try_normalize_url(q)
+        if normalized is not None:
+            urls.append(normalized.canonical_url)
+            sources["source_key"].append(source_key(normalized.canonical_url))
+        items["canonical_url"] = urls
+        sources["normalized_url"] = urls
+        sources["canonical_url"] = urls
+    elif "/" in q or q.endswith(".md"):
+        items["note_path"] = [q]
+        sources["note_path"] = [q]
+    return {"item": items, "source": sources}
+
+
+def _exact(
+    conn: sqlite3.Connection, question: str, kinds: list[str], filters: Filters, shape: BrainShape
+) -> list[Hit]:
+    hits: list[Hit] = []
+    seen: set[tuple[str, int]] = set()
+    for kind, fields in exact_fields(question).items():
+        if kind not in kinds:
+            continue
+        table = TABLE[kind]
+        where, params = filter_sql(kind, filters, shape)
+        for column, values in fields.items():
+            if column not in shape.columns[table]:
+                continue
+            marks = ", ".join("?" for _ in values)
+            sql = f"select t.id from [{table}] t where t.[{column}] in ({marks}){where} limit 20"
+            for (row_id,) in conn.execute(sql, [*values, *params]):
+                if (kind, row_id) not in seen:
+                    seen.add((kind, row_id))
+                    hits.append(Hit(kind, row_id, exact_field=column, exact_rank=len(hits) + 1))
+    return hits
+
+
+def lane_sql(kind: str, filters: Filters, shape: BrainShape) -> tuple[str, list[Any]]:
+    """The bm25-ranked FTS query for one table: ids, bm25 and the total match count."""
+    table, fts = TABLE[kind], FTS_TABLE[kind]
+    where, params = filter_sql(kind, filters, shape)
+    tiebreak = shape.col(table, "last_seen_at" if kind == "item" else "updated_at")
+    # bm25() cannot sit beside a window function, so the FTS step is materialized first.
+    sql = (
+        f"with f as materialized (select rowid, bm25([{fts}]) as score from [{fts}] "
+        f"where [{fts}] match ?) "
+        f"select t.id, f.score, count(*) over () as total "
+        f"from f join [{table}] t on t.id = f.rowid where 1{where} "
+        f"order by f.score, {tiebreak} desc, t.id limit ?"
+    )
+    return sql, params
+
+
+def _lane(
+    conn: sqlite3.Connection,
+    kind: str,
+    match: str,
+    filters: Filters,
+    shape: BrainShape,
+    depth: int,
+) -> tuple[list[tuple[int, float]], int]:
+    sql, params = lane_sql(kind, filters, shape)
+    rows = conn.execute(sql, [match, *params, depth]).fetchall()
+    return [(r[0], r[1]) for r in rows], (rows[0][2] if rows else 0)
+
+
+def hydrate(conn: sqlite3.Connection, hits: list[Hit], shape: BrainShape) -> None:
+    """Load the columns evidence rows show (and excerpts need) for the given hits, in place."""
+    for kind in KINDS:
+        wanted = [h for h in hits if h.kind == kind and not h.row]
+        if not wanted:
+            continue
+        table = TABLE[kind]
+        names = ITEM_COLUMNS if kind == "item" else SOURCE_COLUMNS
+        select = [f"{shape.col(table, c)} as [{c}]" for c in names]
+        if kind == "item" and shape.has("item_enrichments"):
+            select += [
+                "coalesce((select e.text from item_enrichments e where e.item_id = t.id "
+                f"and e.role = '{role}' and e.text != '' limit 1), '') as [enrichment_{role}]"
+                for role in ENRICHMENT_ROLES
+            ]
+        marks = ", ".join("?" for _ in wanted)
+        sql = f"select t.id as id, {', '.join(select)} from [{table}] t where t.id in ({marks})"
+        cursor = conn.execute(sql, [h.id for h in wanted])
+        names_out = [d[0] for d in cursor.description]
+        rows = {r[0]: dict(zip(names_out, r, strict=True)) for r in cursor}
+        for hit in wanted:
+            hit.row = rows.get(hit.id, {"id": hit.id})
+
+
+def excerpt_fields(kind: str, row: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """(field, evidence_role, text) in dbrain's excerpt fallback order."""
+    if kind == "source":
+        return [
+            ("summary_text", "derived_summary", row.get("summary_text", "")),
+            ("extracted_text", "raw_extract_window", row.get("extracted_text", "")),
+            ("description", "excerpt", row.get("description", "")),
+        ]
+    return [
+        (
+            "summary",
+            "derived_summary",
+            row.get("enrichment_summary") or row.get("summary_text", ""),
+        ),
+        ("ocr", "raw_ocr", row.get("enrichment_ocr") or row.get("ocr_text", "")),
+        ("transcript", "raw_transcript", row.get("enrichment_x_media_transcript", "")),
+        ("article_text", "raw_item_window", row.get("article_text") or row.get("x_post_text", "")),
+        ("text", "raw_item_window", row.get("text", "")),
+    ]
+
+
+def searchable_texts(kind: str, row: dict[str, Any]) -> list[str]:
+    """Every text FTS indexed for the row (plus key and URL), for term-coverage checks."""
+    names = ITEM_COLUMNS if kind == "item" else SOURCE_COLUMNS
+    texts = [str(row.get(n, "")) for n in names]
+    texts += [str(v) for k, v in row.items() if k.startswith("enrichment_")]
+    return texts
+
+
+def _rank_lanes(
+    lanes: dict[str, list[tuple[int, float]]], mode: str, hits: dict[tuple[str, int], Hit]
+) -> None:
+    fused = rrf([[(kind, row_id) for row_id, _ in ranked] for kind, ranked in lanes.items()])
+    for kind, ranked in lanes.items():
+        for rank, (row_id, score) in enumerate(ranked, start=1):
+            hit = hits.setdefault((kind, row_id), Hit(kind, row_id))
+            hit.lane_rank, hit.lane_size, hit.bm25, hit.mode = rank, len(ranked), score, mode
+            hit.fused = fused[(kind, row_id)]
+
+
+def _order(hit: Hit) -> tuple[Any, ...]:
+    """Exact hits first (the protected floor), then fused score, sources before items, key."""
+    exact = hit.exact_rank or 10**9
+    return (exact, -hit.fused, 0 if hit.kind == "source" else 1, hit.row.get("source_key", ""))
+
+
+def retrieve(
+    conn: sqlite3.Connection,
+    question: str,
+    plan: QueryPlan,
+    filters: Filters,
+    limit: int,
+    time_limit_ms: int,
+) -> LocalResult:
+    """Run exact lookup, strict FTS, relaxed fallback; fuse, order and hydrate the top rows."""
+    started = time.perf_counter()
+    timings: dict[str, float] = {}
+    warnings: list[dict[str, str]] = []
+    shape = brain_shape(conn)
+    kinds = filters.kinds(shape)
+    depth = min(max(limit * 4, 12), 200)
+    hits: dict[tuple[str, int], Hit] = {}
+    matches = {k: 0 for k in kinds}
+    mode = "raw" if plan.syntax == "raw" else "strict"
+
+    def lap(name: str, since: float) -> float:
+        now = time.perf_counter()
+        timings[name] = round((now - since) * 1000, 3)
+        return now
+
+    try:
+        with sqlite_timelimit(conn, time_limit_ms):
+            exact = [] if plan.syntax == "raw" else _exact(conn, question, kinds, filters, shape)
+            for hit in exact:
+                hits[hit.key] = hit
+            mark = lap("exact", started)
+            lanes, errors = _run_lanes(conn, plan.fts_query, kinds, filters, shape, depth)
+            mark = lap("fts", mark)
+            if errors and len(errors) == len(kinds):
+                raise ResearchError(f"FTS5 query error: {errors[0][1]}", code="fts_query_error")
+            for kind, message in errors:
+                warnings.append(
+                    {
+                        "code": "fts_query_error",
+                        "message": f"{FTS_TABLE[kind]} rejected the query: {message}",
+                    }
+                )
+            for kind, (_, total) in lanes.items():
+                matches[kind] = total
+            ranked_lanes = {k: v[0] for k, v in lanes.items()}
+            if not any(ranked_lanes.values()) and plan.relaxed_query:
+                ranked_lanes = _relaxed(conn, plan, kinds, filters, shape, depth, hits)
+                if any(ranked_lanes.values()):
+                    mode = "relaxed"
+                    warnings.append(
+                        {
+                            "code": "relaxed_query",
+                            "message": "No row matched every term; showing rows that match "
+                            f"at least {min_relaxed_coverage(plan.query_terms)} of them.",
+                        }
+                    )
+                mark = lap("relaxed", mark)
+            _rank_lanes(ranked_lanes, mode, hits)
+            ordered = sorted(hits.values(), key=_order)[:limit]
+            hydrate(conn, ordered, shape)
+            ordered.sort(key=_order)
+            for hit in ordered:
+                if hit.mode == "strict":
+                    hit.matched = list(plan.query_terms)
+                elif not hit.matched:
+                    texts = searchable_texts(hit.kind, hit.row)
+                    hit.matched = matched_terms(plan.query_terms, texts)
+            lap("hydrate", mark)
+    except sqlite3.OperationalError as exc:
+        if "interrupted" in str(exc):
+            raise ResearchError(
+                f"The search took longer than {time_limit_ms} ms and was stopped; "
+                "try more specific terms or filters.",
+                code="time_limit",
+            ) from exc
+        raise ResearchError(f"SQLite error: {exc}", code="sqlite_error") from exc
+    timings["local"] = round((time.perf_counter() - started) * 1000, 3)
+    return LocalResult(
+        hits=ordered,
+        mode=mode,
+        exact_count=len(exact),
+        matches=matches,
+        warnings=warnings,
+        timings_ms=timings,
+        kinds_searched=kinds,
+    )
+
+
+def _run_lanes(
+    conn: sqlite3.Connection,
+    match: str,
+    kinds: list[str],
+    filters: Filters,
+    shape: BrainShape,
+    depth: int,
+) -> tuple[dict[str, tuple[list[tuple[int, float]], int]], list[tuple[str, str]]]:
+    """Run each table's lane; a table that rejects the query is reported, not fatal."""
+    lanes: dict[str, tuple[list[tuple[int, float]], int]] = {}
+    errors: list[tuple[str, str]] = []
+    for kind in kinds:
+        try:
+            lanes[kind] = _lane(conn, kind, match, filters, shape, depth)
+        except sqlite3.OperationalError as exc:
+            if "interrupted" in str(exc):
+                raise
+            errors.append((kind, str(exc)))
+    return lanes, errors
+
+
+def _relaxed(
+    conn: sqlite3.Connection,
+    plan: QueryPlan,
+    kinds: list[str],
+    filters: Filters,
+    shape: BrainShape,
+    depth: int,
+    hits: dict[tuple[str, int], Hit],
+) -> dict[str, list[tuple[int, float]]]:
+    """OR query, keeping rows that hold enough of the terms (dbrain's matchesRelaxedTerms)."""
+    need = min_relaxed_coverage(plan.query_terms)
+    lanes, _ = _run_lanes(conn, plan.relaxed_query, kinds, filters, shape, depth)
+    kept: dict[str, list[tuple[int, float]]] = {}
+    for kind, (ranked, _) in lanes.items():
+        candidates = [hits.get((kind, row_id)) or Hit(kind, row_id) for row_id, _ in ranked]
+        hydrate(conn, candidates, shape)
+        kept[kind] = []
+        for candidate, (row_id, score) in zip(candidates, ranked, strict=True):
+            found = matched_terms(plan.query_terms, searchable_texts(kind, candidate.row))
+            if len(found) >= need:
+                candidate.matched = found
+                hits[(kind, row_id)] = candidate
+                kept[kind].append((row_id, score))
+    return kept
+
+
+def split_tags(user_tags: str) -> list[str]:
+    """dbrain's comma-separated ``user_tags`` as a list (lowercased, empties dropped)."""
+    return [t.strip() for t in (user_tags or "").lower().split(",") if t.strip()]

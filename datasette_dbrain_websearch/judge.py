@@ -1,0 +1,94 @@
+"""Is the local evidence enough? A deterministic verdict with the numbers that decided it.
+
+Modelled on dbrain's judge (``internal/researchrun/judge.go``): the first rule that applies wins.
+1. no rows                                   -> no_evidence      (``no_rows``)
+2. an exact key/URL/id/path hit              -> enough_evidence  (``exact_match``)
+3. fewer rows than ``min_evidence``          -> weak_evidence    (``too_few_rows``)
+4. the best of the top ``top_k`` rows covers
+   fewer than ``min_term_coverage`` of terms -> weak_evidence    (``missing_terms``)
+5. otherwise                                 -> enough_evidence  (``enough_rows``)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .config import JudgeThresholds
+
+NO_EVIDENCE = "no_evidence"
+WEAK_EVIDENCE = "weak_evidence"
+ENOUGH_EVIDENCE = "enough_evidence"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    verdict: str
+    reason: str
+    message: str
+    inputs: dict
+
+    def as_dict(self) -> dict:
+        return {
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "message": self.message,
+            "inputs": self.inputs,
+        }
+
+
+def judge(
+    rows_found: int,
+    exact_hits: int,
+    query_terms: Sequence[str],
+    top_matched: Sequence[Sequence[str]],
+    thresholds: JudgeThresholds,
+) -> Verdict:
+    """Decide from counts and the matched terms of the rows in ranked order."""
+    top = [set(m) for m in top_matched[: thresholds.top_k]]
+    terms = list(dict.fromkeys(query_terms))
+    best = max((len(m & set(terms)) for m in top), default=0)
+    coverage = round(best / len(terms), 3) if terms else 1.0
+    covered_by_top = set().union(*top) if top else set()
+    missing = [t for t in terms if t not in covered_by_top]
+    inputs = {
+        "rows_found": rows_found,
+        "exact_hits": exact_hits,
+        "query_terms": terms,
+        "top_k": thresholds.top_k,
+        "top_row_term_coverage": coverage,
+        "missing_terms_in_top_rows": missing,
+        "min_evidence": thresholds.min_evidence,
+        "min_term_coverage": thresholds.min_term_coverage,
+    }
+    if rows_found == 0:
+        message = "Nothing in the brain matches this question."
+        return Verdict(NO_EVIDENCE, "no_rows", message, inputs)
+    if exact_hits:
+        return Verdict(
+            ENOUGH_EVIDENCE,
+            "exact_match",
+            "The question names a row in the brain exactly (key, URL, id or note path).",
+            inputs,
+        )
+    if rows_found < thresholds.min_evidence:
+        return Verdict(
+            WEAK_EVIDENCE,
+            "too_few_rows",
+            f"Only {rows_found} row(s) found; at least {thresholds.min_evidence} are wanted.",
+            inputs,
+        )
+    if coverage < thresholds.min_term_coverage:
+        return Verdict(
+            WEAK_EVIDENCE,
+            "missing_terms",
+            f"The best of the top {thresholds.top_k} rows matches {coverage:.0%} of the terms"
+            + (f"; missing: {', '.join(missing)}." if missing else "."),
+            inputs,
+        )
+    return Verdict(
+        ENOUGH_EVIDENCE,
+        "enough_rows",
+        f"{rows_found} rows found and the top rows match the question's terms.",
+        inputs,
+    )

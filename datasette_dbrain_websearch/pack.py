@@ -1,0 +1,214 @@
+"""The ``research_pack.v1`` dict: the one shape the page, the JSON API and the CLI render.
+
+Pure: takes what retrieval and the judge produced and returns plain dicts. Field names follow
+dbrain's pack (``internal/brainresearch/types.go``); additions never rename dbrain's fields.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+from collections import Counter
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from .brain import FTS_TABLE, TABLE, Hit, LocalResult, excerpt_fields, split_tags
+from .excerpts import best_excerpt
+from .fts import QueryPlan
+from .judge import Verdict
+from .merge import RRF_K, rrf_contribution
+
+SCHEMA_VERSION = "research_pack.v1"
+EXACT_WEIGHT = 1.0
+
+RowUrl = Callable[[str, int], str]
+
+
+def new_run_id(now_ns: int | None = None) -> str:
+    """dbrain's run id: ``20060102T150405.000000000Z-<12 hex>`` (UTC, nanoseconds)."""
+    ns = time.time_ns() if now_ns is None else now_ns
+    stamp = datetime.fromtimestamp(ns // 1_000_000_000, tz=UTC).strftime("%Y%m%dT%H%M%S")
+    return f"{stamp}.{ns % 1_000_000_000:09d}Z-{secrets.token_hex(6)}"
+
+
+def _signals(hit: Hit, terms: tuple[str, ...]) -> list[dict[str, Any]]:
+    signals: list[dict[str, Any]] = []
+    if hit.exact_field:
+        signals.append(
+            {
+                "name": f"exact_{hit.exact_field}",
+                "detail": f"the question equals {TABLE[hit.kind]}.{hit.exact_field}",
+                "weight": EXACT_WEIGHT,
+            }
+        )
+    if hit.lane_rank:
+        signals.append(
+            {
+                "name": "bm25_rank",
+                "detail": f"rank {hit.lane_rank} of {hit.lane_size} in {FTS_TABLE[hit.kind]} "
+                f"(bm25 {hit.bm25:.3f}); RRF 1/({RRF_K}+{hit.lane_rank})",
+                "weight": round(rrf_contribution(hit.lane_rank), 6),
+            }
+        )
+    if hit.mode == "relaxed":
+        signals.append(
+            {
+                "name": "relaxed_match",
+                "detail": f"matched {len(hit.matched)} of {len(terms)} terms "
+                "(OR query; no row matched them all)",
+                "weight": 0.0,
+            }
+        )
+    return signals
+
+
+def _lanes(hit: Hit) -> list[dict[str, Any]]:
+    lanes: list[dict[str, Any]] = []
+    if hit.exact_field:
+        lanes.append(
+            {
+                "name": "exact_lookup",
+                "status": "used",
+                "store": "sqlite",
+                "table": TABLE[hit.kind],
+                "field": hit.exact_field,
+                "rank": hit.exact_rank,
+            }
+        )
+    if hit.lane_rank:
+        lanes.append(
+            {
+                "name": "lexical",
+                "status": "used",
+                "store": "sqlite_fts",
+                "table": FTS_TABLE[hit.kind],
+                "rank": hit.lane_rank,
+                "raw_score": round(hit.bm25 or 0.0, 6),
+                "query": hit.mode,
+            }
+        )
+    return lanes
+
+
+def evidence_row(hit: Hit, plan: QueryPlan, row_url: RowUrl, excerpt_chars: int) -> dict:
+    """One local evidence row with its excerpt, provenance lanes and ranking signals."""
+    row = hit.row
+    terms = plan.query_terms
+    excerpt = best_excerpt(excerpt_fields(hit.kind, row), terms, excerpt_chars)
+    url = row.get("canonical_url", "")
+    title = row.get("title") or row.get("article_title") or url or row.get("source_key", "")
+    evidence: dict[str, Any] = {
+        "source_key": row.get("source_key", ""),
+        "kind": hit.kind,
+        "origin": "dbrain_corpus",
+        "title": title,
+        "url": url,
+        "excerpt": excerpt.text,
+        "excerpt_html": excerpt.html,
+        "evidence_role": excerpt.role,
+        "source_type": row.get("source_type", ""),
+        "user_tags": split_tags(row.get("user_tags", "")),
+        "note_path": row.get("note_path", ""),
+        "row_url": row_url(hit.kind, hit.id),
+    }
+    if hit.kind == "item":
+        evidence["author"] = row.get("author_name") or row.get("author_handle", "")
+        evidence["published_at"] = row.get("published_at", "")
+        evidence["saved_at"] = row.get("saved_at") or row.get("imported_at", "")
+    else:
+        evidence["domain"] = row.get("domain", "")
+        evidence["published_at"] = ""
+        evidence["saved_at"] = row.get("created_at", "")
+        evidence["extracted_at"] = row.get("extracted_at", "")
+        evidence["summarized_at"] = row.get("summarized_at", "")
+    matched = [t for t in terms if t in hit.matched]
+    evidence["retrieval"] = {
+        "score": round(hit.fused + (EXACT_WEIGHT if hit.exact_field else 0.0), 6),
+        "fused_score": round(hit.fused, 6),
+        "lanes": _lanes(hit),
+        "signals": _signals(hit, terms),
+        "matched_terms": matched,
+        "missing_terms": [t for t in terms if t not in matched],
+    }
+    return evidence
+
+
+def _counts(values: list[str], top: int | None = None) -> list[dict[str, Any]]:
+    return [{"key": k, "count": c} for k, c in Counter(v for v in values if v).most_common(top)]
+
+
+def build_pack(
+    *,
+    run_id: str,
+    question: str,
+    database: str,
+    plan: QueryPlan,
+    local: LocalResult,
+    evidence: list[dict],
+    verdict: Verdict,
+    limit: int,
+    filters: dict[str, Any],
+    warnings: list[dict[str, str]],
+    timings_ms: dict[str, float],
+) -> dict[str, Any]:
+    """Assemble the pack; ``evidence`` rows are already shaped by ``evidence_row``."""
+    lanes: list[dict[str, Any]] = [
+        {
+            "name": "exact_lookup",
+            "status": "used" if plan.syntax == "simple" else "disabled",
+            **({} if plan.syntax == "simple" else {"reason": "raw_syntax"}),
+        },
+        {
+            "name": "lexical",
+            "status": "used",
+            "store": "sqlite_fts",
+            "tables": [FTS_TABLE[k] for k in local.kinds_searched],
+        },
+        {"name": "semantic", "status": "disabled", "reason": "not_configured"},
+    ]
+    item_matches = local.matches.get("item", 0)
+    source_matches = local.matches.get("source", 0)
+    return {
+        "ok": True,
+        "schema_version": SCHEMA_VERSION,
+        "run_id": run_id,
+        "question": question,
+        "database": database,
+        "mode": "evidence_only",
+        "query_plan": {
+            "text_query": plan.text_query,
+            "fts_query": plan.fts_query,
+            "relaxed_query": plan.relaxed_query,
+            "query_terms": list(plan.query_terms),
+            "excluded_terms": list(plan.excluded_terms),
+            "syntax": plan.syntax,
+            "query_mode": local.mode,
+            "limit": limit,
+            "filters": filters,
+            "retrieval_lanes": lanes,
+        },
+        "judge": verdict.as_dict(),
+        "coverage": {
+            "evidence_count": len(evidence),
+            "local_evidence_count": len(evidence),
+            "by_kind": [
+                {"key": k, "count": sum(1 for e in evidence if e["kind"] == k)}
+                for k in ("item", "source")
+            ],
+            "by_source_type": _counts([e["source_type"] for e in evidence]),
+            "top_user_tags": _counts([t for e in evidence for t in e["user_tags"]], 10),
+            "exact_matches": local.exact_count,
+            "item_text_matches": item_matches,
+            "source_text_matches": source_matches,
+            "displayed_limit": limit,
+            "recall_note": (
+                f"exact matches: {local.exact_count}; phrase/text matches: "
+                f"items={item_matches} sources={source_matches}. "
+                "Returned evidence is a capped working set, not the full corpus."
+            ),
+        },
+        "evidence": evidence,
+        "warnings": warnings,
+        "timings_ms": timings_ms,
+    }

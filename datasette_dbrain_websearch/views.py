@@ -1,0 +1,189 @@
+"""HTTP handlers: permission check first, then one call into research, then render.
+
+Only this module (and cli.py) knows about requests and responses. Every failure a user can cause
+becomes a ``ResearchError`` rendered as ``{"ok": false, "error", "status"}`` or an error box on
+the page, never a 500.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any
+
+from datasette import Forbidden, NotFound, Response
+from datasette.utils import tilde_decode
+
+from .brain import TABLE, is_brain
+from .compat import RESEARCH, can
+from .config import Settings
+from .errors import ResearchError
+from .research import parse_options, research
+
+TEMPLATE = "dbrain_websearch_research.html"
+HIDDEN_DATABASES = ("_internal", "_memory")
+
+
+async def brain_databases(datasette: Any, settings: Settings) -> list[str]:
+    """Names of attached databases that are brains (or the configured ``databases``)."""
+    if settings.databases is not None:
+        return [name for name in settings.databases if name in datasette.databases]
+    names = []
+    for name, db in datasette.databases.items():
+        if name in HIDDEN_DATABASES:
+            continue
+        if is_brain(await db.table_names()):
+            names.append(name)
+    return names
+
+
+async def researchable_brains(datasette: Any, actor: dict | None, settings: Settings) -> list[str]:
+    """The brains this actor may research, in attach order."""
+    brains = await brain_databases(datasette, settings)
+    return [b for b in brains if await can(datasette, actor, RESEARCH, b)]
+
+
+def database_for_route(datasette: Any, route: str) -> str | None:
+    """Map a URL's database segment (a tilde-encoded route) to the database name."""
+    decoded = tilde_decode(route)
+    for name, db in datasette.databases.items():
+        if getattr(db, "route", name) == decoded:
+            return name
+    return None
+
+
+def row_url_for(datasette: Any, database: str):
+    """The Datasette row page of an evidence row (``/brain/sources/12``)."""
+
+    def row_url(kind: str, row_id: int) -> str:
+        return str(datasette.urls.row(database, TABLE[kind], str(row_id)))
+
+    return row_url
+
+
+def error_response(error: ResearchError, as_json: bool) -> Response:
+    """The one JSON error shape (HTML errors are rendered on the page itself)."""
+    return Response.json(error.as_json(), status=error.status)
+
+
+def research_path(datasette: Any, database: str | None, as_json: bool) -> str:
+    suffix = "/-/research" + (".json" if as_json else "")
+    if database is None:
+        return datasette.urls.path(suffix)
+    return datasette.urls.database(database) + suffix
+
+
+async def research_view(request: Any, datasette: Any) -> Response:
+    """``/-/research[.json]`` and ``/<database>/-/research[.json]``."""
+    as_json = bool(request.url_vars.get("format"))
+    settings = Settings.from_datasette(datasette)
+    params = urllib.parse.parse_qs(request.query_string, keep_blank_values=True)
+    route = request.url_vars.get("database")
+    if route is not None:
+        database = database_for_route(datasette, route)
+        if database is None:
+            raise NotFound(f"Database not found: {tilde_decode(route)}")
+        if not await can(datasette, request.actor, RESEARCH, database):
+            raise Forbidden(RESEARCH)
+        brains = await brain_databases(datasette, settings)
+        if database not in brains:
+            error = ResearchError(
+                f"Database '{database}' is not a dbrain brain (no items/items_fts or "
+                "sources/sources_fts tables).",
+                status=404,
+                code="not_a_brain",
+            )
+            if as_json:
+                return error_response(error, as_json)
+            raise NotFound(error.message)
+        allowed = [b for b in brains if b == database]
+    else:
+        allowed = await researchable_brains(datasette, request.actor, settings)
+        requested = (params.get("database") or [""])[-1]
+        if not allowed:
+            if await brain_databases(datasette, settings):
+                raise Forbidden(RESEARCH)
+            error = ResearchError(
+                "No dbrain brain is attached to this Datasette.", status=404, code="no_brain"
+            )
+            if as_json:
+                return error_response(error, as_json)
+            raise NotFound(error.message)
+        if requested and requested not in allowed:
+            error = ResearchError(
+                f"Unknown brain '{requested}'; choose one of: {', '.join(allowed)}.",
+                status=404,
+                code="unknown_brain",
+            )
+            if as_json:
+                return error_response(error, as_json)
+            raise NotFound(error.message)
+        database = requested or allowed[0]
+
+    pack = None
+    error = None
+    has_question = bool((params.get("q") or [""])[-1].strip())
+    if as_json or has_question:
+        try:
+            options = parse_options(params, settings)
+            db = datasette.get_database(database)
+            pack = await research(
+                db.execute_fn, database, options, settings, row_url_for(datasette, database)
+            )
+        except ResearchError as exc:
+            error = exc
+    if as_json:
+        return error_response(error, True) if error else Response.json(pack)
+
+    query_string = request.query_string
+    context = {
+        "pack": pack,
+        "error": error,
+        "database": database,
+        "brains": allowed,
+        "route_database": route is not None,
+        "form": _form_values(params),
+        "action": research_path(datasette, database if route is not None else None, False),
+        "json_url": research_path(datasette, database if route is not None else None, True)
+        + ("?" + query_string if query_string else ""),
+        "kinds": [("", "Items and sources"), ("item", "Items only"), ("source", "Sources only")],
+    }
+    html = await datasette.render_template(TEMPLATE, context, request=request)
+    return Response.html(html, status=error.status if error else 200)
+
+
+def _form_values(params: dict[str, list[str]]) -> dict[str, str]:
+    """What the form shows back to the user (last value of each field)."""
+    names = ("q", "limit", "tag", "source_type", "kind", "syntax", "since", "until")
+    return {n: (params.get(n) or [""])[-1].replace("\x00", "") for n in names}
+
+
+def research_menu_links(datasette: Any, actor: dict | None):
+    """The "Research" link in Datasette's menu, for actors who may research some brain."""
+
+    async def inner() -> list[dict[str, str]]:
+        settings = Settings.from_datasette(datasette)
+        if not await researchable_brains(datasette, actor, settings):
+            return []
+        return [{"href": research_path(datasette, None, False), "label": "Research"}]
+
+    return inner
+
+
+def research_database_actions(datasette: Any, actor: dict | None, database: str):
+    """A "Research this brain" action on a brain's database page."""
+
+    async def inner() -> list[dict[str, str]]:
+        settings = Settings.from_datasette(datasette)
+        if database not in await brain_databases(datasette, settings):
+            return []
+        if not await can(datasette, actor, RESEARCH, database):
+            return []
+        return [
+            {
+                "href": research_path(datasette, database, False),
+                "label": "Research this brain",
+                "description": "Search items and sources, ranked and explained, with a verdict",
+            }
+        ]
+
+    return inner

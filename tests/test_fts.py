@@ -1,0 +1,118 @@
+"""FTS5 query building: terms, quoting, relaxed coverage, raw terms, matching."""
+
+import sqlite3
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from datasette_dbrain_websearch.errors import ResearchError
+from datasette_dbrain_websearch.fts import (
+    MAX_TERMS,
+    build_match,
+    extract_terms,
+    matched_terms,
+    min_relaxed_coverage,
+    plan_query,
+    raw_terms,
+    stem,
+    trim_token,
+)
+
+
+def test_trim_token_strips_only_the_ends():
+    assert trim_token("(fts5),") == "fts5"
+    assert trim_token("node.js") == "node.js"
+    assert trim_token("c++") == "c"
+    assert trim_token("¿qué?") == "qué"
+    assert trim_token("...") == ""
+
+
+def test_extract_terms_lowercases_drops_stop_words_and_dedupes():
+    terms, excluded = extract_terms("How does SQLite's FTS5 rank the results? sqlite")
+    assert terms == ["sqlite", "fts5", "rank", "results"]
+    assert excluded == []
+
+
+def test_negation_drops_the_next_word():
+    terms, excluded = extract_terms("rust runtimes not tokio")
+    assert terms == ["rust", "runtimes"]
+    assert excluded == ["tokio"]
+
+
+def test_only_stop_words_are_searched_as_themselves():
+    assert extract_terms("The Who")[0] == ["the", "who"]
+
+
+def test_build_match_quotes_prefix_terms():
+    assert build_match(["sqlite", "fts5"]) == '"sqlite"* AND "fts5"*'
+    assert build_match(["a", "b"], "OR") == '"a"* OR "b"*'
+    assert build_match(['say"hi']) == '"say""hi"*'
+    assert build_match([]) == '""'
+
+
+def test_plan_query_simple_and_relaxed():
+    plan = plan_query("espresso grinder burrs")
+    assert plan.fts_query == '"espresso"* AND "grinder"* AND "burrs"*'
+    assert plan.relaxed_query == '"espresso"* OR "grinder"* OR "burrs"*'
+    assert plan.query_terms == ("espresso", "grinder", "burrs")
+    assert plan_query("espresso").relaxed_query == ""
+
+
+def test_plan_query_caps_terms():
+    words = " ".join(f"word{i}" for i in range(MAX_TERMS + 5))
+    plan = plan_query(words)
+    assert len(plan.query_terms) == MAX_TERMS
+    assert plan.truncated_terms == 5
+
+
+@pytest.mark.parametrize("question", ["", "   ", "?!...", "🙂🙂", "— – …"])
+def test_plan_query_rejects_unsearchable(question):
+    with pytest.raises(ResearchError) as info:
+        plan_query(question)
+    assert info.value.status == 400
+
+
+def test_raw_plan_passes_query_through():
+    plan = plan_query('title:espresso NEAR(grinder burr, 5) OR "flat white"', "raw")
+    assert plan.fts_query == 'title:espresso NEAR(grinder burr, 5) OR "flat white"'
+    assert plan.syntax == "raw"
+    assert list(plan.query_terms) == ["espresso", "grinder", "burr", "flat", "white"]
+
+
+def test_raw_terms_skip_operators_and_columns():
+    assert raw_terms("title:tokio AND NOT runtime*") == ["tokio", "runtime"]
+
+
+def test_min_relaxed_coverage_follows_dbrain():
+    assert min_relaxed_coverage(["sqlite", "fts5", "bm25"]) == 2
+    assert min_relaxed_coverage(["sqlite", "of", "go"]) == 1
+    assert min_relaxed_coverage(["sqlite"]) == 1
+
+
+def test_stem_and_matching_follow_prefix_and_porter_roughly():
+    assert stem("running") == "runn"
+    assert stem("grinders") == "grind"
+    assert stem("bus") == "bus"
+    assert matched_terms(["grinders", "espresso", "tea"], ["A burr grinder for Espresso."]) == [
+        "grinders",
+        "espresso",
+    ]
+    assert matched_terms(["node.js"], ["I like Node.js a lot"]) == ["node.js"]
+    assert matched_terms(["sql"], ["nosql databases"]) == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_simple_queries_are_never_fts5_syntax_errors(question):
+    """Whatever the user types, the simple-syntax MATCH string is valid FTS5."""
+    try:
+        plan = plan_query(question.replace("\x00", ""))
+    except ResearchError:
+        return
+    conn = sqlite3.connect(":memory:")
+    conn.execute("create virtual table t using fts5(body, tokenize='porter unicode61')")
+    conn.execute("insert into t values ('some text')")
+    conn.execute("select count(*) from t where t match ?", [plan.fts_query]).fetchone()
+    if plan.relaxed_query:
+        conn.execute("select count(*) from t where t match ?", [plan.relaxed_query]).fetchone()

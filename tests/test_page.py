@@ -1,0 +1,92 @@
+"""The research page: form, verdict, counts, rows, escaping, errors, base_url."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+from .conftest import make_datasette
+
+
+async def test_empty_page_shows_labelled_form(ds):
+    response = await ds.client.get("/-/research")
+    assert response.status_code == 200
+    html = response.text
+    assert '<form class="core dbrain-form"' in html and 'method="get"' in html
+    for field_id in (
+        "dbrain-q",
+        "dbrain-tag",
+        "dbrain-source-type",
+        "dbrain-kind",
+        "dbrain-since",
+        "dbrain-until",
+        "dbrain-limit",
+        "dbrain-syntax",
+    ):
+        assert f'<label for="{field_id}"' in html, field_id
+        assert f'id="{field_id}"' in html
+    assert "Local dbrain evidence" not in html
+    assert "dbrain_websearch.css" in html
+
+
+async def test_results_page_shows_verdict_counts_rows_and_json_link(ds, brain):
+    _, ids = brain
+    html = (await ds.client.get("/-/research?q=espresso+grinder")).text
+    assert "Local dbrain evidence: 2 rows" in html
+    assert "dbrain-verdict-enough_evidence" in html
+    assert 'href="/-/research.json?q=espresso+grinder"' in html
+    assert f'href="/brain/sources/{ids["src_espresso"]}"' in html
+    assert f'href="/brain/items/{ids["note_espresso"]}"' in html
+    assert "<mark>espresso</mark>" in html.lower()
+    assert "#espresso" in html and "bm25_rank" in html
+    assert 'value="espresso grinder"' in html
+
+
+async def test_script_title_is_escaped(ds):
+    html = (await ds.client.get("/-/research?q=malicious+payload")).text
+    assert "<script>alert('owned')</script>" not in html
+    assert "&lt;script&gt;alert(&#39;owned&#39;)&lt;/script&gt; payload notes" in html
+    assert "<b>bold</b>" not in html
+
+
+async def test_hostile_query_is_escaped_in_the_form(ds):
+    response = await ds.client.get('/-/research?q="><script>x</script>')
+    assert response.status_code == 200
+    assert "<script>x</script>" not in response.text
+
+
+async def test_errors_render_on_the_page_with_400(ds):
+    response = await ds.client.get("/-/research?q=espresso+AND+(&syntax=raw")
+    assert response.status_code == 400
+    assert 'role="alert"' in response.text and "FTS5 query error" in response.text
+    assert 'id="dbrain-q"' in response.text
+
+
+async def test_no_evidence_page(ds):
+    html = (await ds.client.get("/-/research?q=quantum+chromodynamics")).text
+    assert "Local dbrain evidence: 0 rows" in html
+    assert "dbrain-verdict-no_evidence" in html
+
+
+async def test_several_brains_offer_a_picker(brain, tmp_path):
+    second = tmp_path / "second.db"
+    sqlite3.connect(second).close()
+    src = sqlite3.connect(brain[0])
+    src.backup(sqlite3.connect(second))
+    ds = make_datasette([str(brain[0]), str(second)])
+    html = (await ds.client.get("/-/research?q=espresso&database=second")).text
+    assert re.search(r'<option value="second" selected>', html)
+    assert "/second/sources/" in html
+    per_db = (await ds.client.get("/second/-/research?q=espresso")).text
+    assert 'action="/second/-/research"' in per_db
+
+
+async def test_base_url_is_respected(brain):
+    ds = make_datasette([str(brain[0])], settings={"base_url": "/prefix/"})
+    # ds.client adds base_url itself.
+    html = (await ds.client.get("/-/research?q=espresso+grinder")).text
+    assert 'action="/prefix/-/research"' in html
+    assert 'href="/prefix/-/research.json?q=espresso+grinder"' in html
+    assert 'href="/prefix/brain/sources/' in html
+    body = (await ds.client.get("/-/research.json?q=espresso")).json()
+    assert all(r["row_url"].startswith("/prefix/brain/") for r in body["evidence"])

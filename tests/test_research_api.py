@@ -1,0 +1,391 @@
+"""The JSON API: retrieval paths, filters, fusion, excerpts, errors, detection."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+import pytest
+
+from .conftest import make_datasette
+
+
+async def get(ds, path, **params):
+    response = await ds.client.get(path, params=params)
+    return response.status_code, response.json()
+
+
+def keys(pack):
+    return [row["source_key"] for row in pack["evidence"]]
+
+
+async def test_pack_shape(ds):
+    status, pack = await get(ds, "/-/research.json", q="espresso grinder")
+    assert status == 200
+    assert pack["ok"] is True
+    assert pack["schema_version"] == "research_pack.v1"
+    assert pack["database"] == "brain"
+    assert pack["question"] == "espresso grinder"
+    assert set(pack) >= {
+        "run_id",
+        "query_plan",
+        "judge",
+        "coverage",
+        "evidence",
+        "warnings",
+        "timings_ms",
+    }
+    assert re.fullmatch(r"\d{8}T\d{6}\.\d{9}Z-[0-9a-f]{12}", pack["run_id"])
+    plan = pack["query_plan"]
+    assert plan["fts_query"] == '"espresso"* AND "grinder"*'
+    assert plan["query_terms"] == ["espresso", "grinder"]
+    assert plan["syntax"] == "simple" and plan["query_mode"] == "strict"
+    assert pack["coverage"]["local_evidence_count"] == len(pack["evidence"])
+    assert {"local", "total"} <= set(pack["timings_ms"])
+    row = pack["evidence"][0]
+    assert set(row) >= {
+        "source_key",
+        "kind",
+        "title",
+        "url",
+        "excerpt",
+        "source_type",
+        "user_tags",
+        "published_at",
+        "saved_at",
+        "note_path",
+        "row_url",
+        "retrieval",
+    }
+    assert set(row["retrieval"]) >= {"score", "lanes", "signals", "matched_terms", "missing_terms"}
+
+
+async def test_strict_and_query_returns_only_rows_with_every_term(ds, brain):
+    _, ids = brain
+    _, pack = await get(ds, "/-/research.json", q="espresso grinder")
+    assert set(keys(pack)) == {"apple-note:espresso-1", ids["src_espresso_key"]}
+    for row in pack["evidence"]:
+        assert row["retrieval"]["matched_terms"] == ["espresso", "grinder"]
+        assert row["retrieval"]["missing_terms"] == []
+        (lane,) = row["retrieval"]["lanes"]
+        assert lane["name"] == "lexical" and lane["rank"] == 1 and lane["query"] == "strict"
+    assert pack["coverage"]["item_text_matches"] == 1
+    assert pack["coverage"]["source_text_matches"] == 1
+
+
+async def test_lanes_are_fused_and_sources_win_ties(ds, brain):
+    _, ids = brain
+    _, pack = await get(ds, "/-/research.json", q="espresso grinder")
+    # Rank 1 in each lane gives equal RRF scores; dbrain orders sources before items.
+    assert keys(pack) == [ids["src_espresso_key"], "apple-note:espresso-1"]
+    scores = [row["retrieval"]["score"] for row in pack["evidence"]]
+    assert scores == [pytest.approx(1 / 61, abs=1e-6)] * 2
+    tables = [row["retrieval"]["lanes"][0]["table"] for row in pack["evidence"]]
+    assert tables == ["sources_fts", "items_fts"]
+
+
+async def test_prefix_and_stemming_match(ds):
+    _, pack = await get(ds, "/-/research.json", q="tokenizer stems")
+    assert keys(pack)[0].startswith("src:")
+    assert pack["evidence"][0]["title"] == "SQLite FTS5 Extension"
+
+
+async def test_exact_source_key_is_a_protected_floor(ds, brain):
+    _, ids = brain
+    _, pack = await get(ds, "/-/research.json", q=ids["src_fts5_key"])
+    assert keys(pack)[0] == ids["src_fts5_key"]
+    row = pack["evidence"][0]
+    assert row["retrieval"]["lanes"][0]["name"] == "exact_lookup"
+    assert row["retrieval"]["signals"][0]["name"] == "exact_source_key"
+    assert pack["judge"]["verdict"] == "enough_evidence"
+    assert pack["judge"]["reason"] == "exact_match"
+    assert pack["coverage"]["exact_matches"] == 1
+
+
+async def test_exact_url_is_normalized_the_dbrain_way(ds, brain):
+    _, ids = brain
+    messy = "http://WWW.example.com/espresso-guide/?utm_source=feed#top"
+    _, pack = await get(ds, "/-/research.json", q=messy)
+    assert keys(pack)[0] == ids["src_espresso_key"]
+    assert pack["evidence"][0]["retrieval"]["signals"][0]["name"].startswith("exact_")
+
+
+async def test_exact_url_finds_a_source_without_fts_row(ds, brain):
+    _, ids = brain
+    _, pack = await get(ds, "/-/research.json", q="https://example.org/pending-article")
+    assert keys(pack) == [ids["src_pending_key"]]
+
+
+async def test_exact_item_external_id_and_note_path(ds):
+    _, pack = await get(ds, "/-/research.json", q="1790000000000000001")
+    assert keys(pack)[0] == "x:1790000000000000001"
+    assert pack["evidence"][0]["retrieval"]["signals"][0]["name"] == "exact_external_id"
+    _, pack = await get(ds, "/-/research.json", q="notes/espresso-grinder-notes.md")
+    assert keys(pack)[0] == "apple-note:espresso-1"
+
+
+async def test_exact_hit_outranks_better_lexical_rows(ds, brain):
+    """A source wins the lexical tie-break, but the exact external_id hit stays first."""
+    _, ids = brain
+    _, pack = await get(ds, "/-/research.json", q="simonw/datasette")
+    assert keys(pack) == ["gh-star:simonw/datasette", ids["src_plugins_key"]]
+    exact, lexical = pack["evidence"]
+    assert [lane["name"] for lane in exact["retrieval"]["lanes"]] == ["exact_lookup", "lexical"]
+    assert exact["retrieval"]["lanes"][1]["rank"] == 1
+    assert lexical["retrieval"]["lanes"][0]["rank"] == 1
+    assert exact["retrieval"]["score"] > 1 > lexical["retrieval"]["score"]
+
+
+async def test_relaxed_or_fallback_requires_two_terms(ds, brain):
+    _, ids = brain
+    _, pack = await get(ds, "/-/research.json", q="espresso burr zebra")
+    assert pack["query_plan"]["query_mode"] == "relaxed"
+    assert {w["code"] for w in pack["warnings"]} == {"relaxed_query"}
+    assert set(keys(pack)) == {"apple-note:espresso-1", ids["src_espresso_key"]}
+    for row in pack["evidence"]:
+        assert row["retrieval"]["missing_terms"] == ["zebra"]
+        assert "relaxed_match" in [s["name"] for s in row["retrieval"]["signals"]]
+    assert pack["judge"]["verdict"] == "weak_evidence"
+    assert pack["judge"]["reason"] == "missing_terms"
+
+
+async def test_relaxed_drops_rows_matching_one_term_only(ds):
+    _, pack = await get(ds, "/-/research.json", q="tokio zebra giraffe")
+    assert pack["evidence"] == []
+    assert pack["judge"]["verdict"] == "no_evidence"
+
+
+async def test_summary_only_in_enrichments_is_found_and_excerpted(ds):
+    _, pack = await get(ds, "/-/research.json", q="sourdough hydration")
+    assert keys(pack) == ["apple-note:sourdough"]
+    row = pack["evidence"][0]
+    assert row["evidence_role"] == "derived_summary"
+    assert "<mark>Sourdough</mark>" in row["excerpt_html"]
+
+
+async def test_excerpt_window_and_marks(ds, brain):
+    _, pack = await get(ds, "/-/research.json", q="burr grinders")
+    row = next(r for r in pack["evidence"] if r["kind"] == "source")
+    assert row["evidence_role"] == "raw_extract_window"
+    assert "<mark>Burr</mark> <mark>grinders</mark>" in row["excerpt_html"]
+    assert row["excerpt"].endswith("...")
+    assert "<mark>" not in row["excerpt"]
+
+
+async def test_tags_come_back_as_lists_and_filter_exactly(ds):
+    _, pack = await get(ds, "/-/research.json", q="espresso", tag="coffee")
+    assert keys(pack) == ["apple-note:espresso-1"]
+    assert pack["evidence"][0]["user_tags"] == ["espresso", "coffee"]
+    _, pack = await get(ds, "/-/research.json", q="espresso", tag="coff")
+    assert pack["evidence"] == []
+    _, pack = await get(ds, "/-/research.json", q="tokio", tag="async")
+    assert keys(pack) == ["x:1790000000000000001"]
+    assert pack["query_plan"]["filters"] == {"tag": ["async"]}
+
+
+async def test_kind_and_source_type_filters(ds, brain):
+    _, ids = brain
+    _, pack = await get(ds, "/-/research.json", q="espresso", kind="source")
+    assert {r["kind"] for r in pack["evidence"]} == {"source"}
+    assert pack["query_plan"]["retrieval_lanes"][1]["tables"] == ["sources_fts"]
+    _, pack = await get(ds, "/-/research.json", q="espresso", kind="item")
+    assert keys(pack) == ["apple-note:espresso-1"]
+    _, pack = await get(ds, "/-/research.json", q="sqlite", source_type="github_star")
+    assert keys(pack) == ["gh-star:simonw/datasette"]
+    response = await ds.client.get(
+        "/-/research.json?q=sqlite&source_type=github_star&source_type=web"
+    )
+    assert set(keys(response.json())) == {"gh-star:simonw/datasette", ids["src_fts5_key"]}
+
+
+async def test_date_range_filter(ds, brain):
+    _, ids = brain
+    _, pack = await get(ds, "/-/research.json", q="espresso", since="2026-04-01")
+    assert keys(pack) == [ids["src_espresso_key"]]
+    _, pack = await get(ds, "/-/research.json", q="espresso", until="2026-04-01")
+    assert keys(pack) == ["apple-note:espresso-1"]
+    _, pack = await get(
+        ds, "/-/research.json", q="espresso", since="2026-03-01", until="2026-03-01"
+    )
+    assert keys(pack) == ["apple-note:espresso-1"]
+
+
+async def test_limit(ds):
+    _, pack = await get(ds, "/-/research.json", q="sqlite", limit="1")
+    assert len(pack["evidence"]) == 1
+    assert pack["coverage"]["displayed_limit"] == 1
+
+
+async def test_raw_syntax_passes_fts5_through(ds, brain):
+    _, ids = brain
+    _, pack = await get(ds, "/-/research.json", q="title:espresso NOT guide", syntax="raw")
+    assert keys(pack) == ["apple-note:espresso-1"]
+    assert pack["query_plan"]["fts_query"] == "title:espresso NOT guide"
+    assert pack["query_plan"]["retrieval_lanes"][0]["status"] == "disabled"
+    _, pack = await get(ds, "/-/research.json", q="NEAR(bm25 ranks, 3)", syntax="raw")
+    assert keys(pack) == [ids["src_fts5_key"]]
+
+
+async def test_raw_column_of_one_table_warns_and_searches_the_other(ds, brain):
+    _, ids = brain
+    status, pack = await get(ds, "/-/research.json", q="extracted_text:bm25", syntax="raw")
+    assert status == 200
+    assert keys(pack) == [ids["src_fts5_key"]]
+    (warning,) = pack["warnings"]
+    assert warning["code"] == "fts_query_error" and "items_fts" in warning["message"]
+
+
+@pytest.mark.parametrize(
+    "query, sqlite_message",
+    [
+        ("espresso AND (", 'fts5: syntax error near ""'),
+        ('"unclosed', "unterminated string"),
+        ("NEAR(", 'fts5: syntax error near ""'),
+        ("a OR OR b", 'fts5: syntax error near "OR"'),
+        ("*", "unknown special query"),
+    ],
+)
+async def test_raw_syntax_errors_are_400_with_sqlite_message(ds, query, sqlite_message):
+    status, body = await get(ds, "/-/research.json", q=query, syntax="raw")
+    assert status == 400
+    assert body["ok"] is False and body["status"] == 400
+    assert body["error"].startswith("FTS5 query error: ")
+    assert sqlite_message in body["error"]
+
+
+@pytest.mark.parametrize(
+    "params, code",
+    [
+        ({}, "missing_q"),
+        ({"q": "   "}, "missing_q"),
+        ({"q": "?!?"}, "nothing_searchable"),
+        ({"q": "x", "limit": "abc"}, "bad_limit"),
+        ({"q": "x", "limit": "0"}, "bad_limit"),
+        ({"q": "x", "limit": "51"}, "bad_limit"),
+        ({"q": "x", "kind": "notes"}, "bad_kind"),
+        ({"q": "x", "syntax": "regex"}, "bad_syntax"),
+        ({"q": "x", "since": "yesterday"}, "bad_date"),
+        ({"q": "x" * 20_001}, "question_too_long"),
+    ],
+)
+async def test_bad_parameters_are_400_json(ds, params, code):
+    status, body = await get(ds, "/-/research.json", **params)
+    assert status == 400
+    assert body == {"ok": False, "error": body["error"], "status": 400, "code": code}
+    assert body["error"]
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        'he said "hello',
+        "((espresso)",
+        "espresso AND OR NOT grinder",
+        "NEAR(espresso grinder)",
+        "espr*sso ^start",
+        "title:espresso",
+        "col:value:other",
+        "naïve café — 東京 🙂",
+        "espresso\x00grinder",
+        "espresso " * 2000,
+        "-espresso +grinder",
+        "'; drop table items; --",
+    ],
+)
+async def test_hostile_simple_questions_never_fail(ds, question):
+    response = await ds.client.get("/-/research.json", params={"q": question})
+    assert response.status_code in (200, 400)
+    body = response.json()
+    if response.status_code == 200:
+        assert body["schema_version"] == "research_pack.v1"
+    else:
+        assert body["ok"] is False
+
+
+async def test_operators_are_plain_words_in_simple_syntax(ds):
+    _, pack = await get(ds, "/-/research.json", q="espresso AND (grinder")
+    assert pack["query_plan"]["fts_query"] == '"espresso"* AND "grinder"*'
+
+
+async def test_title_markup_is_escaped_in_excerpt_html(ds):
+    _, pack = await get(ds, "/-/research.json", q="malicious payload")
+    row = pack["evidence"][0]
+    assert row["title"] == "<script>alert('owned')</script> payload notes"
+    assert "<b>" not in row["excerpt_html"] and "&lt;b&gt;" in row["excerpt_html"]
+
+
+async def test_row_urls_point_at_datasette_row_pages(ds, brain):
+    _, ids = brain
+    _, pack = await get(ds, "/-/research.json", q="espresso grinder")
+    urls = {row["kind"]: row["row_url"] for row in pack["evidence"]}
+    assert urls["source"] == f"/brain/sources/{ids['src_espresso']}"
+    assert urls["item"] == f"/brain/items/{ids['note_espresso']}"
+    assert (await ds.client.get(urls["source"])).status_code == 200
+
+
+async def test_per_database_route(ds):
+    status, pack = await get(ds, "/brain/-/research.json", q="sqlite")
+    assert status == 200 and pack["database"] == "brain"
+    status, _ = await get(ds, "/nope/-/research.json", q="sqlite")
+    assert status == 404
+
+
+async def test_detection_ignores_non_brain_databases(brain, tmp_path):
+    other = tmp_path / "other.db"
+    sqlite3.connect(other).execute("create table items (id integer primary key)").close()
+    ds = make_datasette([str(other), str(brain[0])])
+    status, pack = await get(ds, "/-/research.json", q="sqlite")
+    assert status == 200 and pack["database"] == "brain"
+    status, body = await get(ds, "/other/-/research.json", q="sqlite")
+    assert status == 404 and body["code"] == "not_a_brain"
+    status, body = await get(ds, "/-/research.json", q="sqlite", database="other")
+    assert status == 404 and body["code"] == "unknown_brain"
+
+
+async def test_sources_only_brain_is_a_brain(tmp_path):
+    path = tmp_path / "sources_only.db"
+    conn = sqlite3.connect(path)
+    conn.execute("create table sources (id integer primary key, source_key text, title text)")
+    conn.execute("create virtual table sources_fts using fts5(source_key unindexed, title)")
+    conn.execute("insert into sources values (1, 'src:000000000001', 'Heat pumps in winter')")
+    conn.execute(
+        "insert into sources_fts(rowid, source_key, title) values (1, 'src:1', "
+        "'Heat pumps in winter')"
+    )
+    conn.commit()
+    conn.close()
+    ds = make_datasette([str(path)])
+    status, pack = await get(ds, "/-/research.json", q="heat pumps")
+    assert status == 200
+    assert keys(pack) == ["src:000000000001"]
+    assert pack["query_plan"]["retrieval_lanes"][1]["tables"] == ["sources_fts"]
+
+
+async def test_databases_config_overrides_detection(brain, tmp_path):
+    ds = make_datasette([str(brain[0])], plugin_config={"databases": []})
+    status, body = await get(ds, "/-/research.json", q="sqlite")
+    assert status == 404 and body["code"] == "no_brain"
+
+
+async def test_immutable_brain_is_searchable(brain):
+    ds = make_datasette([], immutables=[str(brain[0])])
+    status, pack = await get(ds, "/-/research.json", q="espresso grinder")
+    assert status == 200 and len(pack["evidence"]) == 2
+
+
+async def test_read_only_file_is_searchable(brain):
+    path = brain[0]
+    path.chmod(0o444)
+    try:
+        ds = make_datasette([str(path)])
+        status, pack = await get(ds, "/-/research.json", q="tokio")
+        assert status == 200 and keys(pack) == ["x:1790000000000000001"]
+    finally:
+        path.chmod(0o644)
+
+
+async def test_judge_thresholds_come_from_config(brain):
+    ds = make_datasette([str(brain[0])], plugin_config={"judge": {"min_evidence": 5}})
+    _, pack = await get(ds, "/-/research.json", q="espresso grinder")
+    assert pack["judge"]["verdict"] == "weak_evidence"
+    assert pack["judge"]["inputs"]["min_evidence"] == 5
