@@ -232,7 +232,9 @@ def exact_fields(question: str) -> dict[str, dict[str, list[str]]]:
     elif "/" in q or q.endswith(".md"):
         items["note_path"] = [q]
         sources["note_path"] = [q]
-    return {"item": items, "source": sources}
+    # Sources first: a URL names a document before the items that link to it (and sources win
+    # ties everywhere else too).
+    return {"source": sources, "item": items}
 
 
 def _exact(
@@ -404,6 +406,7 @@ def retrieve(
                 ranked_lanes = _relaxed(conn, plan, kinds, filters, shape, depth, hits)
                 if any(ranked_lanes.values()):
                     mode = "relaxed"
+                    matches = {k: len(v) for k, v in ranked_lanes.items()}
                     warnings.append(
                         {
                             "code": "relaxed_query",

@@ -45,10 +45,11 @@ async def _run(brain: str, params: dict[str, list[str]], settings: Settings) -> 
 def render_text(pack: dict[str, Any]) -> str:
     """A readable terminal rendering of a pack."""
     judge = pack["judge"]
+    plan = pack["query_plan"]
     lines = [
         f"Verdict: {judge['verdict']} ({judge['reason']}) - {judge['message']}",
         f"Local dbrain evidence: {len(pack['evidence'])} rows   "
-        f"[{pack['query_plan']['query_mode']}: {pack['query_plan']['fts_query']}]",
+        f"[{plan['query_mode']}: {plan['match_query']}]",
     ]
     lines += [f"Warning: {w['message']}" for w in pack["warnings"]]
     for n, row in enumerate(pack["evidence"], start=1):

@@ -948,9 +948,9 @@ def _slug(text: str, limit: int = 72) -> str:
     return slug[:limit].strip("-") or "note"
 
 
-def _tags(rng: random.Random, pool: Sequence[str], most: int = 3) -> str:
+def _tags(rng: random.Random, pool: Sequence[str]) -> str:
     """A dbrain tag list: lowercase, hyphenated, comma-separated, usually led by the main tag."""
-    count = rng.randint(1, min(most, len(pool)))
+    count = rng.randint(1, min(3, len(pool)))
     chosen = [pool[0]] if rng.random() < 0.8 else []
     for tag in rng.sample(list(pool), len(pool)):
         if len(chosen) >= count:

@@ -180,6 +180,8 @@ def build_pack(
             "text_query": plan.text_query,
             "fts_query": plan.fts_query,
             "relaxed_query": plan.relaxed_query,
+            # The MATCH string that produced the rows: the relaxed one after a fallback.
+            "match_query": plan.relaxed_query if local.mode == "relaxed" else plan.fts_query,
             "query_terms": list(plan.query_terms),
             "excluded_terms": list(plan.excluded_terms),
             "syntax": plan.syntax,
@@ -203,8 +205,9 @@ def build_pack(
             "source_text_matches": source_matches,
             "displayed_limit": limit,
             "recall_note": (
-                f"exact matches: {local.exact_count}; phrase/text matches: "
-                f"items={item_matches} sources={source_matches}. "
+                f"exact matches: {local.exact_count}; "
+                + ("relaxed matches (some terms)" if local.mode == "relaxed" else "text matches")
+                + f": items={item_matches} sources={source_matches}. "
                 "Returned evidence is a capped working set, not the full corpus."
             ),
         },

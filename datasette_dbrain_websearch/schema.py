@@ -190,7 +190,6 @@ _SOURCES_TABLE = """CREATE TABLE IF NOT EXISTS sources (
 )"""
 
 _SOURCE_STATEMENTS = (
-    _SOURCES_TABLE,
     "CREATE INDEX IF NOT EXISTS idx_sources_source_type ON sources(source_type)",
     "CREATE INDEX IF NOT EXISTS idx_sources_domain ON sources(domain)",
     "CREATE INDEX IF NOT EXISTS idx_sources_created_at ON sources(created_at)",
@@ -405,10 +404,14 @@ def create_brain_schema(conn: sqlite3.Connection, *, applied_at: str | None = No
     ``PRAGMA user_version = 20`` so the file looks fully migrated. No triggers are created;
     see ``create_retrieval_triggers``.
     """
-    _execute_all(conn, (_ITEMS_TABLE, *_ITEMS_INDEXES))
+    # Columns are repaired before indexes are created, unlike dbrain, so that an old table
+    # missing an indexed column is repaired rather than rejected; fresh files are identical.
+    _execute_all(conn, (_ITEMS_TABLE,))
     _ensure_columns(conn, "items", _ITEM_ADDED_COLUMNS)
-    _execute_all(conn, _SOURCE_STATEMENTS)
+    _execute_all(conn, _ITEMS_INDEXES)
+    _execute_all(conn, (_SOURCES_TABLE,))
     _ensure_columns(conn, "sources", _SOURCE_ADDED_COLUMNS)
+    _execute_all(conn, _SOURCE_STATEMENTS)
     _ensure_columns(
         conn, "source_summary_versions", (("summary_tool", _TEXT), ("summary_tool_version", _TEXT))
     )

@@ -140,7 +140,11 @@ async def test_relaxed_or_fallback_requires_two_terms(ds, brain):
     _, ids = brain
     _, pack = await get(ds, "/-/research.json", q="espresso burr zebra")
     assert pack["query_plan"]["query_mode"] == "relaxed"
+    assert pack["query_plan"]["match_query"] == '"espresso"* OR "burr"* OR "zebra"*'
     assert {w["code"] for w in pack["warnings"]} == {"relaxed_query"}
+    assert pack["coverage"]["item_text_matches"] == 1
+    assert pack["coverage"]["source_text_matches"] == 1
+    assert "relaxed matches (some terms): items=1 sources=1" in pack["coverage"]["recall_note"]
     assert set(keys(pack)) == {"apple-note:espresso-1", ids["src_espresso_key"]}
     for row in pack["evidence"]:
         assert row["retrieval"]["missing_terms"] == ["zebra"]

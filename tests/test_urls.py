@@ -1,4 +1,4 @@
-"""dbrain's URL normalization (``internal/linkextract/normalize.go``) as ``urls.py`` reproduces it."""
+"""dbrain's URL normalization (``internal/linkextract/normalize.go``), as ``urls.py`` has it."""
 
 from __future__ import annotations
 
@@ -75,30 +75,52 @@ CANONICAL = [
     ("https://example.com/café", "https://example.com/caf%25C3%25A9", "web", "example.com"),
     ("https://example.com/a b", "https://example.com/a%2520b", "web", "example.com"),
     ("https://example.com/a!b(c)", "https://example.com/a%21b%28c%29", "web", "example.com"),
-    ("https://example.com/a:b@c+d$e,f;g=h", "https://example.com/a:b@c+d$e,f;g=h", "web",
-     "example.com"),
+    (
+        "https://example.com/a:b@c+d$e,f;g=h",
+        "https://example.com/a:b@c+d$e,f;g=h",
+        "web",
+        "example.com",
+    ),
     # Non-ASCII hosts are escaped in the URL; the domain keeps the lowercased characters.
     ("https://Bücher.de/", "https://b%C3%BCcher.de/", "web", "bücher.de"),
     ("https://İstanbul.example/", "https://istanbul.example/", "web", "istanbul.example"),
     # Source types.
     ("https://example.com/paper.PDF", "https://example.com/paper.PDF", "pdf", "example.com"),
     ("https://example.com/paper.pdf/", "https://example.com/paper.pdf", "web", "example.com"),
-    ("https://example.com/paper%2Epdf", "https://example.com/paper%252Epdf", "pdf",
-     "example.com"),
-    ("https://www.youtube.com/watch?v=abc&feature=share", "https://youtube.com/watch?v=abc",
-     "youtube", "youtube.com"),
-    ("https://m.youtube.com/watch?v=abc&t=10&start=3", "https://youtube.com/watch?v=abc",
-     "youtube", "youtube.com"),
-    ("https://music.youtube.com/watch?v=abc&t=10", "https://music.youtube.com/watch?t=10&v=abc",
-     "web", "music.youtube.com"),
+    ("https://example.com/paper%2Epdf", "https://example.com/paper%252Epdf", "pdf", "example.com"),
+    (
+        "https://www.youtube.com/watch?v=abc&feature=share",
+        "https://youtube.com/watch?v=abc",
+        "youtube",
+        "youtube.com",
+    ),
+    (
+        "https://m.youtube.com/watch?v=abc&t=10&start=3",
+        "https://youtube.com/watch?v=abc",
+        "youtube",
+        "youtube.com",
+    ),
+    (
+        "https://music.youtube.com/watch?v=abc&t=10",
+        "https://music.youtube.com/watch?t=10&v=abc",
+        "web",
+        "music.youtube.com",
+    ),
     ("https://x.com/i/article/../status/1", "https://x.com/i/status/1", "x_article", "x.com"),
     # GitHub: cut to owner/repo without query; shorter paths keep their query.
-    ("https://github.com/Owner/Repo/tree/main/src?x=1#L5", "https://github.com/Owner/Repo",
-     "github", "github.com"),
-    ("https://www.github.com/owner/repo/", "https://github.com/owner/repo", "github",
-     "github.com"),
-    ("https://github.com/owner?tab=repositories", "https://github.com/owner?tab=repositories",
-     "github", "github.com"),
+    (
+        "https://github.com/Owner/Repo/tree/main/src?x=1#L5",
+        "https://github.com/Owner/Repo",
+        "github",
+        "github.com",
+    ),
+    ("https://www.github.com/owner/repo/", "https://github.com/owner/repo", "github", "github.com"),
+    (
+        "https://github.com/owner?tab=repositories",
+        "https://github.com/owner?tab=repositories",
+        "github",
+        "github.com",
+    ),
     ("https://github.com:8443/a/b/c", "https://github.com:8443/a/b", "github", "github.com"),
     # Userinfo is dropped.
     ("https://user:pa%20ss@example.com/a", "https://example.com/a", "web", "example.com"),
@@ -218,7 +240,7 @@ REJECTED = [
 
 @pytest.mark.parametrize("raw", REJECTED)
 def test_rejections_raise_unsupported_url(raw):
-    with pytest.raises(UnsupportedURL, match="^unsupported or invalid URL$"):
+    with pytest.raises(UnsupportedURL, match=r"^unsupported or invalid URL$"):
         normalize_url(raw)
     assert try_normalize_url(raw) is None
 
@@ -252,7 +274,9 @@ def test_note_path_uses_the_source_type_when_the_domain_is_empty():
 
 
 def test_note_path_for_each_source_type():
-    assert normalize_url("https://github.com/a/b").note_path.startswith("sources/github/github-com-")
+    assert normalize_url("https://github.com/a/b").note_path.startswith(
+        "sources/github/github-com-"
+    )
     assert normalize_url("https://youtu.be/x").note_path.startswith("sources/youtube/youtu-be-")
     assert normalize_url("https://a.org/x.pdf").note_path.startswith("sources/pdf/a-org-")
     assert normalize_url("https://x.com/i/article/1").note_path.startswith(
@@ -284,10 +308,11 @@ def test_slugify_matches_dbrain(value, slug):
 # -----------------------------------------------------------------------------------------------
 # Properties.
 
-URL_CHARS = st.sampled_from(list("abcdefghijklmnopqrstuvwxyzABC0189:/?#[]@!$&'()*+,;=%-._~ ") + [
+URL_CHARS = st.sampled_from([
+    *"abcdefghijklmnopqrstuvwxyzABC0189:/?#[]@!$&'()*+,;=%-._~ ",
     "%2", "%41", "%e2%82%ac", "www.", "m.", "..", "//", "http://", "https://", "[::1]", "é",
     "\x00", "\ud7ff", "\U0001f600", "\u0130", "\ufffd", "\x7f", "\u3000",
-])
+])  # fmt: skip
 
 
 @settings(max_examples=400, deadline=None)
@@ -309,15 +334,14 @@ def test_never_raises_anything_but_unsupported_url(raw):
     )
 
 
-@settings(max_examples=30, deadline=None)
-@given(st.sampled_from(["http://example.com/", "https://x.com/i/article/1?", "//a.b/%41"]))
+@pytest.mark.parametrize("prefix", ["http://example.com/", "https://x.com/i/article/1?", "//a.b/"])
 def test_huge_and_hostile_inputs(prefix):
-    for raw in (prefix + "a" * 10_000, prefix + "\x00" * 10_000, prefix + "é/" * 5_000,
-                prefix + "?" + "&" * 20_000, "[" * 10_000, "http://" + "[" * 10_000):
-        try:
+    assert len(normalize_url(prefix + "a" * 10_000).canonical_url) > 10_000
+    assert normalize_url(prefix + "é/" * 5_000).canonical_url.isascii()
+    for raw in (prefix + "\x00" * 10_000, "[" * 10_000, "http://" + "[" * 10_000):
+        with pytest.raises(UnsupportedURL):
             normalize_url(raw)
-        except UnsupportedURL:
-            pass
+    assert try_normalize_url(prefix + "?" + "&" * 20_000) is not None
 
 
 LABEL = st.text("abcdefghijkl0123456789", min_size=1, max_size=8)

@@ -1,0 +1,33 @@
+"""The benchmark script still runs end to end (on a tiny brain; it reports, never asserts speed)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent.parent / "bench" / "bench_research.py"
+
+
+def test_bench_runs_and_prints_ratios(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH),
+            "--size",
+            "600",
+            "--reps",
+            "1",
+            "--questions",
+            "4",
+            "--db",
+            str(tmp_path / "tiny.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "research / floor" in result.stdout
+    assert "built-in / research" in result.stdout
+    assert "600 items + 300 sources; 4 questions" in result.stdout

@@ -1,0 +1,51 @@
+"""The README's demo questions, run through the JSON API over the real demo brain."""
+
+from __future__ import annotations
+
+import pytest
+
+from datasette_dbrain_websearch.demo import DEMO_QUESTIONS, build_demo_brain
+
+from .conftest import make_datasette
+
+VERDICTS = {
+    "enough": "enough_evidence",
+    "exact": "enough_evidence",
+    "weak": "weak_evidence",
+    "none": "no_evidence",
+}
+REQUEST_KEYS = ("q", "tag", "kind", "source_type", "syntax", "since", "until", "limit")
+
+
+@pytest.fixture(scope="module")
+def demo_ds(tmp_path_factory):
+    path = tmp_path_factory.mktemp("demo") / "brain.db"
+    build_demo_brain(path)
+    return make_datasette([str(path)])
+
+
+@pytest.mark.parametrize("case", DEMO_QUESTIONS, ids=[c["q"][:40] for c in DEMO_QUESTIONS])
+async def test_demo_question_shows_what_the_readme_says(demo_ds, case):
+    params = {k: case[k] for k in REQUEST_KEYS if k in case}
+    response = await demo_ds.client.get("/-/research.json", params=params)
+    assert response.status_code == 200, response.text
+    pack = response.json()
+    assert pack["judge"]["verdict"] == VERDICTS[case["expect"]], pack["judge"]
+    if case["expect"] == "exact":
+        assert pack["evidence"][0]["source_key"] == case["source_key"]
+        assert pack["judge"]["reason"] == "exact_match"
+    if "tag" in case:
+        assert all(case["tag"] in row["user_tags"] for row in pack["evidence"])
+    if "kind" in case:
+        assert {row["kind"] for row in pack["evidence"]} == {case["kind"]}
+    if case["expect"] == "weak":
+        assert pack["query_plan"]["query_mode"] == "relaxed"
+        assert pack["query_plan"]["match_query"] == pack["query_plan"]["relaxed_query"]
+
+
+async def test_demo_page_renders_every_demo_question(demo_ds):
+    for case in DEMO_QUESTIONS:
+        params = {k: case[k] for k in REQUEST_KEYS if k in case}
+        response = await demo_ds.client.get("/-/research", params=params)
+        assert response.status_code == 200
+        assert "Local dbrain evidence:" in response.text
