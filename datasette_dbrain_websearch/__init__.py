@@ -8,20 +8,18 @@ from __future__ import annotations
 from typing import Any
 
 from datasette import hookimpl
+from datasette.plugins import pm
 
-from . import compat
+from . import compat, hookspecs
+
+pm.add_hookspecs(hookspecs)
 
 
 @hookimpl
-def startup(datasette: Any) -> None:
-    from datasette.utils import StartupError
+def startup(datasette: Any) -> Any:
+    from .startup import check_and_prepare
 
-    from .config import ConfigError, Settings
-
-    try:
-        Settings.from_datasette(datasette)
-    except ConfigError as exc:
-        raise StartupError(str(exc)) from exc
+    return check_and_prepare(datasette)
 
 
 @hookimpl
@@ -48,7 +46,7 @@ def register_actions(datasette: Any) -> list:
 
 @hookimpl
 def permission_resources_sql(datasette: Any, actor: Any, action: str) -> Any:
-    return compat.research_default_sql(action)
+    return compat.permission_sql(datasette, actor, action)
 
 
 @hookimpl

@@ -496,3 +496,15 @@ def _relaxed(
 def split_tags(user_tags: str) -> list[str]:
     """dbrain's comma-separated ``user_tags`` as a list (lowercased, empties dropped)."""
     return [t.strip() for t in (user_tags or "").lower().split(",") if t.strip()]
+
+
+def sources_by_url(conn: sqlite3.Connection, urls: list[str]) -> list[Hit]:
+    """Hydrated sources whose ``normalized_url`` (dbrain's dedupe key) is one of the URLs."""
+    shape = brain_shape(conn)
+    if not urls or "normalized_url" not in shape.columns.get("sources", ()):
+        return []
+    marks = ", ".join("?" for _ in urls)
+    rows = conn.execute(f"select id from sources where normalized_url in ({marks})", urls)
+    hits = [Hit("source", row[0]) for row in rows]
+    hydrate(conn, hits, shape)
+    return hits

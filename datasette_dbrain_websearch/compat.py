@@ -1,17 +1,23 @@
 """The few places Datasette 0.65 and 1.0a differ, detected by feature, never by version string.
 
-- Permissions: 0.65 asks ``permission_allowed`` hooks; 1.0a has registered actions, resources and
-  ``datasette.allowed``.
+Permissions: 0.65 asks ``permission_allowed`` hooks; 1.0a has registered actions, resources and
+``datasette.allowed``. Config: 0.65 publishes raw metadata at ``/-/metadata.json``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from datasette.utils import actor_matches_allow
+
+from .config import PLUGIN_NAME, Settings
+
 RESEARCH = "dbrain-research"
+EXTERNAL = "dbrain-external-search"
 
 ACTIONS = {
     RESEARCH: "Search a dbrain brain and read its research page and JSON API",
+    EXTERNAL: "Let a research run call web search providers (Brave, Exa, SearXNG, ...)",
 }
 
 
@@ -36,21 +42,39 @@ def actions() -> list[Any]:
             description=ACTIONS[RESEARCH],
             resource_class=DatabaseResource,
             also_requires="view-database",
-        )
+        ),
+        Action(name=EXTERNAL, description=ACTIONS[EXTERNAL]),
     ]
 
 
-def research_default_sql(action: str) -> Any:
-    """1.0a: allow research by default; ``also_requires`` keeps it behind view-database."""
-    if action != RESEARCH:
-        return None
-    from datasette.permissions import PermissionSQL
+def external_granted(datasette: Any, actor: dict | None) -> bool:
+    """The plugin config's ``external_search.allow`` block matches this actor."""
+    allow = Settings.from_datasette(datasette).external.allow
+    return allow is not None and bool(actor_matches_allow(actor, allow))
 
-    return PermissionSQL.allow(reason=f"{RESEARCH} follows view-database")
+
+def permission_sql(datasette: Any, actor: dict | None, action: str) -> Any:
+    """1.0a: research is allowed by default (``also_requires`` keeps it behind view-database);
+    web search only for actors the plugin's ``external_search.allow`` block names (root with
+    ``--root`` and Datasette's own ``permissions:`` grants work without it)."""
+    if action == RESEARCH:
+        from datasette.permissions import PermissionSQL
+
+        return PermissionSQL.allow(reason=f"{RESEARCH} follows view-database")
+    if action == EXTERNAL and external_granted(datasette, actor):
+        from datasette.permissions import PermissionSQL
+
+        return PermissionSQL.allow(reason="external_search.allow in plugin config")
+    return None
 
 
 def legacy_permission(datasette: Any, actor: dict | None, action: str, resource: Any) -> Any:
-    """0.65: research is allowed wherever the actor may view the instance and the database."""
+    """0.65: research wherever the actor may view the database; web search for root and for
+    actors the plugin's ``external_search.allow`` block names."""
+    if action == EXTERNAL:
+        if (actor or {}).get("id") == "root" or external_granted(datasette, actor):
+            return True
+        return None
     if action != RESEARCH:
         return None
 
@@ -60,3 +84,13 @@ def legacy_permission(datasette: Any, actor: dict | None, action: str, resource:
         return await datasette.permission_allowed(actor, "view-database", resource, default=True)
 
     return inner
+
+
+def publishes_raw_metadata(datasette: Any) -> bool:
+    """0.65 serves the raw metadata (literal secrets included) at ``/-/metadata.json``."""
+    return not hasattr(datasette, "allowed")
+
+
+def raw_plugin_config(datasette: Any) -> Any:
+    """The plugin block before ``$env``/``$file`` resolution (0.65 metadata)."""
+    return (datasette.metadata("plugins") or {}).get(PLUGIN_NAME)

@@ -1,20 +1,87 @@
 """Typed plugin configuration: defaults, validation and one place that reads the config block.
 
 The block is read on every request (``Settings.from_datasette``) so ``$env``/``$file`` secrets
-resolve late and a changed config never needs a restart of the plugin's own state.
+resolve late and a changed config never needs a restart of the plugin's own state. Provider
+blocks (``external_search.brave`` ...) keep their resolved values, API keys included, in a field
+that is never part of any repr, so a key cannot leak through a log line or a traceback.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 PLUGIN_NAME = "datasette-dbrain-websearch"
+MODES = ("never", "on_weak", "always")
+FRESHNESS_RE = re.compile(r"^(pd|pw|pm|py|\d{4}-\d{2}-\d{2}to\d{4}-\d{2}-\d{2})$")
+MAX_EXTERNAL_COUNT = 10
+SECRET_KEYS = ("api_key",)
 
 
 class ConfigError(ValueError):
     """The plugin block is malformed; raised at startup with a message naming the key."""
+
+
+class _Block:
+    """Typed reads from one mapping, with errors that name the full key path."""
+
+    def __init__(self, raw: Any, path: str, known: set[str]) -> None:
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"{PLUGIN_NAME}: '{path or 'plugin config'}' must be a mapping")
+        unknown = sorted(set(raw) - known)
+        if unknown:
+            where = f" in '{path}'" if path else ""
+            raise ConfigError(
+                f"{PLUGIN_NAME}: unknown config key(s) {', '.join(unknown)}{where}; "
+                f"expected some of {', '.join(sorted(known))}"
+            )
+        self.raw = raw
+        self.path = path
+
+    def name(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def int(self, key: str, default: int, lo: int, hi: int) -> int:
+        value = self.raw.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+            raise ConfigError(
+                f"{PLUGIN_NAME}: '{self.name(key)}' must be an integer from {lo} to {hi}"
+            )
+        return value
+
+    def number(self, key: str, default: float, lo: float, hi: float) -> float:
+        value = self.raw.get(key, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
+            raise ConfigError(
+                f"{PLUGIN_NAME}: '{self.name(key)}' must be a number from {lo} to {hi}"
+            )
+        return float(value)
+
+    def bool(self, key: str, default: bool) -> bool:
+        value = self.raw.get(key, default)
+        if not isinstance(value, bool):
+            raise ConfigError(f"{PLUGIN_NAME}: '{self.name(key)}' must be true or false")
+        return value
+
+    def choice(self, key: str, default: str, choices: tuple[str, ...]) -> str:
+        value = self.raw.get(key, default)
+        if value not in choices:
+            raise ConfigError(
+                f"{PLUGIN_NAME}: '{self.name(key)}' must be one of {', '.join(choices)}"
+            )
+        return value
+
+    def strings(self, key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        value = self.raw.get(key, list(default))
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{PLUGIN_NAME}: '{self.name(key)}' must be a list of strings")
+        return tuple(value)
 
 
 @dataclass(frozen=True)
@@ -27,6 +94,93 @@ class JudgeThresholds:
 
 
 @dataclass(frozen=True)
+class ExternalSettings:
+    """The ``external_search`` block. Nothing leaves the machine unless ``enabled``."""
+
+    enabled: bool = False
+    default_mode: str = "never"
+    providers: tuple[str, ...] = ("brave",)
+    freshness: str = ""
+    count: int = 5
+    max_count: int = MAX_EXTERNAL_COUNT
+    max_tokens: int = 8192
+    timeout: float = 20.0
+    allow_domains: tuple[str, ...] = ()
+    block_domains: tuple[str, ...] = ()
+    cache_ttl: int = 3600
+    max_response_bytes: int = 5 * 1024 * 1024
+    allow: Any = None
+    provider_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, repr=False)
+
+    def options_for(self, provider: str) -> Mapping[str, Any]:
+        """A provider's resolved config block (``{}`` when absent)."""
+        return self.provider_options.get(provider) or {}
+
+    def secrets(self) -> list[str]:
+        """Every configured secret value, for redacting text before it is shown or stored."""
+        return [
+            str(block[key])
+            for block in self.provider_options.values()
+            for key in SECRET_KEYS
+            if isinstance(block, Mapping) and block.get(key)
+        ]
+
+
+EXTERNAL_KEYS = {
+    "enabled",
+    "default_mode",
+    "providers",
+    "freshness",
+    "count",
+    "max_count",
+    "max_tokens",
+    "timeout",
+    "allow_domains",
+    "block_domains",
+    "cache_ttl",
+    "max_response_bytes",
+    "allow",
+}
+
+
+def parse_external(raw: Any) -> ExternalSettings:
+    """Validate the ``external_search`` block. Provider blocks are any other mapping keys."""
+    provider_names = {k for k, v in (raw or {}).items() if isinstance(v, Mapping)} - EXTERNAL_KEYS
+    block = _Block(raw, "external_search", EXTERNAL_KEYS | provider_names)
+    freshness = block.raw.get("freshness", "") or ""
+    if not isinstance(freshness, str) or (freshness and not FRESHNESS_RE.match(freshness)):
+        raise ConfigError(
+            f"{PLUGIN_NAME}: 'external_search.freshness' must be pd, pw, pm, py or "
+            "YYYY-MM-DDtoYYYY-MM-DD"
+        )
+    max_count = block.int("max_count", MAX_EXTERNAL_COUNT, 1, MAX_EXTERNAL_COUNT)
+    providers = block.strings("providers", ("brave",))
+    if not providers:
+        raise ConfigError(f"{PLUGIN_NAME}: 'external_search.providers' must name a provider")
+    allow = block.raw.get("allow")
+    if allow is not None and not isinstance(allow, bool | Mapping):
+        raise ConfigError(
+            f"{PLUGIN_NAME}: 'external_search.allow' must be an allow block like {{id: root}}"
+        )
+    return ExternalSettings(
+        enabled=block.bool("enabled", False),
+        default_mode=block.choice("default_mode", "never", MODES),
+        providers=providers,
+        freshness=freshness,
+        count=block.int("count", 5, 1, max_count),
+        max_count=max_count,
+        max_tokens=block.int("max_tokens", 8192, 1024, 32768),
+        timeout=block.number("timeout", 20.0, 0.5, 120.0),
+        allow_domains=tuple(d.lower().strip(".") for d in block.strings("allow_domains")),
+        block_domains=tuple(d.lower().strip(".") for d in block.strings("block_domains")),
+        cache_ttl=block.int("cache_ttl", 3600, 0, 30 * 24 * 3600),
+        max_response_bytes=block.int("max_response_bytes", 5 * 1024 * 1024, 1024, 50 * 1024**2),
+        allow=allow,
+        provider_options={name: dict(block.raw[name]) for name in provider_names},
+    )
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything the plugin reads from its config block, validated."""
 
@@ -36,11 +190,12 @@ class Settings:
     excerpt_chars: int = 240
     time_limit_ms: int = 3000
     judge: JudgeThresholds = field(default_factory=JudgeThresholds)
+    external: ExternalSettings = field(default_factory=ExternalSettings)
+    traces_database: str = ""
 
     @classmethod
     def from_config(cls, raw: Mapping[str, Any] | None) -> Settings:
         """Validate a plugin block (``None`` means defaults) and build Settings."""
-        raw = dict(raw or {})
         known = {
             "databases",
             "default_limit",
@@ -48,41 +203,30 @@ class Settings:
             "excerpt_chars",
             "time_limit_ms",
             "judge",
+            "external_search",
+            "traces_database",
         }
-        unknown = sorted(set(raw) - known)
-        if unknown:
-            raise ConfigError(
-                f"{PLUGIN_NAME}: unknown config key(s) {', '.join(unknown)}; "
-                f"expected some of {', '.join(sorted(known))}"
-            )
-        databases = raw.get("databases")
-        if databases is not None:
-            if isinstance(databases, str):
-                databases = [databases]
-            if not isinstance(databases, list) or not all(isinstance(d, str) for d in databases):
-                raise ConfigError(f"{PLUGIN_NAME}: 'databases' must be a list of database names")
-            databases = tuple(databases)
-        judge_raw = raw.get("judge")
-        judge_raw = {} if judge_raw is None else judge_raw
-        if not isinstance(judge_raw, Mapping):
-            raise ConfigError(f"{PLUGIN_NAME}: 'judge' must be a mapping")
-        unknown_judge = sorted(set(judge_raw) - {"min_evidence", "min_term_coverage", "top_k"})
-        if unknown_judge:
-            raise ConfigError(f"{PLUGIN_NAME}: unknown judge key(s) {', '.join(unknown_judge)}")
-        judge = JudgeThresholds(
-            min_evidence=_int(judge_raw, "min_evidence", 2, lo=1, hi=1000, prefix="judge."),
-            min_term_coverage=_float(judge_raw, "min_term_coverage", 0.75, prefix="judge."),
-            top_k=_int(judge_raw, "top_k", 3, lo=1, hi=100, prefix="judge."),
+        block = _Block(raw, "", known)
+        databases = None
+        if "databases" in block.raw:
+            databases = block.strings("databases")
+        judge = _Block(
+            block.raw.get("judge"), "judge", {"min_evidence", "min_term_coverage", "top_k"}
         )
-        max_limit = _int(raw, "max_limit", 50, lo=1, hi=500)
-        default_limit = _int(raw, "default_limit", 10, lo=1, hi=max_limit)
+        max_limit = block.int("max_limit", 50, 1, 500)
         return cls(
             databases=databases,
-            default_limit=default_limit,
+            default_limit=block.int("default_limit", 10, 1, max_limit),
             max_limit=max_limit,
-            excerpt_chars=_int(raw, "excerpt_chars", 240, lo=40, hi=4000),
-            time_limit_ms=_int(raw, "time_limit_ms", 3000, lo=50, hi=120_000),
-            judge=judge,
+            excerpt_chars=block.int("excerpt_chars", 240, 40, 4000),
+            time_limit_ms=block.int("time_limit_ms", 3000, 50, 120_000),
+            judge=JudgeThresholds(
+                min_evidence=judge.int("min_evidence", 2, 1, 1000),
+                min_term_coverage=judge.number("min_term_coverage", 0.75, 0, 1),
+                top_k=judge.int("top_k", 3, 1, 100),
+            ),
+            external=parse_external(block.raw.get("external_search")),
+            traces_database=_path(block, "traces_database"),
         )
 
     @classmethod
@@ -91,17 +235,21 @@ class Settings:
         return cls.from_config(datasette.plugin_config(PLUGIN_NAME))
 
 
-def _int(
-    raw: Mapping[str, Any], key: str, default: int, *, lo: int, hi: int, prefix: str = ""
-) -> int:
-    value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
-        raise ConfigError(f"{PLUGIN_NAME}: '{prefix}{key}' must be an integer from {lo} to {hi}")
+def _path(block: _Block, key: str) -> str:
+    value = block.raw.get(key) or ""
+    if not isinstance(value, str):
+        raise ConfigError(f"{PLUGIN_NAME}: '{key}' must be a file path")
     return value
 
 
-def _float(raw: Mapping[str, Any], key: str, default: float, *, prefix: str = "") -> float:
-    value = raw.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-        raise ConfigError(f"{PLUGIN_NAME}: '{prefix}{key}' must be a number from 0 to 1")
-    return float(value)
+def literal_secrets(raw: Any, path: str = "") -> list[str]:
+    """Config paths holding a secret as a literal string rather than ``$env``/``$file``."""
+    found: list[str] = []
+    if isinstance(raw, Mapping):
+        for key, value in raw.items():
+            where = f"{path}.{key}" if path else str(key)
+            if key in SECRET_KEYS and isinstance(value, str) and value:
+                found.append(where)
+            else:
+                found.extend(literal_secrets(value, where))
+    return found

@@ -1,12 +1,17 @@
-"""Fusing ranked lanes into one list (pure functions).
+"""Fusing ranked lanes and merging web results with local evidence (pure functions).
 
 Reciprocal rank fusion (k=60, as dbrain's hybrid retrieval uses) needs only ranks, so bm25 scores
-from two FTS tables with different vocabularies never have to be compared directly.
+from two FTS tables, or ranks from two web providers, never have to be compared directly.
 """
 
 from __future__ import annotations
 
 from collections.abc import Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .external import ExternalHit
 
 RRF_K = 60
 
@@ -23,3 +28,105 @@ def rrf(lanes: Iterable[list[Hashable]], k: int = RRF_K) -> dict[Hashable, float
         for rank, key in enumerate(ranked, start=1):
             scores[key] = scores.get(key, 0.0) + rrf_contribution(rank, k)
     return scores
+
+
+@dataclass
+class MergedResult:
+    """One web page as found by one or more providers (before budget and collapse)."""
+
+    canonical_url: str
+    domain: str
+    hits: list[ExternalHit]
+
+    @property
+    def providers(self) -> list[str]:
+        return list(dict.fromkeys(h.provider for h in self.hits))
+
+    @property
+    def first(self) -> ExternalHit:
+        return self.hits[0]
+
+
+@dataclass
+class MergeOutcome:
+    """External rows to show, local sources to credit, and every decision taken."""
+
+    rows: list[MergedResult] = field(default_factory=list)
+    collapsed: dict[str, list[ExternalHit]] = field(default_factory=dict)
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    dropped_by_domain: int = 0
+    dropped_by_budget: int = 0
+
+
+def domain_matches(domain: str, patterns: tuple[str, ...]) -> bool:
+    """``example.com`` matches itself and its subdomains."""
+    return any(domain == p or domain.endswith("." + p) for p in patterns)
+
+
+def group_by_url(hits: list[ExternalHit]) -> list[MergedResult]:
+    """Merge hits for the same canonical URL across providers, keeping first-seen order."""
+    merged: dict[str, MergedResult] = {}
+    for hit in hits:
+        key = hit.url.canonical_url
+        if key not in merged:
+            merged[key] = MergedResult(key, hit.url.domain, [])
+        merged[key].hits.append(hit)
+    return list(merged.values())
+
+
+def external_score(result: MergedResult) -> float:
+    """RRF over the providers' ranks: a page two providers agree on outranks either alone."""
+    return sum(rrf_contribution(hit.rank) for hit in result.hits)
+
+
+def merge_external(
+    hits: list[ExternalHit],
+    local_urls: set[str],
+    allow_domains: tuple[str, ...],
+    block_domains: tuple[str, ...],
+    budget: int,
+) -> MergeOutcome:
+    """Cross-provider merge, domain policy, collapse onto local sources, budget (pure).
+
+    ``local_urls`` holds the brain's ``normalized_url`` values for the hits' URLs: a page the
+    brain already has never becomes an external row; its local source is credited instead.
+    """
+    outcome = MergeOutcome()
+    for result in group_by_url(hits):
+        if len(result.providers) > 1:
+            outcome.decisions.append(
+                {
+                    "decision": "merged_across_providers",
+                    "url": result.canonical_url,
+                    "providers": result.providers,
+                }
+            )
+        blocked = domain_matches(result.domain, block_domains)
+        if blocked or (allow_domains and not domain_matches(result.domain, allow_domains)):
+            outcome.dropped_by_domain += 1
+            outcome.decisions.append(
+                {
+                    "decision": "dropped_by_domain_policy",
+                    "url": result.canonical_url,
+                    "domain": result.domain,
+                    "rule": "block_domains" if blocked else "allow_domains",
+                }
+            )
+            continue
+        if result.canonical_url in local_urls:
+            outcome.collapsed[result.canonical_url] = result.hits
+            outcome.decisions.append(
+                {
+                    "decision": "collapsed_onto_local_source",
+                    "url": result.canonical_url,
+                    "providers": result.providers,
+                }
+            )
+            continue
+        outcome.rows.append(result)
+    outcome.rows.sort(key=lambda r: (-external_score(r), r.first.rank, r.canonical_url))
+    for result in outcome.rows[budget:]:
+        outcome.decisions.append({"decision": "dropped_by_budget", "url": result.canonical_url})
+    outcome.dropped_by_budget = max(0, len(outcome.rows) - budget)
+    outcome.rows = outcome.rows[:budget]
+    return outcome

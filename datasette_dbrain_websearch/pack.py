@@ -6,6 +6,7 @@ dbrain's pack (``internal/brainresearch/types.go``); additions never rename dbra
 
 from __future__ import annotations
 
+import hashlib
 import secrets
 import time
 from collections import Counter
@@ -15,9 +16,9 @@ from typing import Any
 
 from .brain import FTS_TABLE, TABLE, Hit, LocalResult, excerpt_fields, split_tags
 from .excerpts import best_excerpt
-from .fts import QueryPlan
-from .judge import Verdict
-from .merge import RRF_K, rrf_contribution
+from .external import ExternalHit
+from .fts import QueryPlan, matched_terms
+from .merge import RRF_K, MergedResult, rrf_contribution
 
 SCHEMA_VERSION = "research_pack.v1"
 EXACT_WEIGHT = 1.0
@@ -146,13 +147,15 @@ def build_pack(
     plan: QueryPlan,
     local: LocalResult,
     evidence: list[dict],
-    verdict: Verdict,
+    verdict: dict[str, Any],
     limit: int,
     filters: dict[str, Any],
     warnings: list[dict[str, str]],
     timings_ms: dict[str, float],
+    web: dict[str, Any],
 ) -> dict[str, Any]:
-    """Assemble the pack; ``evidence`` rows are already shaped by ``evidence_row``."""
+    """Assemble the pack; evidence rows come shaped by ``evidence_row``/``external_row``."""
+    external = web["external_evidence"]
     lanes: list[dict[str, Any]] = [
         {
             "name": "exact_lookup",
@@ -189,8 +192,10 @@ def build_pack(
             "limit": limit,
             "filters": filters,
             "retrieval_lanes": lanes,
+            "external_queries": web["external_queries"],
         },
-        "judge": verdict.as_dict(),
+        "judge": verdict,
+        "external_search": web["external_search"],
         "coverage": {
             "evidence_count": len(evidence),
             "local_evidence_count": len(evidence),
@@ -203,6 +208,8 @@ def build_pack(
             "exact_matches": local.exact_count,
             "item_text_matches": item_matches,
             "source_text_matches": source_matches,
+            "external_evidence_count": len(external),
+            "external_by_provider": _counts([p for row in external for p in row["providers"]]),
             "displayed_limit": limit,
             "recall_note": (
                 f"exact matches: {local.exact_count}; "
@@ -212,6 +219,145 @@ def build_pack(
             ),
         },
         "evidence": evidence,
+        "external_evidence": external,
+        "ranking": web["ranking"],
+        "merge_decisions": web["merge_decisions"],
         "warnings": warnings,
         "timings_ms": timings_ms,
     }
+
+
+def _lane_for(hit: ExternalHit, store: str) -> dict[str, Any]:
+    return {
+        "name": "external_search",
+        "status": "used",
+        "provider": hit.provider,
+        "store": store,
+        "rank": hit.rank,
+        "cached": hit.cached,
+    }
+
+
+def external_key(provider: str, canonical_url: str) -> str:
+    """``ext:<provider>:<first 12 hex of sha256(canonical URL)>``."""
+    return f"ext:{provider}:{hashlib.sha256(canonical_url.encode()).hexdigest()[:12]}"
+
+
+def external_row(
+    result: MergedResult, plan: QueryPlan, excerpt_chars: int, text_chars: int, labels: dict
+) -> dict[str, Any]:
+    """One ``external_evidence`` row: outside the corpus, ephemeral, with its providers."""
+    first = result.first.result
+    terms = plan.query_terms
+    text = max((h.result.text for h in result.hits), key=len)[:text_chars]
+    snippet = next((h.result.snippet for h in result.hits if h.result.snippet), "")
+    excerpt = best_excerpt(
+        [("snippet", "external_snippet", snippet), ("text", "external_text", text)],
+        terms,
+        excerpt_chars,
+    )
+    title = next((h.result.title for h in result.hits if h.result.title), "") or result.domain
+    published = next((h.result.published_at for h in result.hits if h.result.published_at), "")
+    found = matched_terms(terms, [title, snippet, text])
+    signals = [
+        {
+            "name": "external_provider_rank",
+            "detail": f"rank {h.rank} at {labels.get(h.provider, h.provider)}; "
+            f"RRF 1/({RRF_K}+{h.rank})" + (" (cached)" if h.cached else ""),
+            "weight": round(rrf_contribution(h.rank), 6),
+        }
+        for h in result.hits
+    ]
+    signals.append(
+        {
+            "name": "external_query_match",
+            "detail": f"title and text match {len(found)} of {len(terms)} terms",
+            "weight": 0.0,
+        }
+    )
+    if published:
+        signals.append(
+            {"name": "external_freshness", "detail": f"published {published[:10]}", "weight": 0.0}
+        )
+    if len(result.providers) > 1:
+        names = " and ".join(labels.get(p, p) for p in result.providers)
+        signals.append(
+            {"name": "external_multi_provider", "detail": f"found by {names}", "weight": 0.0}
+        )
+    fused = sum(rrf_contribution(h.rank) for h in result.hits)
+    return {
+        "source_key": external_key(result.first.provider, result.canonical_url),
+        "kind": "external",
+        "source_type": "external_web",
+        "origin": "outside_dbrain_corpus",
+        "store": "ephemeral",
+        "url": first.url,
+        "canonical_url": result.canonical_url,
+        "title": title,
+        "domain": result.domain,
+        "excerpt": excerpt.text,
+        "excerpt_html": excerpt.html,
+        "text": text,
+        "published_at": published,
+        "author": next((h.result.author for h in result.hits if h.result.author), ""),
+        "evidence_role": excerpt.role or "external_snippet",
+        "providers": result.providers,
+        "retrieval": {
+            "score": round(fused, 6),
+            "fused_score": round(fused, 6),
+            "lanes": [_lane_for(h, "ephemeral") for h in result.hits],
+            "signals": signals,
+            "matched_terms": found,
+            "missing_terms": [t for t in terms if t not in found],
+        },
+    }
+
+
+def credit_local(row: dict[str, Any], hits: list[ExternalHit], labels: dict) -> None:
+    """A web hit for a page the brain holds: the local row gains the lane, not a twin."""
+    for hit in hits:
+        row["retrieval"]["lanes"].append(_lane_for(hit, "local"))
+        row["retrieval"]["signals"].append(
+            {
+                "name": "external_duplicate_local_source",
+                "detail": f"also found by {labels.get(hit.provider, hit.provider)} "
+                f"(rank {hit.rank})",
+                "weight": 0.0,
+            }
+        )
+    row["also_found_by"] = list(
+        dict.fromkeys([*row.get("also_found_by", []), *(h.provider for h in hits)])
+    )
+
+
+def is_strong_local(row: dict[str, Any]) -> bool:
+    lanes = row["retrieval"]["lanes"]
+    exact = any(lane["name"] == "exact_lookup" for lane in lanes)
+    return exact or not row["retrieval"]["missing_terms"]
+
+
+def merged_ranking(
+    local: list[dict[str, Any]], external: list[dict[str, Any]], current_state: bool
+) -> list[dict[str, Any]]:
+    """One reading order over both lists, each entry saying which list and origin it is from.
+
+    Local rows keep their order. Web rows follow them, except for questions about the current
+    state of things, where web rows may go ahead of weak local rows (never ahead of exact hits
+    or of local rows that match every term).
+    """
+
+    def entry(row: dict[str, Any], where: str, index: int) -> dict[str, Any]:
+        return {
+            "source_key": row["source_key"],
+            "origin": row["origin"],
+            "list": where,
+            "index": index,
+        }
+
+    local_entries = [entry(r, "evidence", i) for i, r in enumerate(local)]
+    web_entries = [entry(r, "external_evidence", i) for i, r in enumerate(external)]
+    if not current_state:
+        return local_entries + web_entries
+    strong = [e for e, r in zip(local_entries, local, strict=True) if is_strong_local(r)]
+    weak = [e for e, r in zip(local_entries, local, strict=True) if not is_strong_local(r)]
+    return strong + web_entries + weak

@@ -13,12 +13,23 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .brain import Filters, LocalResult, retrieve
-from .config import Settings
+from .brain import Filters, LocalResult, retrieve, sources_by_url
+from .config import FRESHNESS_RE, MODES, Settings
 from .errors import ResearchError
-from .fts import plan_query
+from .external import ALL, ExternalRequest, WebStage, decide, is_current_state
+from .fts import QueryPlan, plan_query
 from .judge import judge
-from .pack import RowUrl, build_pack, evidence_row, new_run_id
+from .merge import merge_external
+from .pack import (
+    RowUrl,
+    build_pack,
+    credit_local,
+    evidence_row,
+    external_row,
+    merged_ranking,
+    new_run_id,
+)
+from .providers.base import Provider, redact
 
 MAX_QUESTION_CHARS = 20_000
 SYNTAXES = ("simple", "raw")
@@ -37,6 +48,7 @@ class Options:
     limit: int
     syntax: str
     filters: Filters
+    external: ExternalRequest
 
 
 def clean(value: str) -> str:
@@ -97,7 +109,49 @@ def parse_options(params: Params, settings: Settings) -> Options:
         since=dates["since"],
         until=dates["until"],
     )
-    return Options(question=question, limit=limit, syntax=syntax, filters=filters)
+    return Options(
+        question=question,
+        limit=limit,
+        syntax=syntax,
+        filters=filters,
+        external=parse_external_request(params, settings),
+    )
+
+
+def parse_external_request(params: Params, settings: Settings) -> ExternalRequest:
+    """``external``, ``provider`` (repeatable, or ``all``), ``freshness``, ``external_count``."""
+    ext = settings.external
+    mode = _one(params, "external").lower() or ext.default_mode
+    if mode not in MODES:
+        raise ResearchError("external must be 'never', 'on_weak' or 'always'.", code="bad_external")
+    providers = _many(params, "provider")
+    if ALL in providers:
+        providers = (ALL,)
+    freshness = _one(params, "freshness") or ext.freshness
+    if freshness and not FRESHNESS_RE.match(freshness):
+        raise ResearchError(
+            "freshness must be pd, pw, pm, py or a range like 2026-01-01to2026-06-30.",
+            code="bad_freshness",
+        )
+    count_raw = _one(params, "external_count")
+    count = ext.count
+    if count_raw:
+        if not count_raw.isdigit() or not 1 <= int(count_raw) <= ext.max_count:
+            raise ResearchError(
+                f"external_count must be a whole number from 1 to {ext.max_count}.",
+                code="bad_external_count",
+            )
+        count = int(count_raw)
+    return ExternalRequest(mode=mode, providers=providers, freshness=freshness, count=count)
+
+
+@dataclass(frozen=True)
+class WebAccess:
+    """What the surface knows about reaching the web for this request."""
+
+    permitted: bool
+    providers: Mapping[str, Provider]
+    cache_db: Any | None = None
 
 
 async def research(
@@ -106,10 +160,19 @@ async def research(
     options: Options,
     settings: Settings,
     row_url: RowUrl,
+    web: WebAccess | None = None,
 ) -> dict[str, Any]:
-    """Run one local research pass and return the pack."""
+    """Run one research pass (local, then the web when allowed) and return the pack."""
     started = time.perf_counter()
     run_id = new_run_id()
+    web = web or WebAccess(False, {})
+    unknown = [p for p in options.external.providers if p != ALL and p not in web.providers]
+    if unknown:
+        raise ResearchError(
+            f"Unknown provider {', '.join(unknown)}; choose from "
+            f"{', '.join(sorted(web.providers)) or 'none installed'} or 'all'.",
+            code="unknown_provider",
+        )
     plan = plan_query(options.question, options.syntax)
     local: LocalResult = await execute_fn(
         lambda conn: retrieve(
@@ -146,17 +209,136 @@ async def research(
         "local": local.timings_ms["local"],
         "judge": round((time.perf_counter() - judge_started) * 1000, 3),
     }
+    web_part = await _web(
+        execute_fn, options, settings, plan, verdict.verdict, evidence, row_url, web
+    )
+    warnings.extend(web_part.pop("warnings"))
+    timings.update(web_part.pop("timings_ms"))
+    verdict_dict = verdict.as_dict()
+    if not evidence and web_part["external_search"]["ran"]:
+        found = len(web_part["external_evidence"])
+        verdict_dict["message"] += (
+            f" The web search found {found} row(s) outside your brain."
+            if found
+            else " The web search found nothing usable either (see warnings)."
+        )
     timings["total"] = round((time.perf_counter() - started) * 1000, 3)
-    return build_pack(
+    pack = build_pack(
         run_id=run_id,
         question=options.question,
         database=database,
         plan=plan,
         local=local,
         evidence=evidence,
-        verdict=verdict,
+        verdict=verdict_dict,
         limit=options.limit,
         filters=options.filters.active(),
         warnings=warnings,
         timings_ms=timings,
+        web=web_part,
     )
+    return scrub(pack, settings.external.secrets())
+
+
+async def _web(
+    execute_fn: ExecuteFn,
+    options: Options,
+    settings: Settings,
+    plan: QueryPlan,
+    verdict: str,
+    evidence: list[dict[str, Any]],
+    row_url: RowUrl,
+    web: WebAccess,
+) -> dict[str, Any]:
+    """The external stage and the merge; returns the pack's web parts (always present)."""
+    ext = settings.external
+    request = options.external
+    decision = decide(request.mode, ext, web.permitted, verdict)
+    current = is_current_state(options.question)
+    part: dict[str, Any] = {
+        "external_search": {
+            "mode": request.mode,
+            "requested": request.mode != "never",
+            "ran": False,
+            "providers": [],
+            "skipped_reason": decision.skipped_reason,
+            "current_state_question": current,
+        },
+        "external_evidence": [],
+        "external_queries": [],
+        "warnings": [decision.warning] if decision.warning else [],
+        "timings_ms": {},
+        "merge_decisions": [],
+    }
+    if current and not decision.run:
+        part["warnings"].append(
+            {
+                "code": "current_state_question",
+                "message": "This question asks how things are now; your brain may be out of "
+                "date. Choose External web: Always to check the web as well.",
+            }
+        )
+    if not decision.run:
+        part["ranking"] = merged_ranking(evidence, [], current)
+        return part
+    outcome = await WebStage(ext, web.providers, web.cache_db).run(request, plan)
+    labels = {name: p.label for name, p in web.providers.items()}
+    part["external_search"]["ran"] = True
+    part["external_search"]["providers"] = list(dict.fromkeys(outcome.providers_called))
+    part["external_queries"] = outcome.queries
+    part["warnings"].extend(outcome.warnings)
+    part["timings_ms"].update(outcome.timings_ms)
+    urls = sorted({h.url.canonical_url for h in outcome.hits})
+    held = await execute_fn(lambda conn: sources_by_url(conn, urls))
+    local_urls = {h.row.get("normalized_url", "") for h in held}
+    merged = merge_external(
+        outcome.hits, local_urls, ext.allow_domains, ext.block_domains, request.count
+    )
+    by_url = {row["url"]: row for row in evidence if row["kind"] == "source"}
+    for hit in held:
+        url = hit.row.get("normalized_url", "")
+        if url not in merged.collapsed:
+            continue
+        row = by_url.get(hit.row.get("canonical_url", "")) or next(
+            (r for r in evidence if r["source_key"] == hit.row.get("source_key")), None
+        )
+        if row is None:
+            row = evidence_row(hit, plan, row_url, settings.excerpt_chars)
+            evidence.append(row)
+        credit_local(row, merged.collapsed[url], labels)
+    text_chars = ext.max_tokens * 4 // max(1, len(merged.rows) or 1)
+    part["external_evidence"] = [
+        external_row(r, plan, settings.excerpt_chars, text_chars, labels) for r in merged.rows
+    ]
+    part["merge_decisions"] = merged.decisions
+    if outcome.rejected_urls:
+        part["warnings"].append(
+            {
+                "code": "external_url_rejected",
+                "message": f"{outcome.rejected_urls} web result(s) had URLs dbrain cannot store "
+                "(not http(s), or refused by dbrain's URL rules) and were left out.",
+            }
+        )
+    if merged.dropped_by_domain:
+        part["warnings"].append(
+            {
+                "code": "external_domain_filtered",
+                "message": f"{merged.dropped_by_domain} web result(s) were dropped by the "
+                "allow_domains/block_domains policy.",
+            }
+        )
+    part["ranking"] = merged_ranking(evidence, part["external_evidence"], current)
+    return part
+
+
+def scrub(value: Any, secrets: list[str]) -> Any:
+    """Remove secret values from every string in the pack (a last line of defence)."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, list):
+        return [scrub(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return {k: scrub(v, secrets) for k, v in value.items()}
+    return value

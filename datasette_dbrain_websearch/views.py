@@ -14,10 +14,12 @@ from datasette import Forbidden, NotFound, Response
 from datasette.utils import tilde_decode
 
 from .brain import TABLE, is_brain
-from .compat import RESEARCH, can
-from .config import Settings
+from .compat import EXTERNAL, RESEARCH, can
+from .config import MODES, Settings
 from .errors import ResearchError
-from .research import parse_options, research
+from .providers import registered_providers
+from .research import WebAccess, parse_options, research
+from .store import DATABASE_NAME
 
 TEMPLATE = "dbrain_websearch_research.html"
 HIDDEN_DATABASES = ("_internal", "_memory")
@@ -58,6 +60,15 @@ def row_url_for(datasette: Any, database: str):
         return str(datasette.urls.row(database, TABLE[kind], str(row_id)))
 
     return row_url
+
+
+async def web_access(datasette: Any, actor: dict | None) -> WebAccess:
+    """May this actor reach the web, through which providers, with which cache."""
+    return WebAccess(
+        permitted=await can(datasette, actor, EXTERNAL),
+        providers=registered_providers(datasette),
+        cache_db=datasette.databases.get(DATABASE_NAME),
+    )
 
 
 def error_response(error: ResearchError, as_json: bool) -> Response:
@@ -119,6 +130,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
             raise NotFound(error.message)
         database = requested or allowed[0]
 
+    web = await web_access(datasette, request.actor)
     pack = None
     error = None
     has_question = bool((params.get("q") or [""])[-1].strip())
@@ -127,7 +139,12 @@ async def research_view(request: Any, datasette: Any) -> Response:
             options = parse_options(params, settings)
             db = datasette.get_database(database)
             pack = await research(
-                db.execute_fn, database, options, settings, row_url_for(datasette, database)
+                db.execute_fn,
+                database,
+                options,
+                settings,
+                row_url_for(datasette, database),
+                web,
             )
         except ResearchError as exc:
             error = exc
@@ -146,14 +163,59 @@ async def research_view(request: Any, datasette: Any) -> Response:
         "json_url": research_path(datasette, database if route is not None else None, True)
         + ("?" + query_string if query_string else ""),
         "kinds": [("", "Items and sources"), ("item", "Items only"), ("source", "Sources only")],
+        "external": external_controls(settings, web, params),
+        "is_web_url": is_web_url,
     }
     html = await datasette.render_template(TEMPLATE, context, request=request)
     return Response.html(html, status=error.status if error else 200)
 
 
+MODE_LABELS = {"never": "Off", "on_weak": "If local evidence is weak", "always": "Always"}
+FRESHNESS_LABELS = [
+    ("", "Any time"),
+    ("pd", "Past day"),
+    ("pw", "Past week"),
+    ("pm", "Past month"),
+    ("py", "Past year"),
+]
+
+
+def is_web_url(url: str) -> bool:
+    """Only http(s) URLs become links: a ``javascript:`` URL in a bookmark stays text."""
+    return url.lower().startswith(("http://", "https://"))
+
+
+def external_controls(settings: Settings, web: WebAccess, params: dict) -> dict[str, Any]:
+    """What the page's "External web" controls show for this actor and config."""
+    ext = settings.external
+    labels = {name: p.label for name, p in web.providers.items()}
+    return {
+        "enabled": ext.enabled,
+        "permitted": web.permitted,
+        "modes": [(m, MODE_LABELS[m]) for m in MODES],
+        "mode": (params.get("external") or [ext.default_mode])[-1],
+        "providers": [(n, labels.get(n, n)) for n in ext.providers] + [("all", "All at once")],
+        "freshness": FRESHNESS_LABELS,
+        "labels": labels,
+    }
+
+
 def _form_values(params: dict[str, list[str]]) -> dict[str, str]:
     """What the form shows back to the user (last value of each field)."""
-    names = ("q", "limit", "tag", "source_type", "kind", "syntax", "since", "until")
+    names = (
+        "q",
+        "limit",
+        "tag",
+        "source_type",
+        "kind",
+        "syntax",
+        "since",
+        "until",
+        "external",
+        "provider",
+        "freshness",
+        "external_count",
+    )
     return {n: (params.get(n) or [""])[-1].replace("\x00", "") for n in names}
 
 

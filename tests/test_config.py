@@ -28,7 +28,7 @@ def test_values_are_read():
         ({"max_limit": 5, "default_limit": 6}, "'default_limit' must be an integer from 1 to 5"),
         ({"databases": [1]}, "'databases' must be a list"),
         ({"judge": {"min_term_coverage": 2}}, "'judge.min_term_coverage' must be a number"),
-        ({"judge": {"typo": 1}}, "unknown judge key(s) typo"),
+        ({"judge": {"typo": 1}}, "unknown config key(s) typo in 'judge'"),
         ({"judge": []}, "'judge' must be a mapping"),
     ],
 )

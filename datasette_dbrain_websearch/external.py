@@ -1,0 +1,340 @@
+"""The external (web) stage of a research run: decide, call providers, normalize.
+
+``decide`` is the policy gate (pure): the web is searched only when the request's mode asks for
+it, the config enables it, the actor holds ``dbrain-external-search`` and, for ``on_weak``, the
+judge found the local evidence weak. ``search_web`` then runs one bounded pass: providers in
+fallback order, or all at once for ``provider=all``, under one deadline for the whole stage.
+Every failure becomes a named warning; nothing here can lose the local results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import httpx
+
+from . import store
+from .config import ExternalSettings
+from .fts import QueryPlan
+from .judge import ENOUGH_EVIDENCE
+from .providers.base import (
+    FAILED,
+    RATE_LIMITED,
+    TIMEOUT,
+    Provider,
+    ProviderContext,
+    ProviderError,
+    SearchRequest,
+    WebResult,
+    redact,
+)
+from .urls import NormalizedURL, try_normalize_url
+
+ALL = "all"
+MAX_QUERY_CHARS = 400
+MAX_QUERY_WORDS = 50
+CURRENT_STATE_WORDS = ("latest", "today", "current", "currently", "recent", "recently")
+CURRENT_STATE_PHRASES = ("as of now", "right now", "this week", "this month")
+
+
+@dataclass(frozen=True)
+class ExternalRequest:
+    """What one request asks of the web stage (from ``external=``, ``provider=`` ...)."""
+
+    mode: str
+    providers: tuple[str, ...] = ()
+    freshness: str = ""
+    count: int = 5
+
+
+@dataclass(frozen=True)
+class Decision:
+    run: bool
+    skipped_reason: str = ""
+    warning: dict[str, str] | None = None
+
+
+@dataclass(frozen=True)
+class ExternalHit:
+    """One provider result whose URL passed dbrain's normalization."""
+
+    provider: str
+    rank: int
+    result: WebResult
+    url: NormalizedURL
+    cached: bool
+
+
+@dataclass
+class WebOutcome:
+    """What the web stage did: hits, the calls made, warnings and timings."""
+
+    hits: list[ExternalHit] = field(default_factory=list)
+    providers_called: list[str] = field(default_factory=list)
+    queries: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[dict[str, str]] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    rejected_urls: int = 0
+
+
+def is_current_state(question: str) -> bool:
+    """Does the question ask how things are now ("latest", "today", "as of now" ...)?"""
+    words = {w.strip(".,;:!?()\"'").lower() for w in question.split()}
+    lowered = question.lower()
+    return bool(words & set(CURRENT_STATE_WORDS)) or any(
+        p in lowered for p in CURRENT_STATE_PHRASES
+    )
+
+
+def decide(mode: str, settings: ExternalSettings, permitted: bool, verdict: str) -> Decision:
+    """May this run call any provider? Always returns the reason when it may not."""
+    if mode == "never":
+        return Decision(False, "mode_never")
+    if not settings.enabled:
+        return Decision(
+            False,
+            "disabled",
+            {
+                "code": "external_search_disabled",
+                "message": "Web search is turned off in this Datasette's config "
+                "(external_search.enabled is false); showing local evidence only.",
+            },
+        )
+    if not permitted:
+        return Decision(
+            False,
+            "not_permitted",
+            {
+                "code": "external_search_not_permitted",
+                "message": "You are not allowed to search the web here (permission "
+                "dbrain-external-search); showing local evidence only.",
+            },
+        )
+    if mode == "on_weak" and verdict == ENOUGH_EVIDENCE:
+        return Decision(False, "local_evidence_enough")
+    return Decision(True)
+
+
+def web_query(plan: QueryPlan) -> str:
+    """The provider query: the question's keywords, within Brave's 400 chars / 50 words."""
+    words = list(plan.query_terms)[:MAX_QUERY_WORDS]
+    query = " ".join(words)
+    while len(query) > MAX_QUERY_CHARS and len(words) > 1:
+        words.pop()
+        query = " ".join(words)
+    return query[:MAX_QUERY_CHARS]
+
+
+def provider_order(
+    requested: tuple[str, ...], settings: ExternalSettings, known: Mapping[str, Provider]
+) -> tuple[list[str], bool]:
+    """Provider names to try and whether to run them in parallel (``provider=all``)."""
+    if ALL in requested:
+        return [n for n in settings.providers if n in known], True
+    return list(requested or settings.providers), False
+
+
+def normalize_hits(
+    provider: str, results: list[WebResult], cached: bool
+) -> tuple[list[ExternalHit], int]:
+    """Canonicalize every URL the dbrain way; URLs dbrain would refuse are dropped and counted."""
+    hits: list[ExternalHit] = []
+    rejected = 0
+    for result in results:
+        url = (
+            try_normalize_url(result.url)
+            if result.url.lower().startswith(("http://", "https://"))
+            else None
+        )
+        if url is None:
+            rejected += 1
+            continue
+        hits.append(ExternalHit(provider, result.rank or len(hits) + 1, result, url, cached))
+    return hits, rejected
+
+
+class WebStage:
+    """One bounded external pass over the chosen providers."""
+
+    def __init__(
+        self,
+        settings: ExternalSettings,
+        providers: Mapping[str, Provider],
+        cache_db: Any | None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.settings = settings
+        self.providers = providers
+        self.cache_db = cache_db
+        self.transport = transport
+        self.outcome = WebOutcome()
+
+    def warn(self, code: str, provider: str, message: str) -> None:
+        self.outcome.warnings.append(
+            {
+                "code": code,
+                "provider": provider,
+                "message": redact(message, self.settings.secrets()),
+            }
+        )
+
+    async def run(self, request: ExternalRequest, plan: QueryPlan) -> WebOutcome:
+        started = time.monotonic()
+        deadline = started + self.settings.timeout
+        names, parallel = provider_order(request.providers, self.settings, self.providers)
+        usable = []
+        for name in names:
+            reason = self._unavailable(name)
+            if reason:
+                self.warn("provider_unavailable", name, f"{name} is not available: {reason}.")
+            else:
+                usable.append(name)
+        search = SearchRequest(
+            query=web_query(plan),
+            count=request.count,
+            freshness=request.freshness,
+            include_domains=self.settings.allow_domains,
+            exclude_domains=self.settings.block_domains,
+            max_chars=max(500, self.settings.max_tokens * 4 // max(1, request.count)),
+            max_tokens=self.settings.max_tokens,
+            timeout=self.settings.timeout,
+        )
+        async with httpx.AsyncClient(
+            transport=self.transport, follow_redirects=False, headers={"User-Agent": USER_AGENT}
+        ) as client:
+            if parallel:
+                await self._parallel(usable, search, client, deadline)
+            else:
+                await self._fallback(usable, search, client, deadline)
+        self.outcome.timings_ms["external"] = round((time.monotonic() - started) * 1000, 3)
+        return self.outcome
+
+    def _unavailable(self, name: str) -> str | None:
+        provider = self.providers.get(name)
+        if provider is None:
+            return "no such provider is installed"
+        return provider.unavailable_reason(self.settings.options_for(name))
+
+    async def _fallback(
+        self, names: list[str], search: SearchRequest, client: httpx.AsyncClient, deadline: float
+    ) -> None:
+        for position, name in enumerate(names):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                self.warn(TIMEOUT, name, f"No time left in the web stage for {name}.")
+                return
+            try:
+                await asyncio.wait_for(self._one(name, search, client, deadline), remaining)
+                return
+            except TimeoutError:
+                self.warn(
+                    TIMEOUT,
+                    name,
+                    f"{self._label(name)} did not answer within the "
+                    f"{self.settings.timeout:g} s web-search budget.",
+                )
+                return
+            except ProviderError as exc:
+                self.warn(exc.code, name, exc.message)
+                if position + 1 < len(names):
+                    nxt = names[position + 1]
+                    self.warn(
+                        "provider_fallback",
+                        name,
+                        f"Trying {self._label(nxt)} instead of {self._label(name)}.",
+                    )
+
+    async def _parallel(
+        self, names: list[str], search: SearchRequest, client: httpx.AsyncClient, deadline: float
+    ) -> None:
+        tasks = {
+            asyncio.ensure_future(self._one(name, search, client, deadline)): name for name in names
+        }
+        if not tasks:
+            return
+        done, pending = await asyncio.wait(tasks, timeout=max(0.0, deadline - time.monotonic()))
+        for task in pending:
+            task.cancel()
+            self.warn(
+                TIMEOUT,
+                tasks[task],
+                f"{self._label(tasks[task])} did not answer within "
+                f"the {self.settings.timeout:g} s web-search budget.",
+            )
+        for task in done:
+            exc = task.exception()
+            if isinstance(exc, ProviderError):
+                self.warn(exc.code, tasks[task], exc.message)
+            elif exc is not None:
+                self.warn(
+                    FAILED, tasks[task], f"{self._label(tasks[task])} failed: {type(exc).__name__}."
+                )
+
+    def _label(self, name: str) -> str:
+        provider = self.providers.get(name)
+        return provider.label if provider else name
+
+    async def _one(
+        self, name: str, search: SearchRequest, client: httpx.AsyncClient, deadline: float
+    ) -> None:
+        """One provider: cache, call (one retry on a rate limit that fits the budget), record."""
+        provider = self.providers[name]
+        options = self.settings.options_for(name)
+        params = cache_params(name, search, options)
+        key = store.cache_key(name, params)
+        self.outcome.providers_called.append(name)
+        started = time.monotonic()
+        results = await self._cached(key) if self.settings.cache_ttl else None
+        cached = results is not None
+        ctx = ProviderContext(provider, client, options, max_bytes=self.settings.max_response_bytes)
+        if results is None:
+            try:
+                results = await provider.search(search, ctx)
+            except ProviderError as exc:
+                wait = exc.retry_after
+                if exc.code != RATE_LIMITED or wait is None or time.monotonic() + wait >= deadline:
+                    raise
+                self.warn(RATE_LIMITED, name, f"{exc.message} Retrying once in {wait:g} s.")
+                await asyncio.sleep(wait)
+                results = await provider.search(search, ctx)
+            if self.settings.cache_ttl and self.cache_db is not None:
+                await store.cache_put(
+                    self.cache_db, key, name, params, results, self.settings.cache_ttl
+                )
+        self.outcome.queries.append(
+            {
+                "provider": name,
+                "query": search.query,
+                "params": {k: v for k, v in params.items() if k not in ("provider", "query")},
+                "calls": [
+                    {"method": c.method, "url": c.url, "params": c.params, "status": c.status}
+                    for c in ctx.calls
+                ],
+                "cached": cached,
+                "results": len(results),
+            }
+        )
+        hits, rejected = normalize_hits(name, results, cached)
+        self.outcome.hits.extend(hits)
+        self.outcome.rejected_urls += rejected
+        self.outcome.timings_ms[f"external_{name}"] = round((time.monotonic() - started) * 1000, 3)
+
+    async def _cached(self, key: str) -> list[WebResult] | None:
+        if self.cache_db is None:
+            return None
+        return await store.cache_get(self.cache_db, key)
+
+
+USER_AGENT = "datasette-dbrain-websearch (+https://github.com/darron/dbrain)"
+
+
+def cache_params(name: str, search: SearchRequest, options: Mapping[str, Any]) -> dict[str, Any]:
+    """The cache key's parameters: the request plus the provider's non-secret options."""
+    request = asdict(search)
+    request.pop("timeout")
+    safe = {k: v for k, v in options.items() if k != "api_key"}
+    return {"provider": name, **request, "options": safe}

@@ -1,0 +1,48 @@
+"""Web search providers: the contract (``base``), the built-ins and the registry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .base import (
+    Capabilities,
+    Provider,
+    ProviderContext,
+    ProviderError,
+    SearchRequest,
+    WebResult,
+)
+from .brave import BraveProvider
+from .exa import ExaProvider
+from .searxng import SearxngProvider
+
+__all__ = [
+    "BraveProvider",
+    "Capabilities",
+    "ExaProvider",
+    "Provider",
+    "ProviderContext",
+    "ProviderError",
+    "SearchRequest",
+    "SearxngProvider",
+    "WebResult",
+    "builtin_providers",
+    "registered_providers",
+]
+
+
+def builtin_providers() -> list[Provider]:
+    return [BraveProvider(), ExaProvider(), SearxngProvider()]
+
+
+def registered_providers(datasette: Any) -> dict[str, Provider]:
+    """The built-ins, then every provider other plugins register (a same-named one replaces a
+    built-in, so a plugin can swap in its own Brave client)."""
+    from datasette.plugins import pm
+
+    found = {provider.name: provider for provider in builtin_providers()}
+    for group in pm.hook.register_dbrain_websearch_providers(datasette=datasette):
+        for provider in group or []:
+            if isinstance(provider, Provider) and provider.name:
+                found[provider.name] = provider
+    return found

@@ -1,0 +1,237 @@
+"""The provider contract: what a web search provider is, asks for and returns.
+
+A provider is a small object with a ``name``, a ``label``, ``capabilities`` and an async
+``search(request, ctx)``. It knows its API's HTTP and JSON and nothing else: it maps a
+``SearchRequest`` to a call through ``ctx.fetch_json`` and the answer to ``WebResult`` values.
+``ctx`` owns the plumbing every provider needs alike: the shared httpx client, the resolved config
+block, the response-size cap, and turning transport failures into named ``ProviderError``s.
+Other Datasette plugins add providers through the ``register_dbrain_websearch_providers`` hook.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+import httpx
+
+AUTH_FAILED = "provider_auth_failed"
+RATE_LIMITED = "provider_rate_limited"
+FAILED = "provider_failed"
+TIMEOUT = "provider_timeout"
+NOT_IN_PLAN = "provider_not_in_plan"
+TOO_LARGE = "provider_response_too_large"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a provider can do, so the page and the stage only ask for what it supports."""
+
+    search: bool = True
+    contents: bool = False
+    freshness: bool = False
+    domain_filters: bool = False
+    highlights: bool = False
+    full_text: bool = False
+
+
+@dataclass(frozen=True)
+class SearchRequest:
+    """One provider call, in provider-neutral terms."""
+
+    query: str
+    count: int = 5
+    freshness: str = ""
+    include_domains: tuple[str, ...] = ()
+    exclude_domains: tuple[str, ...] = ()
+    language: str = ""
+    country: str = ""
+    max_chars: int = 4000
+    max_tokens: int = 8192
+    timeout: float = 20.0
+
+
+@dataclass(frozen=True)
+class WebResult:
+    """One result as the provider gave it (URLs not yet canonicalized)."""
+
+    url: str
+    title: str = ""
+    snippet: str = ""
+    highlights: tuple[str, ...] = ()
+    text: str = ""
+    author: str = ""
+    published_at: str = ""
+    rank: int = 0
+    score: float | None = None
+    domain: str = ""
+
+
+class ProviderError(Exception):
+    """A named provider failure; the message never contains a secret (see ``redact``)."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        retry_after: float | None = None,
+        status: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.retry_after = retry_after
+        self.status = status
+
+
+@dataclass
+class Call:
+    """What was sent to a provider, recorded for the query plan and traces (no secrets)."""
+
+    method: str
+    url: str
+    params: dict[str, Any]
+    status: int | None = None
+    bytes: int = 0
+
+
+@dataclass
+class ProviderContext:
+    """Per-call plumbing handed to ``Provider.search``."""
+
+    provider: Provider
+    client: httpx.AsyncClient
+    options: Mapping[str, Any] = field(repr=False)
+    max_bytes: int = 5 * 1024 * 1024
+    calls: list[Call] = field(default_factory=list)
+
+    @property
+    def api_key(self) -> str:
+        return str(self.options.get("api_key") or "")
+
+    def base_url(self) -> str:
+        return str(self.options.get("base_url") or self.provider.default_base_url).rstrip("/")
+
+    async def fetch_json(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json_body: Mapping[str, Any] | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """Send one request and return its JSON, or raise a named ProviderError.
+
+        The body is streamed and cut off at ``max_bytes``; non-2xx answers go to the
+        provider's ``http_error`` so each API's error model stays in its own module.
+        """
+        call = Call(method, url, dict(params or json_body or {}))
+        self.calls.append(call)
+        try:
+            async with self.client.stream(
+                method, url, params=params, json=json_body, headers=headers, timeout=timeout
+            ) as response:
+                call.status = response.status_code
+                chunks: list[bytes] = []
+                async for chunk in response.aiter_bytes():
+                    call.bytes += len(chunk)
+                    if call.bytes > self.max_bytes:
+                        raise ProviderError(
+                            TOO_LARGE,
+                            f"{self.provider.label} sent more than {self.max_bytes:,} bytes; "
+                            "the response was cut off and ignored.",
+                        )
+                    chunks.append(chunk)
+        except httpx.TimeoutException as exc:
+            raise ProviderError(TIMEOUT, f"{self.provider.label} did not answer in time.") from exc
+        except httpx.HTTPError as exc:
+            raise ProviderError(
+                FAILED, f"Could not reach {self.provider.label}: {type(exc).__name__}."
+            ) from exc
+        body_bytes = b"".join(chunks)
+        try:
+            body = json.loads(body_bytes) if body_bytes else None
+        except ValueError:
+            body = None
+            if response.is_success:
+                raise ProviderError(
+                    FAILED, f"{self.provider.label} answered with malformed JSON."
+                ) from None
+        if not response.is_success:
+            raise self.provider.http_error(response.status_code, body, response.headers)
+        return body
+
+
+class Provider:
+    """Base class for providers. Subclasses set the class attributes and implement ``search``."""
+
+    name: ClassVar[str] = ""
+    label: ClassVar[str] = ""
+    capabilities: ClassVar[Capabilities] = Capabilities()
+    requires_api_key: ClassVar[bool] = False
+    default_base_url: ClassVar[str] = ""
+
+    def unavailable_reason(self, options: Mapping[str, Any]) -> str | None:
+        """Why this provider cannot run with this config block, or None when it can."""
+        if self.requires_api_key and not options.get("api_key"):
+            return (
+                f"no API key: set external_search.{self.name}.api_key "
+                f'(e.g. {{"$env": "{self.name.upper()}_API_KEY"}})'
+            )
+        if not (options.get("base_url") or self.default_base_url):
+            return f"no base_url: set external_search.{self.name}.base_url"
+        return None
+
+    async def search(self, request: SearchRequest, ctx: ProviderContext) -> list[WebResult]:
+        raise NotImplementedError
+
+    def http_error(self, status: int, body: Any, headers: Mapping[str, str]) -> ProviderError:
+        """Map a non-2xx answer to a named error; providers refine this with their error model."""
+        if status in (401, 403):
+            return ProviderError(
+                AUTH_FAILED,
+                f"{self.label} rejected the API key (HTTP {status}); check "
+                f"external_search.{self.name}.api_key.",
+                status=status,
+            )
+        if status == 429:
+            return ProviderError(
+                RATE_LIMITED,
+                f"{self.label} rate limit reached (HTTP 429).",
+                retry_after=retry_after_seconds(headers),
+                status=status,
+            )
+        return ProviderError(FAILED, f"{self.label} answered HTTP {status}.", status=status)
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """``Retry-After`` in seconds when it is a number (dates are not worth waiting for here)."""
+    value = headers.get("retry-after", "")
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def redact(text: str, secrets: list[str]) -> str:
+    """Replace every secret value in text with ``***`` (longest first)."""
+    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return text
+
+
+_TAG = re.compile(r"<[^>]*>")
+
+
+def plain_text(value: Any) -> str:
+    """Provider markup (Brave's ``<strong>``, SearXNG's HTML) as plain text; None becomes ''."""
+    if value is None:
+        return ""
+    return " ".join(html.unescape(_TAG.sub("", str(value))).split())

@@ -1,0 +1,210 @@
+"""Brave Search: the LLM Context endpoint by default, Web Search on request or as fallback.
+
+LLM Context (``/llm/context``) returns ranked grounding snippets per URL, which is what evidence
+wants. A legacy plan without it answers 400 ``OPTION_NOT_IN_PLAN``; the provider then uses Web
+Search (``/web/search`` with ``extra_snippets``) for the same request. Brave reports a bad key as
+422 ``SUBSCRIPTION_TOKEN_INVALID`` (not 401), so errors branch on ``error.code``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from .base import (
+    AUTH_FAILED,
+    FAILED,
+    NOT_IN_PLAN,
+    RATE_LIMITED,
+    Capabilities,
+    Provider,
+    ProviderContext,
+    ProviderError,
+    SearchRequest,
+    WebResult,
+    plain_text,
+)
+
+ENDPOINTS = ("llm_context", "web_search")
+MAX_QUERY_CHARS = 400
+MAX_QUERY_WORDS = 50
+
+
+class BraveProvider(Provider):
+    name: ClassVar[str] = "brave"
+    label: ClassVar[str] = "Brave"
+    capabilities: ClassVar[Capabilities] = Capabilities(freshness=True, highlights=True)
+    requires_api_key: ClassVar[bool] = True
+    default_base_url: ClassVar[str] = "https://api.search.brave.com/res/v1"
+
+    def unavailable_reason(self, options: Mapping[str, Any]) -> str | None:
+        if options.get("endpoint", "llm_context") not in ENDPOINTS:
+            return "external_search.brave.endpoint must be llm_context or web_search"
+        return super().unavailable_reason(options)
+
+    async def search(self, request: SearchRequest, ctx: ProviderContext) -> list[WebResult]:
+        if ctx.options.get("endpoint", "llm_context") == "web_search":
+            return await self._web_search(request, ctx)
+        try:
+            return await self._llm_context(request, ctx)
+        except ProviderError as exc:
+            if exc.code != NOT_IN_PLAN:
+                raise
+            return await self._web_search(request, ctx)
+
+    def _headers(self, ctx: ProviderContext) -> dict[str, str]:
+        return {"X-Subscription-Token": ctx.api_key, "Accept": "application/json"}
+
+    def _common(self, request: SearchRequest, ctx: ProviderContext) -> dict[str, Any]:
+        params: dict[str, Any] = {"q": brave_query(request.query)}
+        if request.freshness:
+            params["freshness"] = request.freshness
+        if request.country or ctx.options.get("country"):
+            params["country"] = request.country or ctx.options["country"]
+        if request.language or ctx.options.get("search_lang"):
+            params["search_lang"] = request.language or ctx.options["search_lang"]
+        return params
+
+    async def _llm_context(self, request: SearchRequest, ctx: ProviderContext) -> list[WebResult]:
+        urls = max(1, min(request.count, 50))
+        tokens = max(1024, min(request.max_tokens, 32768))
+        params = {
+            **self._common(request, ctx),
+            "count": min(50, max(urls * 2, 10)),
+            "maximum_number_of_urls": urls,
+            "maximum_number_of_tokens": tokens,
+            "maximum_number_of_tokens_per_url": max(512, min(8192, tokens // urls)),
+            "context_threshold_mode": ctx.options.get("context_threshold_mode", "balanced"),
+        }
+        body = await ctx.fetch_json(
+            "GET", f"{ctx.base_url()}/llm/context", params=params, headers=self._headers(ctx)
+        )
+        return parse_llm_context(body)
+
+    async def _web_search(self, request: SearchRequest, ctx: ProviderContext) -> list[WebResult]:
+        params = {
+            **self._common(request, ctx),
+            "count": max(1, min(request.count, 20)),
+            "extra_snippets": "true",
+            "result_filter": "web",
+        }
+        body = await ctx.fetch_json(
+            "GET", f"{ctx.base_url()}/web/search", params=params, headers=self._headers(ctx)
+        )
+        return parse_web_search(body)
+
+    def http_error(self, status: int, body: Any, headers: Mapping[str, str]) -> ProviderError:
+        error = body.get("error") if isinstance(body, Mapping) else None
+        error = error if isinstance(error, Mapping) else {}
+        code = str(error.get("code") or "")
+        detail = plain_text(error.get("detail")) or f"HTTP {status}"
+        if code == "SUBSCRIPTION_TOKEN_INVALID" or (
+            code == "VALIDATION" and "x-subscription-token" in str(error.get("meta"))
+        ):
+            return ProviderError(
+                AUTH_FAILED,
+                f"Brave rejected the API key ({detail}); check external_search.brave.api_key.",
+                status=status,
+            )
+        if code == "OPTION_NOT_IN_PLAN":
+            return ProviderError(NOT_IN_PLAN, f"Brave: {detail}", status=status)
+        if status == 429 or code in ("RATE_LIMITED", "QUOTA_LIMITED"):
+            wait = None if code == "QUOTA_LIMITED" else rate_limit_reset(headers)
+            return ProviderError(
+                RATE_LIMITED,
+                f"Brave {code or 'rate limit'}: {detail}",
+                retry_after=wait,
+                status=status,
+            )
+        if code in ("RESOURCE_NOT_ALLOWED", "SUBSCRIPTION_NOT_FOUND"):
+            return ProviderError(
+                AUTH_FAILED,
+                f"Brave: {detail}; check external_search.brave.api_key and its plan.",
+                status=status,
+            )
+        return ProviderError(FAILED, f"Brave answered HTTP {status}: {detail}", status=status)
+
+
+def brave_query(query: str) -> str:
+    """Brave accepts at most 400 characters and 50 words."""
+    words = query.split()[:MAX_QUERY_WORDS]
+    text = " ".join(words)
+    while len(text) > MAX_QUERY_CHARS and words:
+        words.pop()
+        text = " ".join(words)
+    return text or query[:MAX_QUERY_CHARS]
+
+
+def rate_limit_reset(headers: Mapping[str, str]) -> float | None:
+    """Seconds to wait: the reset of the exhausted window, else the first window's reset.
+
+    Brave sends one comma-separated value per window (per second, per month) and no
+    Retry-After; a monthly remaining of 0 on pay-as-you-go keys means uncapped, which is why the
+    exhausted window is found by remaining == 0 only when the limit is not 0 as well.
+    """
+    try:
+        resets = [float(v) for v in headers.get("x-ratelimit-reset", "").split(",") if v.strip()]
+        remaining = [v.strip() for v in headers.get("x-ratelimit-remaining", "").split(",")]
+        limits = [v.strip() for v in headers.get("x-ratelimit-limit", "").split(",")]
+    except ValueError:
+        return None
+    for i, reset in enumerate(resets):
+        exhausted = i < len(remaining) and remaining[i] == "0"
+        uncapped = i < len(limits) and limits[i] == "0"
+        if exhausted and not uncapped:
+            return reset
+    return resets[0] if resets else None
+
+
+def parse_llm_context(body: Any) -> list[WebResult]:
+    """``grounding.generic[]`` joined with ``sources[url]`` (either may be missing or partial)."""
+    body = body if isinstance(body, Mapping) else {}
+    grounding = body.get("grounding") if isinstance(body.get("grounding"), Mapping) else {}
+    sources = body.get("sources") if isinstance(body.get("sources"), Mapping) else {}
+    results: list[WebResult] = []
+    for item in grounding.get("generic") or []:
+        if not isinstance(item, Mapping) or not item.get("url"):
+            continue
+        url = str(item["url"])
+        meta = sources.get(url) if isinstance(sources.get(url), Mapping) else {}
+        snippets = tuple(str(s) for s in item.get("snippets") or [] if isinstance(s, str) and s)
+        age = meta.get("age") if isinstance(meta.get("age"), list) else []
+        results.append(
+            WebResult(
+                url=url,
+                title=plain_text(item.get("title") or meta.get("title")),
+                snippet=snippets[0] if snippets else "",
+                highlights=snippets,
+                text="\n\n".join(snippets),
+                published_at=str(age[1]) if len(age) > 1 and age[1] else "",
+                rank=len(results) + 1,
+                domain=str(meta.get("hostname") or ""),
+            )
+        )
+    return results
+
+
+def parse_web_search(body: Any) -> list[WebResult]:
+    """``web.results[]``: markup stripped from descriptions, extra snippets as highlights."""
+    body = body if isinstance(body, Mapping) else {}
+    web = body.get("web") if isinstance(body.get("web"), Mapping) else {}
+    results: list[WebResult] = []
+    for item in web.get("results") or []:
+        if not isinstance(item, Mapping) or not item.get("url"):
+            continue
+        meta_url = item.get("meta_url") if isinstance(item.get("meta_url"), Mapping) else {}
+        extra = tuple(plain_text(s) for s in item.get("extra_snippets") or [] if s)
+        description = plain_text(item.get("description"))
+        results.append(
+            WebResult(
+                url=str(item["url"]),
+                title=plain_text(item.get("title")),
+                snippet=description,
+                highlights=extra,
+                text="\n\n".join(p for p in (description, *extra) if p),
+                published_at=str(item.get("page_age") or ""),
+                rank=len(results) + 1,
+                domain=str(meta_url.get("hostname") or ""),
+            )
+        )
+    return results

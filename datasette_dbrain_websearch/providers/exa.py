@@ -1,0 +1,129 @@
+"""Exa: ``POST /search`` with highlights and text up to the character budget.
+
+Exa reports a bad key as 401 ``INVALID_API_KEY`` and credits as 402; the JSON error body has
+``error`` and ``tag`` but the status decides. Freshness becomes a published-date window.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, ClassVar
+
+from .base import (
+    AUTH_FAILED,
+    FAILED,
+    RATE_LIMITED,
+    Capabilities,
+    Provider,
+    ProviderContext,
+    ProviderError,
+    SearchRequest,
+    WebResult,
+    plain_text,
+    retry_after_seconds,
+)
+
+FRESHNESS_DAYS = {"pd": 1, "pw": 7, "pm": 31, "py": 365}
+HIGHLIGHT_CHARS = 600
+
+
+class ExaProvider(Provider):
+    name: ClassVar[str] = "exa"
+    label: ClassVar[str] = "Exa"
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        freshness=True, domain_filters=True, highlights=True, full_text=True
+    )
+    requires_api_key: ClassVar[bool] = True
+    default_base_url: ClassVar[str] = "https://api.exa.ai"
+
+    async def search(self, request: SearchRequest, ctx: ProviderContext) -> list[WebResult]:
+        body: dict[str, Any] = {
+            "query": request.query,
+            "type": ctx.options.get("type", "auto"),
+            "numResults": max(1, min(request.count, 100)),
+            "contents": {
+                "highlights": {"query": request.query, "maxCharacters": HIGHLIGHT_CHARS},
+                "text": {"maxCharacters": max(1, min(request.max_chars, 10000))},
+            },
+        }
+        if request.include_domains:
+            body["includeDomains"] = list(request.include_domains)
+        if request.exclude_domains:
+            body["excludeDomains"] = list(request.exclude_domains)
+        body.update(published_window(request.freshness))
+        answer = await ctx.fetch_json(
+            "POST",
+            f"{ctx.base_url()}/search",
+            json_body=body,
+            headers={"x-api-key": ctx.api_key, "Accept": "application/json"},
+        )
+        return parse_results(answer)
+
+    def http_error(self, status: int, body: Any, headers: Mapping[str, str]) -> ProviderError:
+        body = body if isinstance(body, Mapping) else {}
+        tag = str(body.get("tag") or "")
+        detail = plain_text(body.get("error")) or f"HTTP {status}"
+        if status == 401:
+            return ProviderError(
+                AUTH_FAILED,
+                f"Exa rejected the API key ({detail}); check external_search.exa.api_key.",
+                status=status,
+            )
+        if status == 429:
+            return ProviderError(
+                RATE_LIMITED,
+                f"Exa rate limit reached: {detail}",
+                retry_after=retry_after_seconds(headers),
+                status=status,
+            )
+        if status == 402:
+            return ProviderError(
+                FAILED, f"Exa account is out of credits or budget ({tag or detail}).", status=status
+            )
+        return ProviderError(
+            FAILED,
+            f"Exa answered HTTP {status}: {detail}" + (f" [{tag}]" if tag else ""),
+            status=status,
+        )
+
+
+def published_window(freshness: str, now: datetime | None = None) -> dict[str, str]:
+    """Brave-style freshness (pd/pw/pm/py or a date range) as Exa's published-date filters."""
+    if not freshness:
+        return {}
+    if "to" in freshness:
+        start, end = freshness.split("to", 1)
+        return {
+            "startPublishedDate": f"{start}T00:00:00.000Z",
+            "endPublishedDate": f"{end}T23:59:59.999Z",
+        }
+    now = now or datetime.now(UTC)
+    start = now - timedelta(days=FRESHNESS_DAYS[freshness])
+    return {"startPublishedDate": start.strftime("%Y-%m-%dT%H:%M:%S.000Z")}
+
+
+def parse_results(body: Any) -> list[WebResult]:
+    """``results[]``: title may be null, highlights and text only when they were requested."""
+    body = body if isinstance(body, Mapping) else {}
+    results: list[WebResult] = []
+    for item in body.get("results") or []:
+        if not isinstance(item, Mapping) or not item.get("url"):
+            continue
+        highlights = tuple(str(h) for h in item.get("highlights") or [] if isinstance(h, str) and h)
+        text = str(item.get("text") or "")
+        score = item.get("score")
+        results.append(
+            WebResult(
+                url=str(item["url"]),
+                title=plain_text(item.get("title")),
+                snippet=highlights[0] if highlights else text[:300],
+                highlights=highlights,
+                text=text,
+                author=str(item.get("author") or ""),
+                published_at=str(item.get("publishedDate") or ""),
+                rank=len(results) + 1,
+                score=float(score) if isinstance(score, int | float) else None,
+            )
+        )
+    return results

@@ -1,0 +1,76 @@
+"""What happens when Datasette starts: check the config, then open the plugin's own database.
+
+Config problems stop startup with a message naming the key. A provider without its API key only
+logs a warning (that provider is unavailable; everything else works). On Datasette 0.65, which
+publishes raw metadata at ``/-/metadata.json``, a literal ``api_key`` stops startup.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from datasette.utils import StartupError
+
+from . import compat, store
+from .config import ConfigError, Settings, literal_secrets
+from .providers import registered_providers
+
+log = logging.getLogger("datasette_dbrain_websearch")
+
+
+def check_and_prepare(datasette: Any) -> Any:
+    try:
+        settings = Settings.from_datasette(datasette)
+    except ConfigError as exc:
+        raise StartupError(str(exc)) from exc
+    if compat.publishes_raw_metadata(datasette):
+        literal = literal_secrets(compat.raw_plugin_config(datasette))
+        if literal:
+            raise StartupError(
+                f"{', '.join(literal)} is written into the config as plain text, and Datasette "
+                "0.65 publishes its config at /-/metadata.json. Use an environment variable "
+                'instead, e.g. api_key: {"$env": "BRAVE_SEARCH_API_KEY"}.'
+            )
+    if settings.external.enabled:
+        providers = registered_providers(datasette)
+        for name in settings.external.providers:
+            provider = providers.get(name)
+            reason = (
+                "no such provider is installed"
+                if provider is None
+                else provider.unavailable_reason(settings.external.options_for(name))
+            )
+            if reason:
+                log.warning("dbrain-websearch: provider %s is unavailable: %s", name, reason)
+
+    async def inner() -> None:
+        await attach_plugin_database(datasette, settings)
+
+    return inner
+
+
+async def attach_plugin_database(datasette: Any, settings: Settings) -> None:
+    """Create ``research_runs.db`` (or ``traces_database``) and attach it as ``research_runs``."""
+    if store.DATABASE_NAME in datasette.databases:
+        return
+    from datasette.database import Database
+
+    from .views import brain_databases
+
+    if settings.traces_database:
+        path: Path | None = Path(settings.traces_database)
+    else:
+        brains = await brain_databases(datasette, settings)
+        path = store.default_path([datasette.databases[b].path or "" for b in brains])
+    if path is None:
+        return
+    try:
+        store.create(path)
+    except OSError as exc:
+        log.warning("dbrain-websearch: cannot create %s (%s); the provider cache is off", path, exc)
+        return
+    datasette.add_database(
+        Database(datasette, path=str(path), is_mutable=True), name=store.DATABASE_NAME
+    )
