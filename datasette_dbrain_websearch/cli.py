@@ -13,32 +13,38 @@ from pathlib import Path
 from typing import Any
 
 import click
+from datasette.utils import StartupError
 
-from .config import PLUGIN_NAME, ConfigError, Settings
+from .config import ConfigError, Settings
 from .errors import ResearchError
 from .research import parse_options, research
 
 
-def _settings_from(metadata: str | None) -> Settings:
-    if not metadata:
-        return Settings()
+async def _run(brain: str, params: dict[str, list[str]], metadata: str | None) -> dict[str, Any]:
+    from datasette.app import Datasette
     from datasette.utils import parse_metadata
 
-    raw = parse_metadata(Path(metadata).read_text())
-    return Settings.from_config((raw.get("plugins") or {}).get(PLUGIN_NAME))
+    from .research import WebAccess
+    from .views import row_url_for, web_access
 
-
-async def _run(brain: str, params: dict[str, list[str]], settings: Settings) -> dict[str, Any]:
-    from datasette.app import Datasette
-
-    from .views import row_url_for
-
-    datasette = Datasette([brain])
+    config = parse_metadata(Path(metadata).read_text()) if metadata else {}
+    datasette = Datasette([brain], metadata=config)
+    # Settings come from Datasette so $env/$file secrets resolve exactly as they do in serve.
+    settings = Settings.from_datasette(datasette)
+    await datasette.invoke_startup()
     database = Path(brain).stem
     options = parse_options(params, settings)
     db = datasette.get_database(database)
+    # The shell user owns the config and the brain, so the CLI may use whatever web search the
+    # config enables; the web surfaces check dbrain-external-search per actor instead.
+    web = await web_access(datasette, None)
     return await research(
-        db.execute_fn, database, options, settings, row_url_for(datasette, database)
+        db.execute_fn,
+        database,
+        options,
+        settings,
+        row_url_for(datasette, database),
+        WebAccess(True, web.providers, web.cache_db),
     )
 
 
@@ -51,18 +57,35 @@ def render_text(pack: dict[str, Any]) -> str:
         f"Local dbrain evidence: {len(pack['evidence'])} rows   "
         f"[{plan['query_mode']}: {plan['match_query']}]",
     ]
-    lines += [f"Warning: {w['message']}" for w in pack["warnings"]]
-    for n, row in enumerate(pack["evidence"], start=1):
-        tags = ", ".join(row["user_tags"])
+    if pack["external_search"]["ran"]:
+        providers = ", ".join(pack["external_search"]["providers"])
+        lines.append(
+            f"Outside dbrain corpus: {len(pack['external_evidence'])} rows from {providers} "
+            "(ephemeral)"
+        )
+    lines += [
+        f"Warning: {w['provider'] + ': ' if w.get('provider') else ''}{w['message']}"
+        for w in pack["warnings"]
+    ]
+    for n, entry in enumerate(pack["ranking"], start=1):
+        row = pack[entry["list"]][entry["index"]]
         lines.append("")
-        lines.append(f"{n:>2}. [{row['kind']}/{row['source_type']}] {row['title']}")
+        if entry["list"] == "external_evidence":
+            badge = f"OUTSIDE DBRAIN CORPUS / {' + '.join(row['providers'])} / ephemeral"
+            lines.append(f"{n:>2}. [{badge}] {row['title']}")
+        else:
+            found_by = ", ".join(row.get("also_found_by", []))
+            lines.append(
+                f"{n:>2}. [{row['kind']}/{row['source_type']}] {row['title']}"
+                + (f"  (also found by {found_by})" if found_by else "")
+            )
         lines.append(f"    {row['source_key']}  {row['url']}".rstrip())
         if row["excerpt"]:
             lines += textwrap.wrap(
                 row["excerpt"], 96, initial_indent="    ", subsequent_indent="    "
             )
-        if tags:
-            lines.append(f"    tags: {tags}")
+        if row.get("user_tags"):
+            lines.append(f"    tags: {', '.join(row['user_tags'])}")
         signals = "; ".join(s["name"] for s in row["retrieval"]["signals"])
         lines.append(f"    signals: {signals}   score {row['retrieval']['score']}")
     return "\n".join(lines)
@@ -83,6 +106,13 @@ def register(cli: click.Group) -> None:
     @click.option("--since", help="Only rows dated on or after YYYY-MM-DD")
     @click.option("--until", help="Only rows dated on or before YYYY-MM-DD")
     @click.option(
+        "--external",
+        type=click.Choice(["never", "on_weak", "always"]),
+        help="Search the web too (needs external_search.enabled in the config)",
+    )
+    @click.option("--provider", multiple=True, help="Web provider(s) in fallback order, or all")
+    @click.option("--freshness", help="Web results from the past pd/pw/pm/py or a date range")
+    @click.option(
         "-m",
         "--metadata",
         type=click.Path(exists=True, dir_okay=False),
@@ -99,6 +129,9 @@ def register(cli: click.Group) -> None:
         syntax: str | None,
         since: str | None,
         until: str | None,
+        external: str | None,
+        provider: tuple[str, ...],
+        freshness: str | None,
         metadata: str | None,
     ) -> None:
         """Research BRAIN.db for QUESTION without starting a server."""
@@ -109,15 +142,17 @@ def register(cli: click.Group) -> None:
             ("syntax", syntax),
             ("since", since),
             ("until", until),
+            ("external", external),
+            ("freshness", freshness),
         ):
             if value is not None:
                 params[name] = [str(value)]
         params["tag"] = list(tag)
         params["source_type"] = list(source_type)
+        params["provider"] = list(provider)
         try:
-            settings = _settings_from(metadata)
-            pack = asyncio.run(_run(brain, params, settings))
-        except ConfigError as exc:
+            pack = asyncio.run(_run(brain, params, metadata))
+        except (ConfigError, StartupError) as exc:
             raise click.ClickException(str(exc)) from exc
         except ResearchError as exc:
             if as_json:
@@ -128,6 +163,20 @@ def register(cli: click.Group) -> None:
             click.echo(json.dumps(pack, indent=2, ensure_ascii=False))
         else:
             click.echo(render_text(pack))
+
+    @cli.group(name="dbrain-websearch")
+    def dbrain_websearch() -> None:
+        """Maintenance commands for datasette-dbrain-websearch."""
+
+    @dbrain_websearch.command(name="purge-cache")
+    @click.argument("database", type=click.Path(exists=True, dir_okay=False))
+    @click.option("--expired", is_flag=True, help="Only delete entries past their TTL")
+    def purge_cache(database: str, expired: bool) -> None:
+        """Delete cached provider responses from DATABASE (research_runs.db)."""
+        from .store import purge_cache as purge
+
+        count = purge(Path(database), expired_only=expired)
+        click.echo(f"Deleted {count} cached provider response(s) from {database}")
 
     @cli.command(name="dbrain-demo")
     @click.argument("path", type=click.Path(dir_okay=False))

@@ -176,6 +176,7 @@ class Provider:
     label: ClassVar[str] = ""
     capabilities: ClassVar[Capabilities] = Capabilities()
     requires_api_key: ClassVar[bool] = False
+    requires_base_url: ClassVar[bool] = False
     default_base_url: ClassVar[str] = ""
 
     def unavailable_reason(self, options: Mapping[str, Any]) -> str | None:
@@ -185,7 +186,7 @@ class Provider:
                 f"no API key: set external_search.{self.name}.api_key "
                 f'(e.g. {{"$env": "{self.name.upper()}_API_KEY"}})'
             )
-        if not (options.get("base_url") or self.default_base_url):
+        if self.requires_base_url and not (options.get("base_url") or self.default_base_url):
             return f"no base_url: set external_search.{self.name}.base_url"
         return None
 

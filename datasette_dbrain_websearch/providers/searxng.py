@@ -26,6 +26,7 @@ class SearxngProvider(Provider):
     name: ClassVar[str] = "searxng"
     label: ClassVar[str] = "SearXNG"
     capabilities: ClassVar[Capabilities] = Capabilities(freshness=True)
+    requires_base_url: ClassVar[bool] = True
 
     async def search(self, request: SearchRequest, ctx: ProviderContext) -> list[WebResult]:
         params: dict[str, Any] = {"q": request.query, "format": "json", "pageno": 1}

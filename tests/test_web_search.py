@@ -1,0 +1,552 @@
+"""Web search end to end: the research API over a real fake provider server on loopback."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from datasette import hookimpl
+from datasette.app import Datasette
+from datasette.cli import cli
+from datasette.plugins import pm
+from datasette.utils import StartupError
+
+from datasette_dbrain_websearch.fakeweb import FakeWeb
+from datasette_dbrain_websearch.providers import Provider, WebResult
+
+from .conftest import DATASETTE_1, actor_cookies, make_datasette
+
+BRAVE_KEY = "brave-SECRET-4c1f9e2d"
+EXA_KEY = "exa-SECRET-77aa10b3"
+
+
+@pytest.fixture(scope="module")
+def fakeweb():
+    with FakeWeb(brave_keys=(BRAVE_KEY,), exa_keys=(EXA_KEY,)) as server:
+        yield server
+
+
+@pytest.fixture
+def fake(fakeweb, monkeypatch):
+    monkeypatch.setenv("TEST_BRAVE_KEY", BRAVE_KEY)
+    monkeypatch.setenv("TEST_EXA_KEY", EXA_KEY)
+    fakeweb.reset()
+    yield fakeweb
+    fakeweb.reset()
+
+
+def web_config(fake: FakeWeb, **external: Any) -> dict[str, Any]:
+    block = {
+        "enabled": True,
+        "default_mode": "never",
+        "providers": ["brave"],
+        "timeout": 5,
+        "cache_ttl": 0,
+        "allow": {"id": "root"},
+        "brave": {"api_key": {"$env": "TEST_BRAVE_KEY"}, "base_url": fake.brave_base_url},
+        "exa": {"api_key": {"$env": "TEST_EXA_KEY"}, "base_url": fake.exa_base_url},
+        "searxng": {"base_url": fake.searxng_base_url},
+    }
+    for key, value in external.items():
+        if isinstance(value, dict) and isinstance(block.get(key), dict):
+            block[key] = {**block[key], **value}
+        else:
+            block[key] = value
+    return {"external_search": block}
+
+
+async def web_ds(brain, fake, **external) -> Datasette:
+    ds = make_datasette([str(brain[0])], plugin_config=web_config(fake, **external))
+    await ds.invoke_startup()
+    return ds
+
+
+async def ask(ds, actor="root", **params) -> tuple[int, dict]:
+    cookies = actor_cookies(ds, actor) if actor else {}
+    response = await ds.client.get("/-/research.json", params=params, cookies=cookies)
+    assert BRAVE_KEY not in response.text and EXA_KEY not in response.text
+    return response.status_code, response.json()
+
+
+def provider_requests(fake, provider=None):
+    return [r for r in fake.requests if provider is None or r.provider == provider]
+
+
+def codes(pack):
+    return [w["code"] for w in pack["warnings"]]
+
+
+async def test_default_mode_never_calls_no_provider(brain, fake):
+    ds = await web_ds(brain, fake)
+    status, pack = await ask(ds, q="quantum chromodynamics lattice")
+    assert status == 200
+    assert pack["external_search"] == {
+        "mode": "never",
+        "requested": False,
+        "ran": False,
+        "providers": [],
+        "skipped_reason": "mode_never",
+        "current_state_question": False,
+    }
+    assert pack["external_evidence"] == []
+    assert provider_requests(fake) == []
+
+
+async def test_always_searches_brave_and_badges_rows(brain, fake):
+    ds = await web_ds(brain, fake)
+    status, pack = await ask(ds, q="quantum chromodynamics lattice", external="always")
+    assert status == 200
+    assert pack["external_search"]["ran"] is True
+    assert pack["external_search"]["providers"] == ["brave"]
+    (request,) = provider_requests(fake)
+    assert request.endpoint == "llm/context"
+    assert request.query["q"] == ["quantum chromodynamics lattice"]
+    rows = pack["external_evidence"]
+    assert 1 <= len(rows) <= 5
+    for row in rows:
+        assert row["kind"] == "external" and row["source_type"] == "external_web"
+        assert row["origin"] == "outside_dbrain_corpus" and row["store"] == "ephemeral"
+        assert row["source_key"].startswith("ext:brave:") and len(row["source_key"]) == 22
+        assert row["providers"] == ["brave"]
+        (lane,) = row["retrieval"]["lanes"]
+        assert lane == {
+            "name": "external_search",
+            "status": "used",
+            "provider": "brave",
+            "store": "ephemeral",
+            "rank": lane["rank"],
+            "cached": False,
+        }
+        assert row["canonical_url"].startswith("https://")
+        assert "<strong>" not in row["excerpt"]
+    (query,) = pack["query_plan"]["external_queries"]
+    assert query["provider"] == "brave" and query["query"] == "quantum chromodynamics lattice"
+    assert pack["coverage"]["external_evidence_count"] == len(rows)
+    assert pack["coverage"]["external_by_provider"] == [{"key": "brave", "count": len(rows)}]
+    assert all(e["origin"] == "outside_dbrain_corpus" for e in pack["ranking"])
+    assert pack["evidence"] == []
+    assert pack["judge"]["verdict"] == "no_evidence"
+    assert "web search found" in pack["judge"]["message"]
+
+
+async def test_on_weak_skips_the_web_when_local_evidence_is_enough(brain, fake):
+    ds = await web_ds(brain, fake)
+    _, pack = await ask(ds, q="espresso grinder", external="on_weak")
+    assert pack["judge"]["verdict"] == "enough_evidence"
+    assert pack["external_search"]["skipped_reason"] == "local_evidence_enough"
+    assert provider_requests(fake) == []
+    _, pack = await ask(ds, q="lattice chromodynamics", external="on_weak")
+    assert pack["judge"]["verdict"] == "no_evidence"
+    assert pack["external_search"]["ran"] is True
+    assert len(provider_requests(fake)) == 1
+
+
+async def test_default_mode_from_config(brain, fake):
+    ds = await web_ds(brain, fake, default_mode="always")
+    _, pack = await ask(ds, q="lattice chromodynamics")
+    assert pack["external_search"]["mode"] == "always" and pack["external_search"]["ran"]
+
+
+async def test_disabled_config_never_calls_out(brain, fake):
+    ds = await web_ds(brain, fake, enabled=False)
+    _, pack = await ask(ds, q="espresso", external="always")
+    assert codes(pack) == ["external_search_disabled"]
+    assert pack["external_search"]["skipped_reason"] == "disabled"
+    assert len(pack["evidence"]) > 0
+    assert provider_requests(fake) == []
+
+
+@pytest.mark.parametrize("actor", [None, "mallory"])
+async def test_actor_without_permission_gets_local_results_and_a_warning(brain, fake, actor):
+    ds = await web_ds(brain, fake)
+    status, pack = await ask(ds, actor=actor, q="espresso", external="always")
+    assert status == 200
+    assert codes(pack) == ["external_search_not_permitted"]
+    assert pack["external_search"]["skipped_reason"] == "not_permitted"
+    assert len(pack["evidence"]) > 0
+    assert provider_requests(fake) == []
+
+
+async def test_allow_block_grants_other_actors(brain, fake):
+    ds = await web_ds(brain, fake, allow={"id": ["root", "alice"]})
+    _, pack = await ask(ds, actor="alice", q="lattice", external="always")
+    assert pack["external_search"]["ran"] is True
+
+
+async def test_web_hit_for_a_page_in_the_brain_collapses_onto_the_local_row(brain, fake):
+    _, ids = brain
+    ds = await web_ds(brain, fake)
+    _, pack = await ask(ds, q="sqlite fts5 bm25 ranking", external="always")
+    assert pack["external_search"]["ran"]
+    assert all("sqlite.org/fts5" not in r["canonical_url"] for r in pack["external_evidence"])
+    local = next(r for r in pack["evidence"] if r["source_key"] == ids["src_fts5_key"])
+    assert local["origin"] == "dbrain_corpus"
+    assert local["also_found_by"] == ["brave"]
+    lane = local["retrieval"]["lanes"][-1]
+    assert (lane["name"], lane["provider"], lane["store"]) == ("external_search", "brave", "local")
+    signal = local["retrieval"]["signals"][-1]
+    assert signal["name"] == "external_duplicate_local_source"
+    assert signal["detail"].startswith("also found by Brave")
+    decisions = [d["decision"] for d in pack["merge_decisions"]]
+    assert "collapsed_onto_local_source" in decisions
+
+
+async def test_provider_all_merges_the_same_page_into_one_row(brain, fake):
+    ds = await web_ds(brain, fake, providers=["brave", "exa"])
+    _, pack = await ask(ds, q="lattice qcd", external="always", provider="all")
+    assert pack["external_search"]["providers"] == ["brave", "exa"] or sorted(
+        pack["external_search"]["providers"]
+    ) == ["brave", "exa"]
+    assert {r.provider for r in provider_requests(fake)} == {"brave", "exa"}
+    both = [r for r in pack["external_evidence"] if len(r["providers"]) == 2]
+    assert both, "the fake corpus returns shared pages from both providers"
+    lanes = both[0]["retrieval"]["lanes"]
+    assert sorted(lane["provider"] for lane in lanes) == ["brave", "exa"]
+    urls = [r["canonical_url"] for r in pack["external_evidence"]]
+    assert len(urls) == len(set(urls))
+
+
+async def test_fallback_to_the_next_provider_on_failure(brain, fake):
+    fake.set_mode("brave", "server_error")
+    ds = await web_ds(brain, fake, providers=["brave", "exa"])
+    _, pack = await ask(ds, q="lattice qcd", external="always")
+    assert codes(pack) == ["provider_failed", "provider_fallback"]
+    assert pack["warnings"][0]["provider"] == "brave"
+    assert {r["providers"][0] for r in pack["external_evidence"]} == {"exa"}
+
+
+async def test_invalid_key_is_named(brain, fake, monkeypatch):
+    monkeypatch.setenv("TEST_BRAVE_KEY", "brave-WRONG-key")
+    ds = await web_ds(brain, fake)
+    _, pack = await ask(ds, q="espresso grinder", external="always")
+    (warning,) = pack["warnings"]
+    assert warning["code"] == "provider_auth_failed" and warning["provider"] == "brave"
+    assert "external_search.brave.api_key" in warning["message"]
+    assert "brave-WRONG-key" not in json.dumps(pack)
+    assert len(pack["evidence"]) == 2
+
+
+async def test_exa_invalid_key(brain, fake, monkeypatch):
+    monkeypatch.setenv("TEST_EXA_KEY", "exa-WRONG")
+    ds = await web_ds(brain, fake, providers=["exa"])
+    _, pack = await ask(ds, q="lattice", external="always")
+    assert codes(pack) == ["provider_auth_failed"]
+    assert "external_search.exa.api_key" in pack["warnings"][0]["message"]
+
+
+async def test_rate_limit_is_retried_once_when_the_reset_fits(brain, fake):
+    fake.set_mode("brave", "rate_limited", reset_seconds=1, times=1)
+    ds = await web_ds(brain, fake)
+    started = time.monotonic()
+    _, pack = await ask(ds, q="lattice qcd", external="always")
+    assert time.monotonic() - started >= 1
+    assert codes(pack) == ["provider_rate_limited"]
+    assert "Retrying once" in pack["warnings"][0]["message"]
+    assert len(provider_requests(fake)) == 2
+    assert pack["external_evidence"]
+
+
+async def test_rate_limit_beyond_the_budget_is_reported(brain, fake):
+    fake.set_mode("brave", "rate_limited", reset_seconds=60)
+    ds = await web_ds(brain, fake, timeout=2)
+    _, pack = await ask(ds, q="espresso", external="always")
+    assert codes(pack) == ["provider_rate_limited"]
+    assert len(provider_requests(fake)) == 1
+    assert pack["external_evidence"] == [] and len(pack["evidence"]) > 0
+
+
+async def test_exa_rate_limit_honours_retry_after(brain, fake):
+    fake.set_mode("exa", "rate_limited", retry_after=1, times=1)
+    ds = await web_ds(brain, fake, providers=["exa"])
+    _, pack = await ask(ds, q="lattice qcd", external="always")
+    assert codes(pack) == ["provider_rate_limited"]
+    assert pack["external_evidence"]
+
+
+async def test_stage_timeout_keeps_local_results(brain, fake):
+    fake.set_mode("brave", "slow", seconds=3)
+    ds = await web_ds(brain, fake, timeout=1)
+    started = time.monotonic()
+    _, pack = await ask(ds, q="espresso grinder", external="always")
+    assert time.monotonic() - started < 2.5
+    assert codes(pack) == ["provider_timeout"]
+    assert len(pack["evidence"]) == 2
+
+
+@pytest.mark.parametrize(
+    "mode, options, code",
+    [
+        ("server_error", {}, "provider_failed"),
+        ("server_error", {"status": 503}, "provider_failed"),
+        ("malformed", {}, "provider_failed"),
+        ("huge", {"mb": 6}, "provider_response_too_large"),
+    ],
+)
+async def test_provider_failures_are_named(brain, fake, mode, options, code):
+    fake.set_mode("brave", mode, **options)
+    ds = await web_ds(brain, fake)
+    _, pack = await ask(ds, q="espresso grinder", external="always")
+    assert codes(pack) == [code]
+    assert pack["warnings"][0]["provider"] == "brave"
+    assert len(pack["evidence"]) == 2
+
+
+async def test_refused_connection(brain, fake):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        closed = s.getsockname()[1]
+    ds = await web_ds(brain, fake, brave={"base_url": f"http://127.0.0.1:{closed}/res/v1"})
+    _, pack = await ask(ds, q="espresso", external="always")
+    assert codes(pack) == ["provider_failed"]
+
+
+async def test_empty_answer_is_not_an_error(brain, fake):
+    fake.set_mode("brave", "empty")
+    ds = await web_ds(brain, fake)
+    _, pack = await ask(ds, q="lattice", external="always")
+    assert codes(pack) == [] and pack["external_evidence"] == []
+    assert pack["external_search"]["ran"] is True
+
+
+async def test_llm_context_not_in_plan_falls_back_to_web_search(brain, fake):
+    fake.set_mode("brave", "not_in_plan")
+    ds = await web_ds(brain, fake)
+    _, pack = await ask(ds, q="lattice qcd", external="always")
+    assert [r.endpoint for r in provider_requests(fake)] == ["llm/context", "web/search"]
+    assert pack["external_evidence"] and codes(pack) == []
+
+
+async def test_web_search_endpoint_by_config(brain, fake):
+    ds = await web_ds(brain, fake, brave={"endpoint": "web_search"})
+    _, pack = await ask(ds, q="lattice qcd", external="always")
+    (request,) = provider_requests(fake)
+    assert request.endpoint == "web/search" and request.query["extra_snippets"] == ["true"]
+    assert pack["external_evidence"]
+
+
+async def test_searxng(brain, fake):
+    ds = await web_ds(brain, fake, providers=["searxng"])
+    _, pack = await ask(ds, q="lattice qcd", external="always")
+    assert pack["external_search"]["providers"] == ["searxng"]
+    assert pack["external_evidence"]
+    assert all(r["source_key"].startswith("ext:searxng:") for r in pack["external_evidence"])
+
+
+async def test_block_domains_drop_results_with_a_warning(brain, fake):
+    ds = await web_ds(brain, fake)
+    _, first = await ask(ds, q="lattice qcd", external="always")
+    blocked = first["external_evidence"][0]["domain"]
+    ds = await web_ds(brain, fake, block_domains=[blocked])
+    _, pack = await ask(ds, q="lattice qcd", external="always")
+    assert "external_domain_filtered" in codes(pack)
+    assert all(r["domain"] != blocked for r in pack["external_evidence"])
+
+
+async def test_external_count_caps_rows(brain, fake):
+    ds = await web_ds(brain, fake)
+    _, pack = await ask(ds, q="lattice qcd", external="always", external_count="2")
+    assert len(pack["external_evidence"]) == 2
+    assert any(d["decision"] == "dropped_by_budget" for d in pack["merge_decisions"]) or (
+        len(pack["external_evidence"]) == 2
+    )
+
+
+@pytest.mark.parametrize(
+    "params, code",
+    [
+        ({"external": "sometimes"}, "bad_external"),
+        ({"external": "always", "provider": "altavista"}, "unknown_provider"),
+        ({"external": "always", "freshness": "yesterday"}, "bad_freshness"),
+        ({"external": "always", "external_count": "11"}, "bad_external_count"),
+    ],
+)
+async def test_bad_web_parameters_are_400(brain, fake, params, code):
+    ds = await web_ds(brain, fake)
+    status, body = await ask(ds, q="espresso", **params)
+    assert status == 400 and body["code"] == code
+    assert provider_requests(fake) == []
+
+
+async def test_cache_serves_repeat_runs_and_purge_clears_it(brain, fake):
+    ds = await web_ds(brain, fake, cache_ttl=3600)
+    _, first = await ask(ds, q="lattice qcd", external="always")
+    _, second = await ask(ds, q="lattice qcd", external="always")
+    assert len(provider_requests(fake)) == 1
+    assert {
+        lane["cached"] for r in first["external_evidence"] for lane in r["retrieval"]["lanes"]
+    } == {False}
+    assert {
+        lane["cached"] for r in second["external_evidence"] for lane in r["retrieval"]["lanes"]
+    } == {True}
+    assert second["query_plan"]["external_queries"][0]["cached"] is True
+    plugin_db = brain[0].parent / "research_runs.db"
+    assert plugin_db.exists()
+    result = CliRunner().invoke(cli, ["dbrain-websearch", "purge-cache", str(plugin_db)])
+    assert result.exit_code == 0 and "Deleted 1 cached" in result.output
+    await ask(ds, q="lattice qcd", external="always")
+    assert len(provider_requests(fake)) == 2
+
+
+async def test_cache_never_touches_the_brain(brain, fake):
+    import sqlite3
+
+    ds = await web_ds(brain, fake, cache_ttl=3600)
+    await ask(ds, q="lattice qcd", external="always")
+    tables = {r[0] for r in sqlite3.connect(brain[0]).execute("select name from sqlite_master")}
+    assert not any("cache" in t or "dbrain_websearch" in t for t in tables)
+
+
+async def test_freshness_is_sent_to_the_provider(brain, fake):
+    ds = await web_ds(brain, fake)
+    await ask(ds, q="lattice qcd", external="always", freshness="pw")
+    (request,) = provider_requests(fake)
+    assert request.query["freshness"] == ["pw"]
+
+
+async def test_current_state_question_gets_a_hint_but_no_web_search(brain, fake):
+    ds = await web_ds(brain, fake)
+    _, pack = await ask(ds, q="latest espresso grinder")
+    assert "current_state_question" in codes(pack)
+    assert pack["external_search"]["current_state_question"] is True
+    assert provider_requests(fake) == []
+
+
+async def test_missing_key_disables_only_that_provider(brain, fake, monkeypatch):
+    monkeypatch.delenv("TEST_BRAVE_KEY")
+    ds = await web_ds(brain, fake, providers=["brave", "exa"])
+    _, pack = await ask(ds, q="lattice qcd", external="always")
+    assert codes(pack) == ["provider_unavailable"]
+    assert "external_search.brave.api_key" in pack["warnings"][0]["message"]
+    assert pack["external_evidence"] and {r.provider for r in provider_requests(fake)} == {"exa"}
+
+
+@pytest.mark.skipif(DATASETTE_1, reason="0.65 publishes raw metadata; 1.0 redacts api_key")
+async def test_literal_api_key_stops_startup_on_0_65(brain, fake):
+    config = web_config(fake, brave={"api_key": "literal-key-in-metadata"})
+    ds = make_datasette([str(brain[0])], plugin_config=config)
+    with pytest.raises(StartupError) as info:
+        await ds.invoke_startup()
+    assert "external_search.brave.api_key" in str(info.value) and "$env" in str(info.value)
+
+
+async def test_keys_never_leak_through_config_endpoints(brain, fake):
+    ds = await web_ds(brain, fake)
+    for path in ("/-/metadata.json", "/-/config.json", "/-/settings.json", "/-/plugins.json"):
+        response = await ds.client.get(path, follow_redirects=True)
+        assert BRAVE_KEY not in response.text and EXA_KEY not in response.text, path
+
+
+async def test_keys_never_leak_in_any_scenario(brain, fake, caplog):
+    ds = await web_ds(brain, fake, providers=["brave", "exa"])
+    scenarios = [
+        ("normal", {}),
+        ("server_error", {}),
+        ("malformed", {}),
+        ("rate_limited", {}),
+        ("empty", {}),
+        ("error_missing_fields", {}),
+    ]
+    for mode, options in scenarios:
+        fake.reset()
+        fake.set_mode("brave", mode, **options)
+        for params in ({"external": "always"}, {"external": "always", "provider": "all"}):
+            for path in ("/-/research.json", "/-/research"):
+                response = await ds.client.get(
+                    path, params={"q": "lattice qcd", **params}, cookies=actor_cookies(ds, "root")
+                )
+                assert response.status_code == 200
+                assert BRAVE_KEY not in response.text and EXA_KEY not in response.text
+    assert BRAVE_KEY not in caplog.text and EXA_KEY not in caplog.text
+
+
+async def test_hostile_provider_text_is_escaped_on_the_page(brain, fake):
+    ds = await web_ds(brain, fake, providers=["brave", "exa"])
+    response = await ds.client.get(
+        "/-/research",
+        params={"q": "hostile markup test", "external": "always", "provider": "all"},
+        cookies=actor_cookies(ds, "root"),
+    )
+    html = response.text
+    assert response.status_code == 200
+    assert "Outside dbrain corpus" in html
+    assert "<script>alert(1)</script>" not in html
+    assert "<img src=x onerror" not in html
+    assert 'href="javascript:' not in html
+    assert 'rel="noopener noreferrer nofollow"' in html
+
+
+async def test_page_shows_controls_badges_counters_and_chips(brain, fake):
+    ds = await web_ds(brain, fake)
+    root = actor_cookies(ds, "root")
+    empty = (await ds.client.get("/-/research", cookies=root)).text
+    assert "<legend>External web</legend>" in empty
+    assert 'name="external" value="on_weak"' in empty and "If local evidence is weak" in empty
+    assert 'id="dbrain-provider"' in empty and 'id="dbrain-freshness"' in empty
+    html = (
+        await ds.client.get(
+            "/-/research",
+            params={"q": "sqlite fts5 bm25 ranking", "external": "always"},
+            cookies=root,
+        )
+    ).text
+    assert "Outside dbrain corpus / Brave / ephemeral" in html
+    assert re.search(r"Local dbrain evidence: \d+ rows?", html)
+    assert re.search(r"Outside dbrain corpus: \d+ rows? from Brave", html)
+    assert "also found by Brave" in html
+    anonymous = (await ds.client.get("/-/research")).text
+    assert "<legend>External web</legend>" not in anonymous
+    assert "not allowed to use it" in anonymous
+
+
+class EchoProvider(Provider):
+    name = "echo"
+    label = "Echo"
+
+    async def search(self, request, ctx):
+        return [
+            WebResult(url=f"https://echo.example/{w}", title=w, snippet=f"echo {w}", rank=i + 1)
+            for i, w in enumerate(request.query.split())
+        ]
+
+
+class EchoPlugin:
+    __name__ = "echo_plugin"
+
+    @hookimpl
+    def register_dbrain_websearch_providers(self, datasette):
+        return [EchoProvider()]
+
+
+async def test_plugins_can_register_providers(brain, fake):
+    plugin = EchoPlugin()
+    pm.register(plugin, name="echo_plugin")
+    try:
+        ds = await web_ds(brain, fake, providers=["echo"])
+        _, pack = await ask(ds, q="lattice gauge", external="always")
+        assert [r["source_key"].split(":")[1] for r in pack["external_evidence"]] == [
+            "echo",
+            "echo",
+        ]
+        assert [r["title"] for r in pack["external_evidence"]] == ["lattice", "gauge"]
+    finally:
+        pm.unregister(name="echo_plugin")
+
+
+def test_cli_can_search_the_web(brain, fake, tmp_path):
+    meta = tmp_path / "metadata.json"
+    meta.write_text(json.dumps({"plugins": {"datasette-dbrain-websearch": web_config(fake)}}))
+    result = CliRunner().invoke(
+        cli,
+        ["dbrain-research", str(brain[0]), "lattice qcd", "--external", "always", "-m", str(meta)],
+    )
+    assert result.exit_code == 0, result.output
+    assert (
+        "Outside dbrain corpus:" in result.output
+        and "OUTSIDE DBRAIN CORPUS / brave" in result.output
+    )
+    assert BRAVE_KEY not in result.output

@@ -1,0 +1,274 @@
+"""Pure pieces of the web stage: parsing, rate-limit waits, policy, merge, config."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from datasette_dbrain_websearch.config import ConfigError, Settings, literal_secrets
+from datasette_dbrain_websearch.external import (
+    Decision,
+    decide,
+    is_current_state,
+    normalize_hits,
+    web_query,
+)
+from datasette_dbrain_websearch.fts import plan_query
+from datasette_dbrain_websearch.merge import merge_external
+from datasette_dbrain_websearch.pack import external_key, merged_ranking
+from datasette_dbrain_websearch.providers.base import WebResult, plain_text, redact
+from datasette_dbrain_websearch.providers.brave import (
+    brave_query,
+    parse_llm_context,
+    parse_web_search,
+    rate_limit_reset,
+)
+from datasette_dbrain_websearch.providers.exa import published_window
+
+ENABLED = Settings.from_config({"external_search": {"enabled": True}}).external
+
+
+def test_plain_text_strips_markup_and_entities():
+    assert plain_text("A <strong>fast</strong> &amp; small") == "A fast & small"
+    assert plain_text(None) == ""
+
+
+def test_brave_llm_context_tolerates_missing_pieces():
+    body = {
+        "grounding": {
+            "generic": [
+                {"url": "https://a.example/x", "title": "A", "snippets": ["one", '{"t": 1}']},
+                {"url": "https://b.example/y", "title": "B", "snippets": []},
+                {"title": "no url"},
+            ],
+            "map": [],
+        },
+        "sources": {
+            "https://a.example/x": {"hostname": "a.example", "age": ["Mon", "2026-11-02", "1 day"]}
+        },
+    }
+    a, b = parse_llm_context(body)
+    assert (a.rank, a.snippet, a.published_at, a.domain) == (1, "one", "2026-11-02", "a.example")
+    assert a.highlights == ("one", '{"t": 1}')
+    assert (b.rank, b.snippet, b.published_at) == (2, "", "")
+    assert parse_llm_context({"unexpected": True}) == []
+    assert parse_llm_context(None) == []
+
+
+def test_brave_web_search_strips_strong_and_uses_extra_snippets():
+    body = {
+        "type": "search",
+        "web": {
+            "results": [
+                {
+                    "url": "https://c.example/z",
+                    "title": "C &amp; D",
+                    "description": "A <strong>ratio</strong> of 1:1",
+                    "page_age": "2025-03-02T09:15:00",
+                    "meta_url": {"hostname": "c.example"},
+                    "extra_snippets": ["more <b>text</b>"],
+                }
+            ]
+        },
+    }
+    (r,) = parse_web_search(body)
+    assert (r.title, r.snippet, r.highlights) == ("C & D", "A ratio of 1:1", ("more text",))
+    assert parse_web_search({"type": "search"}) == []
+
+
+def test_brave_rate_limit_reset_uses_the_exhausted_window():
+    assert (
+        rate_limit_reset(
+            {
+                "x-ratelimit-remaining": "0, 900",
+                "x-ratelimit-reset": "1, 86400",
+                "x-ratelimit-limit": "1, 2000",
+            }
+        )
+        == 1.0
+    )
+    assert (
+        rate_limit_reset(
+            {
+                "x-ratelimit-remaining": "5, 0",
+                "x-ratelimit-reset": "1, 86400",
+                "x-ratelimit-limit": "50, 2000",
+            }
+        )
+        == 86400.0
+    )
+    # pay-as-you-go: a monthly limit and remaining of 0 mean uncapped, not exhausted
+    assert (
+        rate_limit_reset(
+            {
+                "x-ratelimit-remaining": "0, 0",
+                "x-ratelimit-reset": "2, 99",
+                "x-ratelimit-limit": "50, 0",
+            }
+        )
+        == 2.0
+    )
+    assert rate_limit_reset({}) is None
+    assert rate_limit_reset({"x-ratelimit-reset": "soon"}) is None
+
+
+def test_brave_query_limits():
+    assert brave_query(" ".join(["w"] * 60)) == " ".join(["w"] * 50)
+    long_words = " ".join(["abcdefghij"] * 45)
+    assert len(brave_query(long_words)) <= 400
+
+
+def test_exa_published_window():
+    now = datetime(2026, 11, 30, 12, tzinfo=UTC)
+    assert published_window("pw", now) == {"startPublishedDate": "2026-11-23T12:00:00.000Z"}
+    assert published_window("2026-01-01to2026-02-01") == {
+        "startPublishedDate": "2026-01-01T00:00:00.000Z",
+        "endPublishedDate": "2026-02-01T23:59:59.999Z",
+    }
+    assert published_window("") == {}
+
+
+def test_redact_replaces_every_secret():
+    assert redact("key abc123 and abc123x", ["abc123", ""]) == "key *** and ***x"
+
+
+@pytest.mark.parametrize(
+    "mode, enabled, permitted, verdict, expected",
+    [
+        ("never", True, True, "no_evidence", Decision(False, "mode_never")),
+        ("always", True, True, "enough_evidence", Decision(True)),
+        ("on_weak", True, True, "weak_evidence", Decision(True)),
+        ("on_weak", True, True, "no_evidence", Decision(True)),
+        ("on_weak", True, True, "enough_evidence", Decision(False, "local_evidence_enough")),
+    ],
+)
+def test_decide_follows_mode_and_verdict(mode, enabled, permitted, verdict, expected):
+    assert decide(mode, ENABLED, permitted, verdict) == expected
+
+
+def test_decide_names_why_it_refused():
+    disabled = decide("always", Settings().external, True, "no_evidence")
+    assert (disabled.run, disabled.warning["code"]) == (False, "external_search_disabled")
+    denied = decide("always", ENABLED, False, "no_evidence")
+    assert (denied.run, denied.warning["code"]) == (False, "external_search_not_permitted")
+
+
+def test_current_state_questions():
+    assert is_current_state("latest tokio release")
+    assert is_current_state("what is the price as of now?")
+    assert not is_current_state("tokio scheduler design")
+
+
+def test_web_query_is_keywords_within_brave_limits():
+    assert web_query(plan_query("What is the latest tokio release?")) == "latest tokio release"
+    assert len(web_query(plan_query(" ".join(f"word{i}" for i in range(80))))) <= 400
+
+
+def hit_list(provider, urls):
+    results = [WebResult(url=u, title=f"t{i}", rank=i + 1) for i, u in enumerate(urls)]
+    return normalize_hits(provider, results, cached=False)
+
+
+def test_normalize_hits_drops_urls_dbrain_refuses():
+    hits, rejected = hit_list(
+        "brave", ["javascript:alert(1)", "https://t.co/x", "http://www.Example.com/a/?utm_source=z"]
+    )
+    assert rejected == 2
+    assert [h.url.canonical_url for h in hits] == ["https://example.com/a"]
+
+
+def test_merge_collapses_merges_filters_and_budgets():
+    brave, _ = hit_list(
+        "brave",
+        [
+            "https://www.sqlite.org/fts5.html",
+            "https://a.example/1",
+            "https://spam.example/x",
+            "https://b.example/2",
+        ],
+    )
+    exa, _ = hit_list("exa", ["https://b.example/2", "https://c.example/3"])
+    outcome = merge_external(
+        brave + exa,
+        local_urls={"https://sqlite.org/fts5.html"},
+        allow_domains=(),
+        block_domains=("spam.example",),
+        budget=2,
+    )
+    assert list(outcome.collapsed) == ["https://sqlite.org/fts5.html"]
+    assert outcome.dropped_by_domain == 1
+    assert [r.canonical_url for r in outcome.rows] == ["https://b.example/2", "https://a.example/1"]
+    assert outcome.rows[0].providers == ["brave", "exa"]
+    assert outcome.dropped_by_budget == 1
+    decisions = [d["decision"] for d in outcome.decisions]
+    assert decisions.count("dropped_by_budget") == 1
+    assert "merged_across_providers" in decisions and "collapsed_onto_local_source" in decisions
+
+
+def test_allow_domains_keep_only_listed_domains_and_subdomains():
+    hits, _ = hit_list(
+        "brave",
+        ["https://docs.python.org/3/", "https://python.org/x", "https://evil.example/python.org"],
+    )
+    outcome = merge_external(hits, set(), ("python.org",), (), 10)
+    assert [r.domain for r in outcome.rows] == ["docs.python.org", "python.org"]
+
+
+def test_external_key_formula():
+    import hashlib
+
+    url = "https://example.com/a"
+    assert (
+        external_key("brave", url) == "ext:brave:" + hashlib.sha256(url.encode()).hexdigest()[:12]
+    )
+
+
+def row(key, origin="dbrain_corpus", missing=(), exact=False):
+    lanes = [{"name": "exact_lookup"}] if exact else [{"name": "lexical"}]
+    return {
+        "source_key": key,
+        "origin": origin,
+        "retrieval": {"lanes": lanes, "missing_terms": list(missing)},
+    }
+
+
+def test_merged_ranking_puts_web_after_local_unless_current_state():
+    local = [row("exact", exact=True), row("strong"), row("weak", missing=["x"])]
+    web = [row("ext:brave:1", origin="outside_dbrain_corpus")]
+    normal = [e["source_key"] for e in merged_ranking(local, web, current_state=False)]
+    assert normal == ["exact", "strong", "weak", "ext:brave:1"]
+    current = [e["source_key"] for e in merged_ranking(local, web, current_state=True)]
+    assert current == ["exact", "strong", "ext:brave:1", "weak"]
+
+
+def test_external_config_validation():
+    ext = Settings.from_config(
+        {
+            "external_search": {
+                "enabled": True,
+                "providers": ["exa", "brave"],
+                "count": 7,
+                "brave": {"api_key": "k1", "endpoint": "web_search"},
+            }
+        }
+    ).external
+    assert (ext.providers, ext.count, ext.secrets()) == (("exa", "brave"), 7, ["k1"])
+    assert "k1" not in repr(ext)
+    for bad, fragment in [
+        ({"default_mode": "sometimes"}, "'external_search.default_mode' must be one of"),
+        ({"count": 11}, "'external_search.count' must be an integer from 1 to 10"),
+        ({"max_count": 3, "count": 5}, "'external_search.count' must be an integer from 1 to 3"),
+        ({"freshness": "yesterday"}, "'external_search.freshness' must be pd"),
+        ({"timeout": 0}, "'external_search.timeout' must be a number"),
+        ({"enabled": "yes"}, "'external_search.enabled' must be true or false"),
+        ({"providerz": 1}, "unknown config key(s) providerz in 'external_search'"),
+    ]:
+        with pytest.raises(ConfigError) as info:
+            Settings.from_config({"external_search": bad})
+        assert fragment in str(info.value)
+
+
+def test_literal_secrets_are_found_but_env_values_are_not():
+    raw = {"external_search": {"brave": {"api_key": "plain"}, "exa": {"api_key": {"$env": "X"}}}}
+    assert literal_secrets(raw) == ["external_search.brave.api_key"]
