@@ -4,6 +4,9 @@ DATASETTE_STABLE := datasette>=0.65,<1.0
 # The newest 1.0 alpha, bumped deliberately after running the suite against it.
 DATASETTE_ALPHA := datasette==1.0a41
 PORT ?= 8001
+FAKEWEB_PORT := 8002  # metadata.yml points the demo providers here
+# The demo's web search goes to the offline fake provider server with these (fake) keys.
+DEMO_KEYS := BRAVE_SEARCH_API_KEY=demo-brave-key EXA_API_KEY=demo-exa-key
 
 VENV := .venv
 VENV_ALPHA := .venv-alpha
@@ -30,8 +33,14 @@ demo: $(VENV)/.installed demo/brain.db
 	@echo ""
 	@echo "  Research page: http://127.0.0.1:$(PORT)/-/research"
 	@echo "  JSON API:      http://127.0.0.1:$(PORT)/-/research.json?q=sqlite+fts5"
+	@echo "  Web search:    http://127.0.0.1:$(PORT)/-/research?q=lattice+qcd&external=always"
+	@echo "                 (offline: a fake Brave/Exa/SearXNG on 127.0.0.1:$(FAKEWEB_PORT))"
 	@echo ""
-	$(VENV)/bin/datasette serve demo/brain.db --metadata metadata.yml --host 127.0.0.1 --port $(PORT)
+	$(VENV)/bin/python -m datasette_dbrain_websearch.fakeweb --port $(FAKEWEB_PORT) \
+		--brave-key demo-brave-key --exa-key demo-exa-key & fake=$$!; \
+	trap 'kill $$fake 2>/dev/null' EXIT INT TERM; \
+	$(DEMO_KEYS) $(VENV)/bin/datasette serve demo/brain.db \
+		--metadata metadata.yml --host 127.0.0.1 --port $(PORT)
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
@@ -49,6 +58,7 @@ test: lint test-stable test-alpha
 
 bench: $(VENV)/.installed
 	$(VENV)/bin/python bench/bench_research.py
+	$(VENV)/bin/python bench/bench_web.py
 
 clean:
 	rm -rf $(VENV) $(VENV_ALPHA) demo/brain.db .pytest_cache

@@ -105,15 +105,21 @@ def serve(path: Path, port: int, metadata: Path) -> subprocess.Popen:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 60
+    wait_for(f"http://127.0.0.1:{port}/-/versions.json", process)
+    return process
+
+
+def wait_for(url: str, process: subprocess.Popen, seconds: float = 60) -> None:
+    """Poll until the server answers; stop it and give up after ``seconds``."""
+    deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         try:
-            httpx.get(f"http://127.0.0.1:{port}/-/versions.json", timeout=1)
-            return process
+            httpx.get(url, timeout=1)
+            return
         except httpx.HTTPError:
             time.sleep(0.2)
     process.kill()
-    raise SystemExit("datasette did not start")
+    raise SystemExit(f"{url} did not answer")
 
 
 def timed(fn) -> float:

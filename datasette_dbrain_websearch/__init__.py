@@ -8,11 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from datasette import hookimpl
-from datasette.plugins import pm
 
-from . import compat, hookspecs
-
-pm.add_hookspecs(hookspecs)
+from . import compat
 
 
 @hookimpl

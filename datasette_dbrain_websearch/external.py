@@ -10,11 +10,14 @@ Every failure becomes a named warning; nothing here can lose the local results.
 from __future__ import annotations
 
 import asyncio
+import functools
+import ssl
 import time
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+import certifi
 import httpx
 
 from . import store
@@ -204,7 +207,10 @@ class WebStage:
             timeout=self.settings.timeout,
         )
         async with httpx.AsyncClient(
-            transport=self.transport, follow_redirects=False, headers={"User-Agent": USER_AGENT}
+            transport=self.transport,
+            verify=tls_context(),
+            follow_redirects=False,
+            headers={"User-Agent": USER_AGENT},
         ) as client:
             if parallel:
                 await self._parallel(usable, search, client, deadline)
@@ -330,6 +336,12 @@ class WebStage:
 
 
 USER_AGENT = "datasette-dbrain-websearch (+https://github.com/darron/dbrain)"
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """Built once: loading the CA bundle costs ~30 ms, too much to pay on every run."""
+    return ssl.create_default_context(cafile=certifi.where())
 
 
 def cache_params(name: str, search: SearchRequest, options: Mapping[str, Any]) -> dict[str, Any]:

@@ -135,7 +135,7 @@ def _parse_query(q: str) -> _Query:
             excluded.extend(_norm(w) for w in _WORD.findall(token))
         else:
             terms.extend(_norm(w) for w in _WORD.findall(token))
-    kept = [t for t in terms if t not in _STOPWORDS] or terms
+    kept = [t for t in terms if t not in _STOPWORDS and len(t) > 1] or terms
     return _Query(tuple(dict.fromkeys(kept)), tuple(sites), tuple(excluded))
 
 
@@ -370,6 +370,9 @@ PLANS = {
 }
 
 _VALIDATION_DETAIL = "Unable to validate request parameter(s)"
+_STR_MSG = "Input should be a valid string"
+_INT_MSG = "Input should be a valid integer"
+_INT_PARSE_MSG = "Input should be a valid integer, unable to parse string as an integer"
 _WEB_INTS = {"count": (20, 1, 20), "offset": (0, 0, 9)}
 _WEB_BOOLS = {
     "text_decorations": True,
@@ -554,11 +557,6 @@ class _BraveParams:
     def text(self, name: str, default: str | None = None) -> None:
         raw = self.source.get(name, default)
         self.values[name] = raw if isinstance(raw, str) else default
-
-
-_STR_MSG = "Input should be a valid string"
-_INT_MSG = "Input should be a valid integer"
-_INT_PARSE_MSG = "Input should be a valid integer, unable to parse string as an integer"
 
 
 # --- Exa request validation -----------------------------------------------------------------

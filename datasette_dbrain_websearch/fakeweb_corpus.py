@@ -350,9 +350,9 @@ PAGES: tuple[Page, ...] = (
         author="Tokio team",
         image="https://tokio.rs/img/blog/tokio-1-50.png",
         text=_text("""
-            Tokio 1.50 is out. The headline change is a new cooperative scheduling budget that
-            adapts to how long tasks actually run, which cuts tail latency for services that mix
-            CPU-heavy and I/O-heavy async tasks.
+            Tokio 1.50, the latest release, is out. The headline change is a new cooperative
+            scheduling budget that adapts to how long tasks actually run, which cuts tail latency
+            for services that mix CPU-heavy and I/O-heavy async tasks.
 
             The release also stabilises the task dump API for debugging stuck runtimes and
             improves JoinSet performance when thousands of tasks finish at once.

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "bench_research.py"
+BENCH_WEB = BENCH.parent / "bench_web.py"
 
 
 def test_bench_runs_and_prints_ratios(tmp_path):
@@ -31,3 +32,15 @@ def test_bench_runs_and_prints_ratios(tmp_path):
     assert "research / floor" in result.stdout
     assert "built-in / research" in result.stdout
     assert "600 items + 300 sources; 4 questions" in result.stdout
+
+
+def test_web_bench_runs_and_prints_ratios():
+    result = subprocess.run(
+        [sys.executable, str(BENCH_WEB), "--latency-ms", "20", "--reps", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "all / single" in result.stdout
+    assert "plugin time on top" in result.stdout
