@@ -11,6 +11,7 @@ from .base import (
     ProviderError,
     SearchRequest,
     WebResult,
+    plain_text,
 )
 from .brave import BraveProvider
 from .exa import ExaProvider
@@ -27,6 +28,7 @@ __all__ = [
     "SearxngProvider",
     "WebResult",
     "builtin_providers",
+    "plain_text",
     "registered_providers",
 ]
 
