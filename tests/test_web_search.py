@@ -464,20 +464,43 @@ async def test_keys_never_leak_in_any_scenario(brain, fake, caplog):
     assert BRAVE_KEY not in caplog.text and EXA_KEY not in caplog.text
 
 
-async def test_hostile_provider_text_is_escaped_on_the_page(brain, fake):
+@pytest.mark.parametrize(
+    "question, returned, raw_markup",
+    [
+        ("fts5 ranking tricks", "alert(1) FTS5 ranking tricks", "<script>alert(1)</script>"),
+        (
+            "datasette plugin hooks glance",
+            "<img src=x onerror=alert(1)>",
+            "<img src=x onerror=alert(1)>",
+        ),
+    ],
+)
+async def test_hostile_provider_text_is_escaped_on_the_page(
+    brain, fake, question, returned, raw_markup
+):
     ds = await web_ds(brain, fake, providers=["brave", "exa"])
-    response = await ds.client.get(
-        "/-/research",
-        params={"q": "hostile markup test", "external": "always", "provider": "all"},
-        cookies=actor_cookies(ds, "root"),
-    )
-    html = response.text
-    assert response.status_code == 200
+    params = {"q": question, "external": "always", "provider": "all"}
+    root = actor_cookies(ds, "root")
+    pack = (await ds.client.get("/-/research.json", params=params, cookies=root)).json()
+    # The hostile text really came back from the provider (as text, in JSON) ...
+    assert any(returned in (r["title"] + r["text"]) for r in pack["external_evidence"])
+    html = (await ds.client.get("/-/research", params=params, cookies=root)).text
+    # ... and the page shows it escaped, never as markup.
     assert "Outside dbrain corpus" in html
-    assert "<script>alert(1)</script>" not in html
-    assert "<img src=x onerror" not in html
-    assert 'href="javascript:' not in html
+    assert raw_markup not in html
+    assert "onerror=alert(1)>" not in html
     assert 'rel="noopener noreferrer nofollow"' in html
+
+
+async def test_javascript_urls_from_providers_are_never_links(brain, fake):
+    ds = await web_ds(brain, fake, providers=["brave", "exa"])
+    params = {"q": "datasette plugins directory mirror", "external": "always", "provider": "all"}
+    root = actor_cookies(ds, "root")
+    pack = (await ds.client.get("/-/research.json", params=params, cookies=root)).json()
+    assert "external_url_rejected" in codes(pack)
+    assert all(r["url"].startswith(("http://", "https://")) for r in pack["external_evidence"])
+    html = (await ds.client.get("/-/research", params=params, cookies=root)).text
+    assert "javascript:" not in html
 
 
 async def test_page_shows_controls_badges_counters_and_chips(brain, fake):
