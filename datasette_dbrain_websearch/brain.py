@@ -498,13 +498,33 @@ def split_tags(user_tags: str) -> list[str]:
     return [t.strip() for t in (user_tags or "").lower().split(",") if t.strip()]
 
 
-def sources_by_url(conn: sqlite3.Connection, urls: list[str]) -> list[Hit]:
-    """Hydrated sources whose ``normalized_url`` (dbrain's dedupe key) is one of the URLs."""
+def sources_by_url(
+    conn: sqlite3.Connection, urls: list[str], filters: Filters
+) -> dict[str, Hit | None]:
+    """The brain's sources whose ``normalized_url`` (dbrain's dedupe key) is one of the URLs.
+
+    Every held URL is a key (a web hit for it must never become a web row); its value is the
+    hydrated source when it passes the request's filters, else None.
+    """
     shape = brain_shape(conn)
     if not urls or "normalized_url" not in shape.columns.get("sources", ()):
-        return []
+        return {}
     marks = ", ".join("?" for _ in urls)
-    rows = conn.execute(f"select id from sources where normalized_url in ({marks})", urls)
+    held: dict[str, Hit | None] = {
+        row[0]: None
+        for row in conn.execute(
+            f"select normalized_url from sources where normalized_url in ({marks})", urls
+        )
+    }
+    if not held or (filters.kind and filters.kind != "source"):
+        return held
+    where, params = filter_sql("source", filters, shape)
+    rows = conn.execute(
+        f"select t.id, t.normalized_url from sources t where t.normalized_url in ({marks}){where}",
+        [*urls, *params],
+    ).fetchall()
     hits = [Hit("source", row[0]) for row in rows]
     hydrate(conn, hits, shape)
-    return hits
+    for hit, row in zip(hits, rows, strict=True):
+        held[row[1]] = hit
+    return held

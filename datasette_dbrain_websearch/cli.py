@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -48,8 +49,16 @@ async def _run(brain: str, params: dict[str, list[str]], metadata: str | None) -
     )
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """Drop control characters, so provider text cannot move the cursor or retitle a terminal."""
+    return _CONTROL.sub("", text)
+
+
 def render_text(pack: dict[str, Any]) -> str:
-    """A readable terminal rendering of a pack."""
+    """A readable terminal rendering of a pack (control characters removed)."""
     judge = pack["judge"]
     plan = pack["query_plan"]
     lines = [
@@ -88,7 +97,7 @@ def render_text(pack: dict[str, Any]) -> str:
             lines.append(f"    tags: {', '.join(row['user_tags'])}")
         signals = "; ".join(s["name"] for s in row["retrieval"]["signals"])
         lines.append(f"    signals: {signals}   score {row['retrieval']['score']}")
-    return "\n".join(lines)
+    return terminal_safe("\n".join(lines))
 
 
 def register(cli: click.Group) -> None:

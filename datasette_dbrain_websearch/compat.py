@@ -10,6 +10,7 @@ from typing import Any
 
 from datasette.utils import actor_matches_allow
 
+from . import store
 from .config import PLUGIN_NAME, Settings
 
 RESEARCH = "dbrain-research"
@@ -53,6 +54,19 @@ def external_granted(datasette: Any, actor: dict | None) -> bool:
     return allow is not None and bool(actor_matches_allow(actor, allow))
 
 
+PLUGIN_DB_ACTIONS = ("view-database", "view-table", "view-query", "execute-sql")
+
+
+def may_view_plugin_database(datasette: Any, actor: dict | None) -> bool:
+    """The plugin database holds other people's questions and paid web results."""
+    return (actor or {}).get("id") == "root" or external_granted(datasette, actor)
+
+
+def plugin_database_name(datasette: Any) -> str | None:
+    database = store.plugin_database(datasette)
+    return database.name if database is not None else None
+
+
 def permission_sql(datasette: Any, actor: dict | None, action: str) -> Any:
     """1.0a: research is allowed by default (``also_requires`` keeps it behind view-database);
     web search only for actors the plugin's ``external_search.allow`` block names (root with
@@ -65,6 +79,15 @@ def permission_sql(datasette: Any, actor: dict | None, action: str) -> Any:
         from datasette.permissions import PermissionSQL
 
         return PermissionSQL.allow(reason="external_search.allow in plugin config")
+    name = plugin_database_name(datasette)
+    if action in PLUGIN_DB_ACTIONS and name and not may_view_plugin_database(datasette, actor):
+        from datasette.permissions import PermissionSQL
+
+        return PermissionSQL(
+            sql="SELECT :dbrain_db AS parent, NULL AS child, 0 AS allow, "
+            "'the plugin database is private' AS reason",
+            params={"dbrain_db": name},
+        )
     return None
 
 
@@ -75,6 +98,11 @@ def legacy_permission(datasette: Any, actor: dict | None, action: str, resource:
         if (actor or {}).get("id") == "root" or external_granted(datasette, actor):
             return True
         return None
+    name = plugin_database_name(datasette)
+    if action in PLUGIN_DB_ACTIONS and name:
+        database = resource[0] if isinstance(resource, tuple) else resource
+        if database == name and not may_view_plugin_database(datasette, actor):
+            return False
     if action != RESEARCH:
         return None
 

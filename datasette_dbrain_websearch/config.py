@@ -12,6 +12,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 PLUGIN_NAME = "datasette-dbrain-websearch"
 MODES = ("never", "on_weak", "always")
@@ -117,13 +118,14 @@ class ExternalSettings:
         return self.provider_options.get(provider) or {}
 
     def secrets(self) -> list[str]:
-        """Every configured secret value, for redacting text before it is shown or stored."""
-        return [
-            str(block[key])
-            for block in self.provider_options.values()
-            for key in SECRET_KEYS
-            if isinstance(block, Mapping) and block.get(key)
-        ]
+        """Every configured secret value (keys, passwords in base URLs), for redaction."""
+        found: list[str] = []
+        for block in self.provider_options.values():
+            for key in SECRET_KEYS:
+                if block.get(key):
+                    found.append(str(block[key]).strip())
+            found.extend(url_credentials(block.get("base_url")))
+        return [secret for secret in found if secret]
 
 
 EXTERNAL_KEYS = {
@@ -242,13 +244,25 @@ def _path(block: _Block, key: str) -> str:
     return value
 
 
+def url_credentials(url: Any) -> list[str]:
+    """The password (and ``user:password``) embedded in a URL, if any."""
+    if not isinstance(url, str) or "@" not in url:
+        return []
+    try:
+        parts = urlsplit(url)
+        user, password = parts.username, parts.password
+    except ValueError:
+        return []
+    return [password, f"{user}:{password}"] if password else []
+
+
 def literal_secrets(raw: Any, path: str = "") -> list[str]:
     """Config paths holding a secret as a literal string rather than ``$env``/``$file``."""
     found: list[str] = []
     if isinstance(raw, Mapping):
         for key, value in raw.items():
             where = f"{path}.{key}" if path else str(key)
-            if key in SECRET_KEYS and isinstance(value, str) and value:
+            if (key in SECRET_KEYS and isinstance(value, str) and value) or url_credentials(value):
                 found.append(where)
             else:
                 found.extend(literal_secrets(value, where))

@@ -33,13 +33,13 @@ from .providers.base import (
     ProviderError,
     SearchRequest,
     WebResult,
+    clamp_query,
     redact,
 )
-from .urls import NormalizedURL, try_normalize_url
+from .providers.brave import MAX_QUERY_CHARS, MAX_QUERY_WORDS
+from .urls import NormalizedURL, is_web_url, try_normalize_url
 
 ALL = "all"
-MAX_QUERY_CHARS = 400
-MAX_QUERY_WORDS = 50
 CURRENT_STATE_WORDS = ("latest", "today", "current", "currently", "recent", "recently")
 CURRENT_STATE_PHRASES = ("as of now", "right now", "this week", "this month")
 
@@ -77,7 +77,7 @@ class WebOutcome:
     """What the web stage did: hits, the calls made, warnings and timings."""
 
     hits: list[ExternalHit] = field(default_factory=list)
-    providers_called: list[str] = field(default_factory=list)
+    providers_answered: list[str] = field(default_factory=list)
     queries: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[dict[str, str]] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
@@ -123,13 +123,8 @@ def decide(mode: str, settings: ExternalSettings, permitted: bool, verdict: str)
 
 
 def web_query(plan: QueryPlan) -> str:
-    """The provider query: the question's keywords, within Brave's 400 chars / 50 words."""
-    words = list(plan.query_terms)[:MAX_QUERY_WORDS]
-    query = " ".join(words)
-    while len(query) > MAX_QUERY_CHARS and len(words) > 1:
-        words.pop()
-        query = " ".join(words)
-    return query[:MAX_QUERY_CHARS]
+    """The provider query: the question's keywords, within Brave's limits for every provider."""
+    return clamp_query(" ".join(plan.query_terms), MAX_QUERY_CHARS, MAX_QUERY_WORDS)
 
 
 def provider_order(
@@ -148,11 +143,7 @@ def normalize_hits(
     hits: list[ExternalHit] = []
     rejected = 0
     for result in results:
-        url = (
-            try_normalize_url(result.url)
-            if result.url.lower().startswith(("http://", "https://"))
-            else None
-        )
+        url = try_normalize_url(result.url) if is_web_url(result.url) else None
         if url is None:
             rejected += 1
             continue
@@ -231,27 +222,22 @@ class WebStage:
         for position, name in enumerate(names):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                self.warn(TIMEOUT, name, f"No time left in the web stage for {name}.")
+                self._timed_out(name)
                 return
             try:
                 await asyncio.wait_for(self._one(name, search, client, deadline), remaining)
                 return
             except TimeoutError:
-                self.warn(
-                    TIMEOUT,
-                    name,
-                    f"{self._label(name)} did not answer within the "
-                    f"{self.settings.timeout:g} s web-search budget.",
-                )
+                self._timed_out(name)
                 return
             except ProviderError as exc:
                 self.warn(exc.code, name, exc.message)
                 if position + 1 < len(names):
-                    nxt = names[position + 1]
+                    following = self._label(names[position + 1])
                     self.warn(
                         "provider_fallback",
                         name,
-                        f"Trying {self._label(nxt)} instead of {self._label(name)}.",
+                        f"Trying {following} instead of {self._label(name)}.",
                     )
 
     async def _parallel(
@@ -265,20 +251,19 @@ class WebStage:
         done, pending = await asyncio.wait(tasks, timeout=max(0.0, deadline - time.monotonic()))
         for task in pending:
             task.cancel()
-            self.warn(
-                TIMEOUT,
-                tasks[task],
-                f"{self._label(tasks[task])} did not answer within "
-                f"the {self.settings.timeout:g} s web-search budget.",
-            )
+            self._timed_out(tasks[task])
         for task in done:
             exc = task.exception()
             if isinstance(exc, ProviderError):
                 self.warn(exc.code, tasks[task], exc.message)
-            elif exc is not None:
-                self.warn(
-                    FAILED, tasks[task], f"{self._label(tasks[task])} failed: {type(exc).__name__}."
-                )
+
+    def _timed_out(self, name: str) -> None:
+        self.warn(
+            TIMEOUT,
+            name,
+            f"{self._label(name)} did not answer within the {self.settings.timeout:g} s "
+            "web-search budget.",
+        )
 
     def _label(self, name: str) -> str:
         provider = self.providers.get(name)
@@ -287,16 +272,36 @@ class WebStage:
     async def _one(
         self, name: str, search: SearchRequest, client: httpx.AsyncClient, deadline: float
     ) -> None:
-        """One provider: cache, call (one retry on a rate limit that fits the budget), record."""
+        """One provider, with every failure as a ProviderError (never an unhandled exception)."""
+        try:
+            await self._call(name, search, client, deadline)
+        except (ProviderError, asyncio.CancelledError):
+            raise
+        except Exception as exc:
+            raise ProviderError(
+                FAILED,
+                f"{self._label(name)} answered with data the plugin could not read "
+                f"({type(exc).__name__}).",
+            ) from exc
+
+    async def _call(
+        self, name: str, search: SearchRequest, client: httpx.AsyncClient, deadline: float
+    ) -> None:
+        """Cache, call (one retry on a rate limit that fits the budget), record the answer."""
         provider = self.providers[name]
         options = self.settings.options_for(name)
         params = cache_params(name, search, options)
-        key = store.cache_key(name, params)
-        self.outcome.providers_called.append(name)
+        key = store.cache_key(name, {**params, "base_url": options.get("base_url", "")})
         started = time.monotonic()
-        results = await self._cached(key) if self.settings.cache_ttl else None
+        results = await self._cache_get(name, key)
         cached = results is not None
         ctx = ProviderContext(provider, client, options, max_bytes=self.settings.max_response_bytes)
+        if search.freshness and not provider.capabilities.freshness:
+            self.warn(
+                "provider_ignored_option",
+                name,
+                f"{self._label(name)} cannot filter by freshness; results may be older.",
+            )
         if results is None:
             try:
                 results = await provider.search(search, ctx)
@@ -307,19 +312,14 @@ class WebStage:
                 self.warn(RATE_LIMITED, name, f"{exc.message} Retrying once in {wait:g} s.")
                 await asyncio.sleep(wait)
                 results = await provider.search(search, ctx)
-            if self.settings.cache_ttl and self.cache_db is not None:
-                await store.cache_put(
-                    self.cache_db, key, name, params, results, self.settings.cache_ttl
-                )
+            await self._cache_put(name, key, params, results)
+        for code, message in ctx.warnings:
+            self.warn(code, name, message)
         self.outcome.queries.append(
             {
                 "provider": name,
                 "query": search.query,
                 "params": {k: v for k, v in params.items() if k not in ("provider", "query")},
-                "calls": [
-                    {"method": c.method, "url": c.url, "params": c.params, "status": c.status}
-                    for c in ctx.calls
-                ],
                 "cached": cached,
                 "results": len(results),
             }
@@ -327,12 +327,31 @@ class WebStage:
         hits, rejected = normalize_hits(name, results, cached)
         self.outcome.hits.extend(hits)
         self.outcome.rejected_urls += rejected
+        self.outcome.providers_answered.append(name)
         self.outcome.timings_ms[f"external_{name}"] = round((time.monotonic() - started) * 1000, 3)
 
-    async def _cached(self, key: str) -> list[WebResult] | None:
-        if self.cache_db is None:
+    async def _cache_get(self, name: str, key: str) -> list[WebResult] | None:
+        if not self.settings.cache_ttl or self.cache_db is None:
             return None
-        return await store.cache_get(self.cache_db, key)
+        try:
+            return await store.cache_get(self.cache_db, key)
+        except Exception as exc:  # a locked, read-only or foreign file must not cost the run
+            self.warn("provider_cache_failed", name, f"The provider cache could not be read "
+                      f"({type(exc).__name__}); asking the provider.")  # fmt: skip
+            return None
+
+    async def _cache_put(
+        self, name: str, key: str, params: dict[str, Any], results: list[WebResult]
+    ) -> None:
+        if not self.settings.cache_ttl or self.cache_db is None:
+            return
+        try:
+            await store.cache_put(
+                self.cache_db, key, name, params, results, self.settings.cache_ttl
+            )
+        except Exception as exc:
+            self.warn("provider_cache_failed", name, f"The answer could not be cached "
+                      f"({type(exc).__name__}).")  # fmt: skip
 
 
 USER_AGENT = "datasette-dbrain-websearch (+https://github.com/darron/dbrain)"
@@ -344,9 +363,15 @@ def tls_context() -> ssl.SSLContext:
     return ssl.create_default_context(cafile=certifi.where())
 
 
+# Provider options that may be shown and stored; anything else (keys, base URLs that may carry
+# credentials, options a third-party provider invents) stays out of packs, traces and the cache.
+SHOWN_OPTIONS = ("endpoint", "type", "context_threshold_mode", "country", "search_lang",
+                 "language", "categories")  # fmt: skip
+
+
 def cache_params(name: str, search: SearchRequest, options: Mapping[str, Any]) -> dict[str, Any]:
-    """The cache key's parameters: the request plus the provider's non-secret options."""
+    """The request and the provider's showable options: recorded in the pack and the cache."""
     request = asdict(search)
     request.pop("timeout")
-    safe = {k: v for k, v in options.items() if k != "api_key"}
-    return {"provider": name, **request, "options": safe}
+    shown = {k: options[k] for k in SHOWN_OPTIONS if k in options}
+    return {"provider": name, **request, "options": shown}

@@ -11,7 +11,7 @@ question can never be an FTS5 syntax error.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import lru_cache
 
 from .errors import ResearchError
@@ -46,7 +46,6 @@ class QueryPlan:
     syntax: str
     excluded_terms: tuple[str, ...] = ()
     truncated_terms: int = 0
-    notes: tuple[str, ...] = field(default=())
 
 
 def trim_token(token: str) -> str:

@@ -55,7 +55,6 @@ class MergeOutcome:
     collapsed: dict[str, list[ExternalHit]] = field(default_factory=dict)
     decisions: list[dict[str, Any]] = field(default_factory=list)
     dropped_by_domain: int = 0
-    dropped_by_budget: int = 0
 
 
 def domain_matches(domain: str, patterns: tuple[str, ...]) -> bool:
@@ -88,7 +87,7 @@ def merge_external(
 ) -> MergeOutcome:
     """Cross-provider merge, domain policy, collapse onto local sources, budget (pure).
 
-    ``local_urls`` holds the brain's ``normalized_url`` values for the hits' URLs: a page the
+    ``local_urls`` holds the brain's ``normalized_url`` values among the hits' URLs: a page the
     brain already has never becomes an external row; its local source is credited instead.
     """
     outcome = MergeOutcome()
@@ -127,6 +126,5 @@ def merge_external(
     outcome.rows.sort(key=lambda r: (-external_score(r), r.first.rank, r.canonical_url))
     for result in outcome.rows[budget:]:
         outcome.decisions.append({"decision": "dropped_by_budget", "url": result.canonical_url})
-    outcome.dropped_by_budget = max(0, len(outcome.rows) - budget)
     outcome.rows = outcome.rows[:budget]
     return outcome

@@ -18,7 +18,7 @@ from .brain import FTS_TABLE, TABLE, Hit, LocalResult, excerpt_fields, split_tag
 from .excerpts import best_excerpt
 from .external import ExternalHit
 from .fts import QueryPlan, matched_terms
-from .merge import RRF_K, MergedResult, rrf_contribution
+from .merge import RRF_K, MergedResult, external_score, rrf_contribution
 
 SCHEMA_VERSION = "research_pack.v1"
 EXACT_WEIGHT = 1.0
@@ -284,7 +284,7 @@ def external_row(
         signals.append(
             {"name": "external_multi_provider", "detail": f"found by {names}", "weight": 0.0}
         )
-    fused = sum(rrf_contribution(h.rank) for h in result.hits)
+    fused = external_score(result)
     return {
         "source_key": external_key(result.first.provider, result.canonical_url),
         "kind": "external",

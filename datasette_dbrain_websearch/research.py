@@ -13,13 +13,13 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .brain import Filters, LocalResult, retrieve, sources_by_url
+from .brain import Filters, Hit, LocalResult, retrieve, sources_by_url
 from .config import FRESHNESS_RE, MODES, Settings
 from .errors import ResearchError
-from .external import ALL, ExternalRequest, WebStage, decide, is_current_state
+from .external import ALL, ExternalRequest, WebStage, decide, is_current_state, web_query
 from .fts import QueryPlan, plan_query
 from .judge import judge
-from .merge import merge_external
+from .merge import MergeOutcome, merge_external
 from .pack import (
     RowUrl,
     build_pack,
@@ -71,6 +71,16 @@ def _many(params: Params, name: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+def _int(params: Params, name: str, default: int, most: int, code: str) -> int:
+    """A whole number from 1 to ``most`` (ASCII digits only: ``²`` is a digit to Python)."""
+    raw = _one(params, name)
+    if not raw:
+        return default
+    if not re.fullmatch(r"[0-9]{1,6}", raw) or not 1 <= int(raw) <= most:
+        raise ResearchError(f"{name} must be a whole number from 1 to {most}.", code=code)
+    return int(raw)
+
+
 def parse_options(params: Params, settings: Settings) -> Options:
     """Validate request parameters (``q``, ``limit``, ``tag``, ``source_type``, ``kind``,
     ``syntax``, ``since``, ``until``) into Options."""
@@ -82,14 +92,7 @@ def parse_options(params: Params, settings: Settings) -> Options:
             f"The question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}.",
             code="question_too_long",
         )
-    limit_raw = _one(params, "limit")
-    limit = settings.default_limit
-    if limit_raw:
-        if not limit_raw.isdigit() or not 1 <= int(limit_raw) <= settings.max_limit:
-            raise ResearchError(
-                f"limit must be a whole number from 1 to {settings.max_limit}.", code="bad_limit"
-            )
-        limit = int(limit_raw)
+    limit = _int(params, "limit", settings.default_limit, settings.max_limit, "bad_limit")
     syntax = _one(params, "syntax").lower() or "simple"
     if syntax not in SYNTAXES:
         raise ResearchError("syntax must be 'simple' or 'raw'.", code="bad_syntax")
@@ -133,15 +136,7 @@ def parse_external_request(params: Params, settings: Settings) -> ExternalReques
             "freshness must be pd, pw, pm, py or a range like 2026-01-01to2026-06-30.",
             code="bad_freshness",
         )
-    count_raw = _one(params, "external_count")
-    count = ext.count
-    if count_raw:
-        if not count_raw.isdigit() or not 1 <= int(count_raw) <= ext.max_count:
-            raise ResearchError(
-                f"external_count must be a whole number from 1 to {ext.max_count}.",
-                code="bad_external_count",
-            )
-        count = int(count_raw)
+    count = _int(params, "external_count", ext.count, ext.max_count, "bad_external_count")
     return ExternalRequest(mode=mode, providers=providers, freshness=freshness, count=count)
 
 
@@ -166,11 +161,12 @@ async def research(
     started = time.perf_counter()
     run_id = new_run_id()
     web = web or WebAccess(False, {})
-    unknown = [p for p in options.external.providers if p != ALL and p not in web.providers]
+    configured = settings.external.providers
+    unknown = [p for p in options.external.providers if p != ALL and p not in configured]
     if unknown:
         raise ResearchError(
-            f"Unknown provider {', '.join(unknown)}; choose from "
-            f"{', '.join(sorted(web.providers)) or 'none installed'} or 'all'.",
+            f"Unknown provider {', '.join(unknown)}; this Datasette offers "
+            f"{', '.join(configured)} or 'all' (external_search.providers).",
             code="unknown_provider",
         )
     plan = plan_query(options.question, options.syntax)
@@ -215,12 +211,18 @@ async def research(
     warnings.extend(web_part.pop("warnings"))
     timings.update(web_part.pop("timings_ms"))
     verdict_dict = verdict.as_dict()
-    if not evidence and web_part["external_search"]["ran"]:
+    surfaced = web_part.pop("surfaced_local_rows", 0)
+    if surfaced:
+        verdict_dict["message"] += (
+            f" The web search pointed to {surfaced} more page(s) already in your brain "
+            '(marked "also found by").'
+        )
+    if not local.hits and web_part["external_search"]["ran"]:
         found = len(web_part["external_evidence"])
         verdict_dict["message"] += (
             f" The web search found {found} row(s) outside your brain."
             if found
-            else " The web search found nothing usable either (see warnings)."
+            else " The web search found nothing usable outside your brain (see warnings)."
         )
     timings["total"] = round((time.perf_counter() - started) * 1000, 3)
     pack = build_pack(
@@ -281,32 +283,43 @@ async def _web(
     if not decision.run:
         part["ranking"] = merged_ranking(evidence, [], current)
         return part
-    outcome = await WebStage(ext, web.providers, web.cache_db).run(request, plan)
-    labels = {name: p.label for name, p in web.providers.items()}
+    if not web_query(plan):
+        part["warnings"].append(
+            {
+                "code": "external_query_empty",
+                "message": "The question has no words to send to a web search provider.",
+            }
+        )
+        part["external_search"]["skipped_reason"] = "empty_query"
+        part["ranking"] = merged_ranking(evidence, [], current)
+        return part
     part["external_search"]["ran"] = True
-    part["external_search"]["providers"] = list(dict.fromkeys(outcome.providers_called))
+    try:
+        outcome = await WebStage(ext, web.providers, web.cache_db).run(request, plan)
+    except Exception as exc:  # the last line of defence: local results always survive
+        part["warnings"].append(
+            {
+                "code": "provider_failed",
+                "provider": "",
+                "message": f"The web search stage failed ({type(exc).__name__}); showing local "
+                "evidence only.",
+            }
+        )
+        part["ranking"] = merged_ranking(evidence, [], current)
+        return part
+    labels = {name: p.label for name, p in web.providers.items()}
+    part["external_search"]["providers"] = list(dict.fromkeys(outcome.providers_answered))
     part["external_queries"] = outcome.queries
     part["warnings"].extend(outcome.warnings)
     part["timings_ms"].update(outcome.timings_ms)
     urls = sorted({h.url.canonical_url for h in outcome.hits})
-    held = await execute_fn(lambda conn: sources_by_url(conn, urls))
-    local_urls = {h.row.get("normalized_url", "") for h in held}
+    held = await execute_fn(lambda conn: sources_by_url(conn, urls, options.filters))
     merged = merge_external(
-        outcome.hits, local_urls, ext.allow_domains, ext.block_domains, request.count
+        outcome.hits, set(held), ext.allow_domains, ext.block_domains, request.count
     )
-    by_url = {row["url"]: row for row in evidence if row["kind"] == "source"}
-    for hit in held:
-        url = hit.row.get("normalized_url", "")
-        if url not in merged.collapsed:
-            continue
-        row = by_url.get(hit.row.get("canonical_url", "")) or next(
-            (r for r in evidence if r["source_key"] == hit.row.get("source_key")), None
-        )
-        if row is None:
-            row = evidence_row(hit, plan, row_url, settings.excerpt_chars)
-            evidence.append(row)
-        credit_local(row, merged.collapsed[url], labels)
-    text_chars = ext.max_tokens * 4 // max(1, len(merged.rows) or 1)
+    surfaced = _credit_local_sources(evidence, held, merged, plan, row_url, settings, labels)
+    part["surfaced_local_rows"] = surfaced
+    text_chars = ext.max_tokens * 4 // max(1, len(merged.rows))
     part["external_evidence"] = [
         external_row(r, plan, settings.excerpt_chars, text_chars, labels) for r in merged.rows
     ]
@@ -329,6 +342,32 @@ async def _web(
         )
     part["ranking"] = merged_ranking(evidence, part["external_evidence"], current)
     return part
+
+
+def _credit_local_sources(
+    evidence: list[dict[str, Any]],
+    held: dict[str, Hit | None],
+    merged: MergeOutcome,
+    plan: QueryPlan,
+    row_url: RowUrl,
+    settings: Settings,
+    labels: dict[str, str],
+) -> int:
+    """Web hits for pages the brain holds credit the local row (added when the filters allow
+    it but local retrieval did not return it); returns how many rows were added."""
+    added = 0
+    for url, hits in merged.collapsed.items():
+        source = held.get(url)
+        if source is None:  # held, but outside this request's filters
+            continue
+        key = source.row.get("source_key")
+        row = next((r for r in evidence if r["source_key"] == key), None)
+        if row is None:
+            row = evidence_row(source, plan, row_url, settings.excerpt_chars)
+            evidence.append(row)
+            added += 1
+        credit_local(row, hits, labels)
+    return added
 
 
 def scrub(value: Any, secrets: list[str]) -> Any:

@@ -52,8 +52,11 @@ def check_and_prepare(datasette: Any) -> Any:
 
 
 async def attach_plugin_database(datasette: Any, settings: Settings) -> None:
-    """Create ``research_runs.db`` (or ``traces_database``) and attach it as ``research_runs``."""
-    if store.DATABASE_NAME in datasette.databases:
+    """Create ``research_runs.db`` (or ``traces_database``) and attach it as ``research_runs``.
+
+    Never a file Datasette already serves: the plugin's tables must not land in a brain.
+    """
+    if not settings.external.enabled and not settings.traces_database:
         return
     from datasette.database import Database
 
@@ -66,11 +69,20 @@ async def attach_plugin_database(datasette: Any, settings: Settings) -> None:
         path = store.default_path([datasette.databases[b].path or "" for b in brains])
     if path is None:
         return
+    taken = {Path(db.path).resolve(): name for name, db in datasette.databases.items() if db.path}
+    if path.resolve() in taken:
+        message = (
+            f"{path} is already attached as database '{taken[path.resolve()]}'; the plugin keeps "
+            "its own tables in a separate file (set traces_database to another path)."
+        )
+        if settings.traces_database:
+            raise StartupError(f"datasette-dbrain-websearch: traces_database: {message}")
+        log.warning("dbrain-websearch: %s The provider cache is off.", message)
+        return
     try:
         store.create(path)
     except OSError as exc:
         log.warning("dbrain-websearch: cannot create %s (%s); the provider cache is off", path, exc)
         return
-    datasette.add_database(
-        Database(datasette, path=str(path), is_mutable=True), name=store.DATABASE_NAME
-    )
+    database = Database(datasette, path=str(path), is_mutable=True)
+    store.remember(datasette, datasette.add_database(database, name=store.DATABASE_NAME))

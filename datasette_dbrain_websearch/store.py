@@ -1,8 +1,10 @@
 """The plugin's own SQLite database: everything the plugin remembers, never the brain.
 
 It lives at ``traces_database`` (default ``research_runs.db`` next to the first brain file),
-is created at startup and attached to Datasette as ``research_runs`` so people can browse it.
-Today it holds the provider cache; research traces, promotions and feedback join it later.
+is created at startup and attached to Datasette as ``research_runs`` so its owners can browse it
+(only actors allowed ``dbrain-external-search`` may view it: it holds other people's questions).
+Today it holds the provider cache, so it exists only when web search is enabled; research
+traces, promotions and feedback join it later.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import weakref
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -33,6 +36,20 @@ create table if not exists {CACHE_TABLE} (
 );
 create index if not exists idx_{CACHE_TABLE}_expires_at on {CACHE_TABLE}(expires_at);
 """
+
+
+# The database each Datasette attached for the plugin, by object, never by name: a brain that
+# happens to be called research_runs must never receive the plugin's tables.
+_ATTACHED: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
+
+
+def remember(datasette: Any, database: Any) -> None:
+    _ATTACHED[datasette] = database
+
+
+def plugin_database(datasette: Any) -> Any | None:
+    """The plugin's own Database on this Datasette, or None when it has none."""
+    return _ATTACHED.get(datasette)
 
 
 def utc(moment: datetime) -> str:

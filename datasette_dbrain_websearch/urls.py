@@ -546,3 +546,8 @@ def _parse_ipv6(value: bytes) -> tuple[bool, bool] | None:
     if (filled < 16 and ellipsis < 0) or (filled >= 16 and ellipsis >= 0):
         return None
     return False, bool(percent)
+
+
+def is_web_url(url: str) -> bool:
+    """Only http(s) URLs may become links or web rows (never ``javascript:``, ``data:`` ...)."""
+    return url.strip().lower().startswith(("http://", "https://"))

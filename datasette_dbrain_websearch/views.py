@@ -19,7 +19,8 @@ from .config import MODES, Settings
 from .errors import ResearchError
 from .providers import registered_providers
 from .research import WebAccess, parse_options, research
-from .store import DATABASE_NAME
+from .store import plugin_database
+from .urls import is_web_url
 
 TEMPLATE = "dbrain_websearch_research.html"
 HIDDEN_DATABASES = ("_internal", "_memory")
@@ -67,7 +68,7 @@ async def web_access(datasette: Any, actor: dict | None) -> WebAccess:
     return WebAccess(
         permitted=await can(datasette, actor, EXTERNAL),
         providers=registered_providers(datasette),
-        cache_db=datasette.databases.get(DATABASE_NAME),
+        cache_db=plugin_database(datasette),
     )
 
 
@@ -178,11 +179,6 @@ FRESHNESS_LABELS = [
     ("pm", "Past month"),
     ("py", "Past year"),
 ]
-
-
-def is_web_url(url: str) -> bool:
-    """Only http(s) URLs become links: a ``javascript:`` URL in a bookmark stays text."""
-    return url.lower().startswith(("http://", "https://"))
 
 
 def external_controls(settings: Settings, web: WebAccess, params: dict) -> dict[str, Any]:

@@ -349,11 +349,13 @@ async def test_block_domains_drop_results_with_a_warning(brain, fake):
 
 async def test_external_count_caps_rows(brain, fake):
     ds = await web_ds(brain, fake)
+    _, full = await ask(ds, q="lattice qcd", external="always")
+    assert len(full["external_evidence"]) == 5
     _, pack = await ask(ds, q="lattice qcd", external="always", external_count="2")
-    assert len(pack["external_evidence"]) == 2
-    assert any(d["decision"] == "dropped_by_budget" for d in pack["merge_decisions"]) or (
-        len(pack["external_evidence"]) == 2
-    )
+    assert [r["source_key"] for r in pack["external_evidence"]] == [
+        r["source_key"] for r in full["external_evidence"][:2]
+    ]
+    assert provider_requests(fake)[-1].query["maximum_number_of_urls"] == ["2"]
 
 
 @pytest.mark.parametrize(
@@ -439,6 +441,16 @@ async def test_keys_never_leak_through_config_endpoints(brain, fake):
     for path in ("/-/metadata.json", "/-/config.json", "/-/settings.json", "/-/plugins.json"):
         response = await ds.client.get(path, follow_redirects=True)
         assert BRAVE_KEY not in response.text and EXA_KEY not in response.text, path
+
+
+@pytest.mark.skipif(not DATASETTE_1, reason="1.0 accepts literal keys and redacts /-/config")
+async def test_literal_key_is_redacted_on_1_0(brain, fake):
+    ds = await web_ds(brain, fake, brave={"api_key": BRAVE_KEY})
+    response = await ds.client.get("/-/config.json")
+    assert response.status_code == 200 and "***" in response.text
+    assert BRAVE_KEY not in response.text
+    _, pack = await ask(ds, q="lattice", external="always")
+    assert pack["external_evidence"]
 
 
 async def test_keys_never_leak_in_any_scenario(brain, fake, caplog):
@@ -573,3 +585,170 @@ def test_cli_can_search_the_web(brain, fake, tmp_path):
         and "OUTSIDE DBRAIN CORPUS / brave" in result.output
     )
     assert BRAVE_KEY not in result.output
+
+
+class BrokenProvider(Provider):
+    """Answers with data no parser expects (a bug or a hostile server)."""
+
+    name = "broken"
+    label = "Broken"
+
+    async def search(self, request, ctx):
+        return [WebResult(url=u) for u in 5]  # TypeError, as a provider bug would
+
+
+class BrokenPlugin:
+    __name__ = "broken_plugin"
+
+    @hookimpl
+    def register_dbrain_websearch_providers(self, datasette):
+        return [BrokenProvider()]
+
+
+@pytest.mark.parametrize("provider_param", [None, "all"])
+async def test_any_provider_exception_is_a_named_failure_not_a_500(brain, fake, provider_param):
+    pm.register(BrokenPlugin(), name="broken_plugin")
+    try:
+        ds = await web_ds(brain, fake, providers=["broken", "exa"])
+        params = {"q": "espresso grinder", "external": "always"}
+        if provider_param:
+            params["provider"] = provider_param
+        status, pack = await ask(ds, **params)
+        assert status == 200
+        assert codes(pack)[0] == "provider_failed" and pack["warnings"][0]["provider"] == "broken"
+        assert "TypeError" in pack["warnings"][0]["message"]
+        assert len(pack["evidence"]) == 2
+        assert pack["external_search"]["providers"] == ["exa"]
+    finally:
+        pm.unregister(name="broken_plugin")
+
+
+async def test_only_providers_that_answered_get_credit(brain, fake):
+    fake.set_mode("brave", "server_error")
+    ds = await web_ds(brain, fake, providers=["brave", "exa"])
+    html = (
+        await ds.client.get(
+            "/-/research",
+            params={"q": "lattice qcd", "external": "always"},
+            cookies=actor_cookies(ds, "root"),
+        )
+    ).text
+    assert re.search(r"Outside dbrain corpus: \d+ rows? from Exa</strong>", html)
+
+
+async def test_a_brain_named_research_runs_never_receives_plugin_tables(tmp_path, fake):
+    import sqlite3
+
+    from .conftest import build_fixture_brain
+
+    path = tmp_path / "research_runs.db"
+    build_fixture_brain(path)
+    ds = make_datasette([str(path)], plugin_config=web_config(fake, cache_ttl=3600))
+    await ds.invoke_startup()
+    status, pack = await ask(ds, q="lattice qcd", external="always")
+    assert status == 200 and pack["external_evidence"]
+    tables = {r[0] for r in sqlite3.connect(path).execute("select name from sqlite_master")}
+    assert not any("dbrain_websearch" in t for t in tables)
+
+
+async def test_traces_database_pointing_at_a_brain_stops_startup(brain, fake):
+    config = web_config(fake)
+    config["traces_database"] = str(brain[0])
+    ds = make_datasette([str(brain[0])], plugin_config=config)
+    with pytest.raises(StartupError) as info:
+        await ds.invoke_startup()
+    assert "already attached as database 'brain'" in str(info.value)
+
+
+async def test_plugin_database_is_private(brain, fake):
+    ds = await web_ds(brain, fake, cache_ttl=3600)
+    await ask(ds, q="lattice qcd", external="always")
+    table = "/research_runs/dbrain_websearch_provider_cache.json"
+    assert (await ds.client.get(table)).status_code == 403
+    assert (await ds.client.get("/research_runs")).status_code == 403
+    root = await ds.client.get(table, cookies=actor_cookies(ds, "root"))
+    assert root.status_code == 200 and "lattice" in root.text
+
+
+async def test_credentials_in_a_base_url_never_show(brain, fake, monkeypatch):
+    url = fake.searxng_base_url.replace("http://", "http://admin:HUNTER2pass@")
+    monkeypatch.setenv("TEST_SEARXNG_URL", url)
+    ds = await web_ds(
+        brain,
+        fake,
+        providers=["searxng"],
+        cache_ttl=3600,
+        searxng={"base_url": {"$env": "TEST_SEARXNG_URL"}},
+    )
+    response = await ds.client.get(
+        "/-/research.json",
+        params={"q": "lattice qcd", "external": "always"},
+        cookies=actor_cookies(ds, "root"),
+    )
+    assert response.json()["external_evidence"]
+    assert "HUNTER2pass" not in response.text
+    cache = await ds.client.get(
+        "/research_runs/dbrain_websearch_provider_cache.json", cookies=actor_cookies(ds, "root")
+    )
+    assert "HUNTER2pass" not in cache.text
+
+
+async def test_filters_apply_to_brain_pages_the_web_points_to(brain, fake):
+    ds = await web_ds(brain, fake)
+    _, pack = await ask(ds, q="sqlite fts5 bm25 ranking", external="always", kind="item")
+    assert {r["kind"] for r in pack["evidence"]} <= {"item"}
+    assert all("sqlite.org/fts5" not in r["canonical_url"] for r in pack["external_evidence"])
+
+
+async def test_web_hit_surfaces_a_brain_page_local_search_missed(brain, fake):
+    _, ids = brain
+    ds = await web_ds(brain, fake)
+    # The brain's copy of the FTS5 page never mentions "operator", so local search misses it ...
+    _, pack = await ask(ds, q="fts5 match operator index", external="always")
+    assert pack["judge"]["verdict"] == "no_evidence"
+    # ... and the web search brings it back as a local row, which the verdict mentions.
+    (row,) = pack["evidence"]
+    assert row["source_key"] == ids["src_fts5_key"] and row["also_found_by"] == ["brave"]
+    assert [lane["name"] for lane in row["retrieval"]["lanes"]] == ["external_search"]
+    assert "already in your brain" in pack["judge"]["message"]
+    assert all("sqlite.org/fts5" not in r["canonical_url"] for r in pack["external_evidence"])
+
+
+async def test_unconfigured_provider_is_refused(brain, fake):
+    ds = await web_ds(brain, fake)  # providers: [brave]
+    status, body = await ask(ds, q="lattice", external="always", provider="searxng")
+    assert status == 400 and body["code"] == "unknown_provider"
+    assert provider_requests(fake) == []
+
+
+async def test_key_from_a_file_with_a_trailing_newline(brain, fake, tmp_path):
+    key_file = tmp_path / "brave.key"
+    key_file.write_text(BRAVE_KEY + "\n")
+    ds = await web_ds(brain, fake, brave={"api_key": {"$file": str(key_file)}})
+    _, pack = await ask(ds, q="lattice qcd", external="always")
+    assert codes(pack) == [] and pack["external_evidence"]
+
+
+async def test_raw_query_without_words_is_not_sent(brain, fake):
+    ds = await web_ds(brain, fake)
+    status, pack = await ask(ds, q='""', syntax="raw", external="always")
+    assert status == 200
+    assert "external_query_empty" in codes(pack)
+    assert provider_requests(fake) == []
+
+
+async def test_searxng_warns_about_date_ranges(brain, fake):
+    ds = await web_ds(brain, fake, providers=["searxng"])
+    _, pack = await ask(ds, q="lattice qcd", external="always", freshness="2026-01-01to2026-02-01")
+    assert "provider_ignored_option" in codes(pack)
+
+
+@pytest.mark.parametrize("value", ["²", "1" * 5000, "-1", "1e3", " 7"])
+async def test_odd_numbers_are_400(brain, fake, value):
+    ds = await web_ds(brain, fake)
+    for name in ("limit", "external_count"):
+        status, body = await ask(ds, q="espresso", **{name: value})
+        if value == " 7":
+            assert status == 200  # surrounding white space is trimmed
+        else:
+            assert status == 400 and body["code"].startswith("bad_"), (name, value)

@@ -200,7 +200,6 @@ def test_merge_collapses_merges_filters_and_budgets():
     assert outcome.dropped_by_domain == 1
     assert [r.canonical_url for r in outcome.rows] == ["https://b.example/2", "https://a.example/1"]
     assert outcome.rows[0].providers == ["brave", "exa"]
-    assert outcome.dropped_by_budget == 1
     decisions = [d["decision"] for d in outcome.decisions]
     assert decisions.count("dropped_by_budget") == 1
     assert "merged_across_providers" in decisions and "collapsed_onto_local_source" in decisions

@@ -80,24 +80,11 @@ class ProviderError(Exception):
         message: str,
         *,
         retry_after: float | None = None,
-        status: int | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
         self.retry_after = retry_after
-        self.status = status
-
-
-@dataclass
-class Call:
-    """What was sent to a provider, recorded for the query plan and traces (no secrets)."""
-
-    method: str
-    url: str
-    params: dict[str, Any]
-    status: int | None = None
-    bytes: int = 0
 
 
 @dataclass
@@ -108,11 +95,16 @@ class ProviderContext:
     client: httpx.AsyncClient
     options: Mapping[str, Any] = field(repr=False)
     max_bytes: int = 5 * 1024 * 1024
-    calls: list[Call] = field(default_factory=list)
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+
+    def warn(self, code: str, message: str) -> None:
+        """Tell the user something about this answer (an option the API cannot honour ...)."""
+        self.warnings.append((code, message))
 
     @property
     def api_key(self) -> str:
-        return str(self.options.get("api_key") or "")
+        # $file secrets keep the file's trailing newline; a key never contains white space.
+        return str(self.options.get("api_key") or "").strip()
 
     def base_url(self) -> str:
         return str(self.options.get("base_url") or self.provider.default_base_url).rstrip("/")
@@ -132,17 +124,15 @@ class ProviderContext:
         The body is streamed and cut off at ``max_bytes``; non-2xx answers go to the
         provider's ``http_error`` so each API's error model stays in its own module.
         """
-        call = Call(method, url, dict(params or json_body or {}))
-        self.calls.append(call)
+        received = 0
         try:
             async with self.client.stream(
                 method, url, params=params, json=json_body, headers=headers, timeout=timeout
             ) as response:
-                call.status = response.status_code
                 chunks: list[bytes] = []
                 async for chunk in response.aiter_bytes():
-                    call.bytes += len(chunk)
-                    if call.bytes > self.max_bytes:
+                    received += len(chunk)
+                    if received > self.max_bytes:
                         raise ProviderError(
                             TOO_LARGE,
                             f"{self.provider.label} sent more than {self.max_bytes:,} bytes; "
@@ -200,16 +190,14 @@ class Provider:
                 AUTH_FAILED,
                 f"{self.label} rejected the API key (HTTP {status}); check "
                 f"external_search.{self.name}.api_key.",
-                status=status,
             )
         if status == 429:
             return ProviderError(
                 RATE_LIMITED,
                 f"{self.label} rate limit reached (HTTP 429).",
                 retry_after=retry_after_seconds(headers),
-                status=status,
             )
-        return ProviderError(FAILED, f"{self.label} answered HTTP {status}.", status=status)
+        return ProviderError(FAILED, f"{self.label} answered HTTP {status}.")
 
 
 def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
@@ -226,6 +214,14 @@ def redact(text: str, secrets: list[str]) -> str:
     for secret in sorted((s for s in secrets if s), key=len, reverse=True):
         text = text.replace(secret, "***")
     return text
+
+
+def clamp_query(query: str, max_chars: int, max_words: int) -> str:
+    """At most ``max_words`` words and ``max_chars`` characters, cut at a word boundary."""
+    words = query.split()[:max_words]
+    while words and len(" ".join(words)) > max_chars:
+        words.pop()
+    return " ".join(words) or query[:max_chars]
 
 
 _TAG = re.compile(r"<[^>]*>")

@@ -22,6 +22,7 @@ from .base import (
     ProviderError,
     SearchRequest,
     WebResult,
+    clamp_query,
     plain_text,
 )
 
@@ -104,35 +105,27 @@ class BraveProvider(Provider):
             return ProviderError(
                 AUTH_FAILED,
                 f"Brave rejected the API key ({detail}); check external_search.brave.api_key.",
-                status=status,
             )
         if code == "OPTION_NOT_IN_PLAN":
-            return ProviderError(NOT_IN_PLAN, f"Brave: {detail}", status=status)
+            return ProviderError(NOT_IN_PLAN, f"Brave: {detail}")
         if status == 429 or code in ("RATE_LIMITED", "QUOTA_LIMITED"):
             wait = None if code == "QUOTA_LIMITED" else rate_limit_reset(headers)
             return ProviderError(
                 RATE_LIMITED,
                 f"Brave {code or 'rate limit'}: {detail}",
                 retry_after=wait,
-                status=status,
             )
         if code in ("RESOURCE_NOT_ALLOWED", "SUBSCRIPTION_NOT_FOUND"):
             return ProviderError(
                 AUTH_FAILED,
                 f"Brave: {detail}; check external_search.brave.api_key and its plan.",
-                status=status,
             )
-        return ProviderError(FAILED, f"Brave answered HTTP {status}: {detail}", status=status)
+        return ProviderError(FAILED, f"Brave answered HTTP {status}: {detail}")
 
 
 def brave_query(query: str) -> str:
     """Brave accepts at most 400 characters and 50 words."""
-    words = query.split()[:MAX_QUERY_WORDS]
-    text = " ".join(words)
-    while len(text) > MAX_QUERY_CHARS and words:
-        words.pop()
-        text = " ".join(words)
-    return text or query[:MAX_QUERY_CHARS]
+    return clamp_query(query, MAX_QUERY_CHARS, MAX_QUERY_WORDS)
 
 
 def rate_limit_reset(headers: Mapping[str, str]) -> float | None:

@@ -68,23 +68,20 @@ class ExaProvider(Provider):
             return ProviderError(
                 AUTH_FAILED,
                 f"Exa rejected the API key ({detail}); check external_search.exa.api_key.",
-                status=status,
             )
         if status == 429:
             return ProviderError(
                 RATE_LIMITED,
                 f"Exa rate limit reached: {detail}",
                 retry_after=retry_after_seconds(headers),
-                status=status,
             )
         if status == 402:
             return ProviderError(
-                FAILED, f"Exa account is out of credits or budget ({tag or detail}).", status=status
+                FAILED, f"Exa account is out of credits or budget ({tag or detail})."
             )
         return ProviderError(
             FAILED,
             f"Exa answered HTTP {status}: {detail}" + (f" [{tag}]" if tag else ""),
-            status=status,
         )
 
 

@@ -32,6 +32,12 @@ class SearxngProvider(Provider):
         params: dict[str, Any] = {"q": request.query, "format": "json", "pageno": 1}
         if request.freshness in TIME_RANGES:
             params["time_range"] = TIME_RANGES[request.freshness]
+        elif request.freshness:
+            ctx.warn(
+                "provider_ignored_option",
+                "SearXNG filters only by the past day, week, month or year; the date range "
+                f"{request.freshness} was not applied.",
+            )
         if request.language or ctx.options.get("language"):
             params["language"] = request.language or ctx.options["language"]
         if ctx.options.get("categories"):
@@ -45,7 +51,6 @@ class SearxngProvider(Provider):
                 FAILED,
                 "SearXNG refused JSON output (HTTP 403): enable 'json' under search.formats in "
                 "the instance's settings.yml.",
-                status=status,
             )
         return super().http_error(status, body, headers)
 
