@@ -4,10 +4,16 @@ Everything here runs synchronously on one SQLite connection (Datasette's read co
 ``execute_fn``, or a plain read-only ``sqlite3`` connection in the CLI and benchmark), so a
 research run costs one thread hop and the SQL is the same on every surface.
 
-Retrieval follows dbrain's ``Store.Search`` (``internal/store/search.go``): an exact lookup first
-(a protected floor that always ranks first), then bm25-ranked FTS5 over ``items_fts`` and
-``sources_fts``, then a relaxed OR query with dbrain's minimum term-coverage rule only when the
-strict query found nothing. The two FTS lanes are fused with reciprocal rank fusion.
+Retrieval is modelled on dbrain's ``Store.Search`` (``internal/store/search.go``): an exact lookup
+first (a protected floor that always ranks first), then bm25-ranked FTS5 over ``items_fts`` and
+``sources_fts``, then a relaxed OR query kept by dbrain's ``matchesRelaxedTerms`` rule only when
+nothing else was found. Deliberate differences:
+- the two FTS lanes are fused with reciprocal rank fusion (as dbrain's hybrid retrieval does)
+  instead of items first and sources filling the rest of the limit;
+- the exact lookup also tries the question's dbrain-normalized URL, and compares unindexed
+  columns only when the question could be a URL or a path (ordinary questions stay cheap);
+- dbrain's ``LIKE '%q%'`` fallback is left out: it scans every row (seconds on a large brain),
+  and the relaxed OR query covers partial matches.
 """
 
 from __future__ import annotations
@@ -341,6 +347,36 @@ def searchable_texts(kind: str, row: dict[str, Any]) -> list[str]:
     return texts
 
 
+def dbrain_snippet(kind: str, row: dict[str, Any]) -> str:
+    """dbrain's search snippet: the first non-empty text in its order, newlines flattened,
+    200 characters (``internal/store/search.go``)."""
+    if kind == "source":
+        order = [row.get("summary_text"), row.get("extracted_text")]
+    else:
+        order = [
+            row.get("enrichment_summary"),
+            row.get("summary_text"),
+            row.get("enrichment_ocr"),
+            row.get("ocr_text"),
+            row.get("enrichment_x_media_transcript"),
+            row.get("article_text"),
+            row.get("text"),
+        ]
+    text = next((str(t) for t in order if t), "")
+    return text.replace("\n", " ").strip()[:200]
+
+
+def relaxed_texts(kind: str, row: dict[str, Any]) -> list[str]:
+    """What ``matchesRelaxedTerms`` reads: key, title, URL, tags and the snippet."""
+    return [
+        str(row.get("source_key", "")),
+        str(row.get("title", "")),
+        str(row.get("canonical_url", "")),
+        str(row.get("user_tags", "")),
+        dbrain_snippet(kind, row),
+    ]
+
+
 def _rank_lanes(
     lanes: dict[str, list[tuple[int, float]]], mode: str, hits: dict[tuple[str, int], Hit]
 ) -> None:
@@ -402,7 +438,7 @@ def retrieve(
             for kind, (_, total) in lanes.items():
                 matches[kind] = total
             ranked_lanes = {k: v[0] for k, v in lanes.items()}
-            if not any(ranked_lanes.values()) and plan.relaxed_query:
+            if not any(ranked_lanes.values()) and not hits and plan.relaxed_query:
                 ranked_lanes = _relaxed(conn, plan, kinds, filters, shape, depth, hits)
                 if any(ranked_lanes.values()):
                     mode = "relaxed"
@@ -478,6 +514,7 @@ def _relaxed(
 ) -> dict[str, list[tuple[int, float]]]:
     """OR query, keeping rows that hold enough of the terms (dbrain's matchesRelaxedTerms)."""
     need = min_relaxed_coverage(plan.query_terms)
+    long_terms = [t for t in plan.query_terms if len(t) >= 3]
     lanes, _ = _run_lanes(conn, plan.relaxed_query, kinds, filters, shape, depth)
     kept: dict[str, list[tuple[int, float]]] = {}
     for kind, (ranked, _) in lanes.items():
@@ -485,9 +522,11 @@ def _relaxed(
         hydrate(conn, candidates, shape)
         kept[kind] = []
         for candidate, (row_id, score) in zip(candidates, ranked, strict=True):
-            found = matched_terms(plan.query_terms, searchable_texts(kind, candidate.row))
+            found = matched_terms(long_terms, relaxed_texts(kind, candidate.row))
             if len(found) >= need:
-                candidate.matched = found
+                candidate.matched = matched_terms(
+                    plan.query_terms, searchable_texts(kind, candidate.row)
+                )
                 hits[(kind, row_id)] = candidate
                 kept[kind].append((row_id, score))
     return kept
