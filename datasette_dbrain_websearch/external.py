@@ -365,8 +365,10 @@ def tls_context() -> ssl.SSLContext:
 
 # Provider options that may be shown and stored; anything else (keys, base URLs that may carry
 # credentials, options a third-party provider invents) stays out of packs, traces and the cache.
-SHOWN_OPTIONS = ("endpoint", "type", "context_threshold_mode", "country", "search_lang",
-                 "language", "categories")  # fmt: skip
+SHOWN_OPTIONS = (
+    "endpoint", "type", "context_threshold_mode", "country", "search_lang", "language",
+    "categories", "text_via_contents",
+)  # fmt: skip
 
 
 def cache_params(name: str, search: SearchRequest, options: Mapping[str, Any]) -> dict[str, Any]:

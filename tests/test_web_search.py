@@ -752,3 +752,13 @@ async def test_odd_numbers_are_400(brain, fake, value):
             assert status == 200  # surrounding white space is trimmed
         else:
             assert status == 400 and body["code"].startswith("bad_"), (name, value)
+
+
+async def test_exa_text_via_contents(brain, fake):
+    ds = await web_ds(brain, fake, providers=["exa"], exa={"text_via_contents": True})
+    _, pack = await ask(ds, q="lattice qcd", external="always")
+    search, contents = provider_requests(fake)
+    assert (search.endpoint, contents.endpoint) == ("search", "contents")
+    assert "text" not in search.json["contents"] and "highlights" in search.json["contents"]
+    assert contents.json["urls"] and contents.json["text"]["maxCharacters"] > 0
+    assert pack["external_evidence"] and all(r["text"] for r in pack["external_evidence"])

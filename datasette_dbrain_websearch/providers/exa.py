@@ -7,6 +7,7 @@ Exa reports a bad key as 401 ``INVALID_API_KEY`` and credits as 402; the JSON er
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, ClassVar
 
@@ -38,27 +39,60 @@ class ExaProvider(Provider):
     default_base_url: ClassVar[str] = "https://api.exa.ai"
 
     async def search(self, request: SearchRequest, ctx: ProviderContext) -> list[WebResult]:
+        """``/search`` with highlights and text; with ``text_via_contents: true`` the search
+        asks for highlights only and the text of the results comes from one ``/contents`` call
+        (Exa bills text per result, so this keeps searches that are never read cheap)."""
+        text = {"maxCharacters": max(1, min(request.max_chars, 10000))}
+        via_contents = bool(ctx.options.get("text_via_contents"))
+        contents: dict[str, Any] = {
+            "highlights": {"query": request.query, "maxCharacters": HIGHLIGHT_CHARS}
+        }
+        if not via_contents:
+            contents["text"] = text
         body: dict[str, Any] = {
             "query": request.query,
             "type": ctx.options.get("type", "auto"),
             "numResults": max(1, min(request.count, 100)),
-            "contents": {
-                "highlights": {"query": request.query, "maxCharacters": HIGHLIGHT_CHARS},
-                "text": {"maxCharacters": max(1, min(request.max_chars, 10000))},
-            },
+            "contents": contents,
         }
         if request.include_domains:
             body["includeDomains"] = list(request.include_domains)
         if request.exclude_domains:
             body["excludeDomains"] = list(request.exclude_domains)
         body.update(published_window(request.freshness))
+        headers = {"x-api-key": ctx.api_key, "Accept": "application/json"}
+        answer = await ctx.fetch_json(
+            "POST", f"{ctx.base_url()}/search", json_body=body, headers=headers
+        )
+        results = parse_results(answer)
+        if via_contents and results:
+            texts = await self._contents([r.url for r in results], text, ctx, headers)
+            results = [replace(r, text=texts.get(r.url, r.text)) for r in results]
+        return results
+
+    async def _contents(
+        self, urls: list[str], text: dict[str, Any], ctx: ProviderContext, headers: dict
+    ) -> dict[str, str]:
+        """Text for URLs via ``/contents``; a URL Exa could not crawl is reported in
+        ``statuses`` inside a 200 and simply keeps its highlights."""
         answer = await ctx.fetch_json(
             "POST",
-            f"{ctx.base_url()}/search",
-            json_body=body,
-            headers={"x-api-key": ctx.api_key, "Accept": "application/json"},
+            f"{ctx.base_url()}/contents",
+            json_body={"urls": urls, "text": text},
+            headers=headers,
         )
-        return parse_results(answer)
+        failed = [
+            s.get("id")
+            for s in (answer or {}).get("statuses") or []
+            if isinstance(s, Mapping) and s.get("status") == "error"
+        ]
+        if failed:
+            ctx.warn(
+                "provider_partial_contents",
+                f"Exa could not fetch the text of {len(failed)} "
+                "result(s); their highlights are shown instead.",
+            )
+        return {r.url: r.text for r in parse_results(answer) if r.text}
 
     def http_error(self, status: int, body: Any, headers: Mapping[str, str]) -> ProviderError:
         body = body if isinstance(body, Mapping) else {}
