@@ -16,6 +16,7 @@ from typing import Any
 import click
 from datasette.utils import StartupError
 
+from . import traces
 from .config import ConfigError, Settings
 from .errors import ResearchError
 from .research import parse_options, research
@@ -39,7 +40,7 @@ async def _run(brain: str, params: dict[str, list[str]], metadata: str | None) -
     # The shell user owns the config and the brain, so the CLI may use whatever web search the
     # config enables; the web surfaces check dbrain-external-search per actor instead.
     web = await web_access(datasette, None)
-    return await research(
+    pack = await research(
         db.execute_fn,
         database,
         options,
@@ -47,6 +48,8 @@ async def _run(brain: str, params: dict[str, list[str]], metadata: str | None) -
         row_url_for(datasette, database),
         WebAccess(True, web.providers, web.cache_db),
     )
+    await traces.record(datasette, pack, surface="cli", actor=None, permitted=True)
+    return pack
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

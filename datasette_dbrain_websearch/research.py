@@ -32,6 +32,7 @@ from .pack import (
 from .providers.base import Provider, redact
 
 MAX_QUESTION_CHARS = 20_000
+MAX_RETURNED_PER_PROVIDER = 10  # URLs and titles each provider returned, kept for the trace
 SYNTAXES = ("simple", "raw")
 KIND_CHOICES = ("", "all", "item", "source")
 DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -309,6 +310,11 @@ async def _web(
         return part
     labels = {name: p.label for name, p in web.providers.items()}
     part["external_search"]["providers"] = list(dict.fromkeys(outcome.providers_answered))
+    part["external_search"]["returned"] = [
+        {"provider": h.provider, "rank": h.rank, "url": h.result.url, "title": h.result.title[:200]}
+        for h in outcome.hits
+        if h.rank <= MAX_RETURNED_PER_PROVIDER
+    ]
     part["external_queries"] = outcome.queries
     part["warnings"].extend(outcome.warnings)
     part["timings_ms"].update(outcome.timings_ms)

@@ -56,8 +56,6 @@ async def attach_plugin_database(datasette: Any, settings: Settings) -> None:
 
     Never a file Datasette already serves: the plugin's tables must not land in a brain.
     """
-    if not settings.external.enabled and not settings.traces_database:
-        return
     from datasette.database import Database
 
     from .views import brain_databases
@@ -77,12 +75,16 @@ async def attach_plugin_database(datasette: Any, settings: Settings) -> None:
         )
         if settings.traces_database:
             raise StartupError(f"datasette-dbrain-websearch: traces_database: {message}")
-        log.warning("dbrain-websearch: %s The provider cache is off.", message)
+        log.warning("dbrain-websearch: %s Runs are not saved and the cache is off.", message)
         return
     try:
         store.create(path)
     except OSError as exc:
-        log.warning("dbrain-websearch: cannot create %s (%s); the provider cache is off", path, exc)
+        log.warning(
+            "dbrain-websearch: cannot create %s (%s); runs are not saved and the cache is off",
+            path,
+            exc,
+        )
         return
     database = Database(datasette, path=str(path), is_mutable=True)
     store.remember(datasette, datasette.add_database(database, name=store.DATABASE_NAME))

@@ -1,10 +1,10 @@
 """The plugin's own SQLite database: everything the plugin remembers, never the brain.
 
 It lives at ``traces_database`` (default ``research_runs.db`` next to the first brain file),
-is created at startup and attached to Datasette as ``research_runs`` so its owners can browse it
-(only actors allowed ``dbrain-external-search`` may view it: it holds other people's questions).
-Today it holds the provider cache, so it exists only when web search is enabled; research
-traces, promotions and feedback join it later.
+is created at startup and attached to Datasette as ``research_runs`` so its owners can browse and
+facet it (only root and actors allowed ``dbrain-external-search`` may view it as tables: it holds
+other people's questions). It holds research runs and their events (traces.py), promotions
+(promote.py) and the provider cache.
 """
 
 from __future__ import annotations
@@ -23,6 +23,9 @@ from .providers.base import WebResult
 DATABASE_NAME = "research_runs"
 DEFAULT_FILENAME = "research_runs.db"
 CACHE_TABLE = "dbrain_websearch_provider_cache"
+RUNS_TABLE = "dbrain_websearch_runs"
+EVENTS_TABLE = "dbrain_websearch_events"
+PROMOTIONS_TABLE = "dbrain_websearch_promotions"
 
 SCHEMA = f"""
 create table if not exists {CACHE_TABLE} (
@@ -35,6 +38,54 @@ create table if not exists {CACHE_TABLE} (
     expires_at text not null
 );
 create index if not exists idx_{CACHE_TABLE}_expires_at on {CACHE_TABLE}(expires_at);
+create table if not exists {RUNS_TABLE} (
+    run_id text primary key,
+    started_at text not null,
+    completed_at text not null,
+    surface text not null,
+    database_name text not null,
+    question text not null,
+    actor_id text not null,
+    external_mode text not null,
+    external_permitted integer not null,
+    external_ran integer not null,
+    providers text not null,
+    verdict text not null,
+    evidence_count integer not null,
+    external_evidence_count integer not null,
+    warning_codes text not null,
+    total_ms real not null,
+    trace_json text not null
+);
+create index if not exists idx_{RUNS_TABLE}_started_at on {RUNS_TABLE}(started_at);
+create table if not exists {EVENTS_TABLE} (
+    id integer primary key,
+    run_id text not null references {RUNS_TABLE}(run_id) on delete cascade,
+    seq integer not null,
+    at text not null,
+    name text not null,
+    data_json text not null
+);
+create index if not exists idx_{EVENTS_TABLE}_run_id on {EVENTS_TABLE}(run_id);
+create table if not exists {PROMOTIONS_TABLE} (
+    id integer primary key,
+    run_id text not null,
+    external_source_key text not null,
+    local_source_key text not null,
+    database_name text not null,
+    status text not null,
+    url text not null,
+    provider text not null,
+    provider_query text not null,
+    provider_rank integer not null,
+    retrieved_at text not null,
+    promoted_at text not null,
+    actor_id text not null,
+    content_hash text not null,
+    fetched integer not null,
+    extract_error text not null
+);
+create index if not exists idx_{PROMOTIONS_TABLE}_run_id on {PROMOTIONS_TABLE}(run_id);
 """
 
 

@@ -13,6 +13,7 @@ from typing import Any
 from datasette import Forbidden, NotFound, Response
 from datasette.utils import tilde_decode
 
+from . import traces
 from .brain import TABLE, is_brain
 from .compat import EXTERNAL, RESEARCH, can
 from .config import MODES, Settings
@@ -23,6 +24,8 @@ from .store import plugin_database
 from .urls import is_web_url
 
 TEMPLATE = "dbrain_websearch_research.html"
+RUN_TEMPLATE = "dbrain_websearch_run.html"
+RUNS_TEMPLATE = "dbrain_websearch_runs.html"
 HIDDEN_DATABASES = ("_internal", "_memory")
 
 
@@ -72,7 +75,7 @@ async def web_access(datasette: Any, actor: dict | None) -> WebAccess:
     )
 
 
-def error_response(error: ResearchError, as_json: bool) -> Response:
+def error_response(error: ResearchError) -> Response:
     """The one JSON error shape (HTML errors are rendered on the page itself)."""
     return Response.json(error.as_json(), status=error.status)
 
@@ -105,7 +108,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
                 code="not_a_brain",
             )
             if as_json:
-                return error_response(error, as_json)
+                return error_response(error)
             raise NotFound(error.message)
         allowed = [b for b in brains if b == database]
     else:
@@ -118,7 +121,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
                 "No dbrain brain is attached to this Datasette.", status=404, code="no_brain"
             )
             if as_json:
-                return error_response(error, as_json)
+                return error_response(error)
             raise NotFound(error.message)
         if requested and requested not in allowed:
             error = ResearchError(
@@ -127,7 +130,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
                 code="unknown_brain",
             )
             if as_json:
-                return error_response(error, as_json)
+                return error_response(error)
             raise NotFound(error.message)
         database = requested or allowed[0]
 
@@ -149,8 +152,16 @@ async def research_view(request: Any, datasette: Any) -> Response:
             )
         except ResearchError as exc:
             error = exc
+        else:
+            await traces.record(
+                datasette,
+                pack,
+                surface="json" if as_json else "page",
+                actor=request.actor,
+                permitted=web.permitted,
+            )
     if as_json:
-        return error_response(error, True) if error else Response.json(pack)
+        return error_response(error) if error else Response.json(pack)
 
     query_string = request.query_string
     context = {
@@ -245,3 +256,55 @@ def research_database_actions(datasette: Any, actor: dict | None, database: str)
         ]
 
     return inner
+
+
+async def run_view(request: Any, datasette: Any) -> Response:
+    """``/-/research/runs/<run_id>[.json]``: a saved trace, for those who may research its brain."""
+    as_json = bool(request.url_vars.get("format"))
+    db = plugin_database(datasette)
+    run_id = request.url_vars["run_id"]
+    trace = await traces.load(db, run_id) if db is not None else None
+    if trace is None:
+        error = ResearchError(f"No saved run {run_id}.", status=404, code="no_such_run")
+        if as_json:
+            return error_response(error)
+        raise NotFound(error.message)
+    if not await can(datasette, request.actor, RESEARCH, trace["database"]):
+        raise Forbidden(RESEARCH)
+    if as_json:
+        return Response.json(trace)
+    context = {
+        "trace": trace,
+        "pack": trace["pack"],
+        "json_url": traces.run_path(datasette, run_id, as_json=True),
+        "runs_url": datasette.urls.path("/-/research/runs"),
+        "research_url": research_path(datasette, None, False)
+        + "?"
+        + urllib.parse.urlencode({"q": trace["question"], "database": trace["database"]}),
+        "labels": {name: p.label for name, p in registered_providers(datasette).items()},
+        "is_web_url": is_web_url,
+    }
+    html = await datasette.render_template(RUN_TEMPLATE, context, request=request)
+    return Response.html(html)
+
+
+async def runs_view(request: Any, datasette: Any) -> Response:
+    """``/-/research/runs``: recent runs on the brains this actor may research."""
+    settings = Settings.from_datasette(datasette)
+    allowed = set(await researchable_brains(datasette, request.actor, settings))
+    if not allowed:
+        raise Forbidden(RESEARCH)
+    db = plugin_database(datasette)
+    runs = [r for r in await traces.recent(db) if r["database_name"] in allowed] if db else []
+    for run in runs:
+        run["url"] = traces.run_path(datasette, run["run_id"])
+    html = await datasette.render_template(
+        RUNS_TEMPLATE,
+        {
+            "runs": runs,
+            "saving": db is not None,
+            "research_url": research_path(datasette, None, False),
+        },
+        request=request,
+    )
+    return Response.html(html)

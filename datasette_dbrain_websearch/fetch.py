@@ -1,0 +1,467 @@
+"""Fetch one web page for promotion and extract its readable text, without becoming an SSRF proxy.
+
+A promoted result's URL comes from a search provider or a user, so the server must not be tricked
+into reading its own loopback, the cloud metadata endpoint or the LAN. Every TCP connection goes
+through ``_GuardedBackend``, which resolves the host itself, refuses the lot if any address is not
+public, and connects to one of the addresses it checked. The name is never resolved a second time
+by anything else, so there is no DNS-rebinding window between the check and the connect, and the
+check covers the first request and every redirect alike. TLS still uses the URL's host name for
+SNI and certificate verification, because httpcore takes those from the request, not the socket.
+
+``fetch_page`` never raises for a bad URL or a network problem; it returns a ``FetchResult`` whose
+``failure_kind`` is one of dbrain's ``extract_failure_kind`` values (dbrain-schema.md §4.1):
+
+- DNS lookup failed: ``dns_nxdomain``;
+- connection refused, reset or unreachable: ``connectivity``;
+- TLS handshake or certificate problem: ``tls_certificate``;
+- the 15 s budget (or an httpx per-operation timeout) ran out: ``timeout``;
+- HTTP 401/403: ``http_access_denied``;
+- HTTP 404/410: ``http_gone``. A 404 on a page a search engine just listed almost always means it
+  was removed, and dbrain retries failed extractions after a cooldown anyway;
+- HTTP 5xx: ``http_5xx``; a Cloudflare challenge (``cf-mitigated``) or Cloudflare 52x edge error:
+  ``cloudflare_edge``;
+- a non-public address, a non-http(s) URL, too many redirects, any other HTTP status or an invalid
+  response: ``fetch_failed`` (dbrain has no kind for a refused address; the error says why);
+- a content type other than HTML, XHTML or plain text, a missing content type, or a body over the
+  size cap: ``unsupported_file``;
+- anything unexpected: ``unknown`` (logged with its traceback, never returned).
+
+A page that was fetched but has no main text is ``ok=True`` with ``text == ''``: dbrain records that
+as ``extract_status = 'empty'``, not as a failure.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ipaddress
+import logging
+import os
+import socket
+import ssl
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import anyio
+import httpcore
+import httpx
+import trafilatura
+from trafilatura.utils import load_html
+
+__all__ = ["BlockedAddress", "FetchResult", "fetch_page", "is_public_address"]
+
+logger = logging.getLogger(__name__)
+
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+ALLOWED_CONTENT_TYPES = frozenset({"text/html", "application/xhtml+xml", "text/plain"})
+_ACCEPT = "text/html,application/xhtml+xml,text/plain;q=0.9,*/*;q=0.1"
+
+# Ranges refused even where Python's ``is_global`` would let them through; its tables differ
+# between Python versions, so the ones that matter most are spelled out.
+_NEVER_PUBLIC = tuple(
+    ipaddress.ip_network(cidr)
+    for cidr in (
+        "0.0.0.0/8",  # "this network"
+        "100.64.0.0/10",  # carrier-grade NAT
+        "192.0.0.0/24",  # IETF protocol assignments
+        "198.18.0.0/15",  # benchmarking
+        "64:ff9b:1::/48",  # local-use NAT64
+        "2001::/23",  # IETF protocol assignments, Teredo included
+        "2001:db8::/32",  # documentation
+    )
+)
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+_CLOUDFLARE_EDGE_STATUSES = range(520, 531)
+
+
+class BlockedAddress(Exception):
+    """The host resolves to an address this fetcher must not connect to."""
+
+
+class _LookupFailed(Exception):
+    """The host name did not resolve; kept apart from OSError so it maps to ``dns_nxdomain``."""
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """What one fetch produced: page fields on success, a dbrain failure kind otherwise."""
+
+    ok: bool
+    url: str
+    final_url: str
+    status: int | None
+    content_type: str
+    title: str
+    description: str
+    site_name: str
+    text: str
+    error: str
+    failure_kind: str
+
+
+def is_public_address(ip: IPAddress) -> bool:
+    """True only for globally routable unicast addresses.
+
+    IPv6 forms that carry an IPv4 address (IPv4-mapped, NAT64, 6to4) are judged by that IPv4
+    address, since that is where the packets end up.
+    """
+    if isinstance(ip, ipaddress.IPv6Address):
+        embedded = ip.ipv4_mapped or ip.sixtofour
+        if embedded is None and ip in _NAT64:
+            embedded = ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+        if embedded is not None:
+            return is_public_address(embedded)
+        if ip.is_site_local:
+            return False
+    if any(ip in network for network in _NEVER_PUBLIC):
+        return False
+    return ip.is_global and not (
+        ip.is_private
+        or ip.is_loopback
+        or ip.is_link_local
+        or ip.is_multicast
+        or ip.is_reserved
+        or ip.is_unspecified
+    )
+
+
+def _parse_networks(cidrs: Iterable[str]) -> tuple[IPNetwork, ...]:
+    """Parse ``allow_networks``; a typo there is a configuration bug, so it raises ValueError."""
+    return tuple(ipaddress.ip_network(cidr, strict=False) for cidr in cidrs)
+
+
+def _permitted(ip: IPAddress, allowed: tuple[IPNetwork, ...]) -> bool:
+    """Public, or inside an explicitly allowed network (IPv4-mapped addresses match IPv4 ranges)."""
+    plain = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped else ip
+    if any(plain in network for network in allowed):
+        return True
+    return is_public_address(ip)
+
+
+# Module-level so tests can stand in a resolver for names that do not exist offline.
+_getaddrinfo = anyio.getaddrinfo
+
+
+async def _resolve(host: str, port: int) -> list[IPAddress]:
+    """Every address ``host`` resolves to, in resolver order, without duplicates."""
+    try:
+        return [ipaddress.ip_address(host)]
+    except ValueError:
+        pass
+    try:
+        infos = await _getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError) as exc:
+        raise _LookupFailed(f"DNS lookup failed for {host}") from exc
+    addresses: list[IPAddress] = []
+    for *_, sockaddr in infos:
+        address = ipaddress.ip_address(sockaddr[0])
+        if address not in addresses:
+            addresses.append(address)
+    if not addresses:
+        raise _LookupFailed(f"DNS lookup failed for {host}")
+    return addresses
+
+
+class _GuardedBackend(httpcore.AsyncNetworkBackend):
+    """Resolves, checks and connects in one step, so the checked address is the one connected to."""
+
+    def __init__(self, allowed: tuple[IPNetwork, ...]) -> None:
+        self._allowed = allowed
+        self._inner = httpcore.AnyIOBackend()
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        with anyio.fail_after(timeout):
+            addresses = await _resolve(host, port)
+        # One bad answer refuses the host: a name that mixes public and private addresses is
+        # exactly what a rebinding attack looks like.
+        if not all(_permitted(address, self._allowed) for address in addresses):
+            raise BlockedAddress(f"refused to connect to {host}: it is not a public address")
+        for address in addresses[:-1]:
+            with contextlib.suppress(httpcore.ConnectError):
+                return await self._connect(address, port, timeout, local_address, socket_options)
+        return await self._connect(addresses[-1], port, timeout, local_address, socket_options)
+
+    async def _connect(
+        self,
+        address: IPAddress,
+        port: int,
+        timeout: float | None,
+        local_address: str | None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None,
+    ) -> httpcore.AsyncNetworkStream:
+        """Connect to an address literal, so nothing below here resolves a name again."""
+        return await self._inner.connect_tcp(
+            str(address),
+            port,
+            timeout=timeout,
+            local_address=local_address,
+            socket_options=socket_options,
+        )
+
+    async def connect_unix_socket(
+        self,
+        path: str,
+        timeout: float | None = None,
+        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        raise BlockedAddress("refused to connect to a Unix socket")
+
+    async def sleep(self, seconds: float) -> None:
+        await anyio.sleep(seconds)
+
+
+class _GuardedTransport(httpx.AsyncHTTPTransport):
+    """httpx's own transport (and its exception mapping) over a pool on ``_GuardedBackend``.
+
+    httpx has no public way to choose the network backend (encode/httpx#3749), so the pool it
+    builds is replaced; ``handle_async_request`` uses ``self._pool`` in every httpx 0.2x. If that
+    ever stops being a connection pool this refuses to run rather than fetch unguarded.
+    """
+
+    def __init__(self, allowed: tuple[IPNetwork, ...]) -> None:
+        # Honours SSL_CERT_FILE/SSL_CERT_DIR like httpx does; proxy variables are not read.
+        ssl_context = httpx.create_ssl_context()
+        super().__init__(verify=ssl_context, trust_env=False)
+        if not isinstance(getattr(self, "_pool", None), httpcore.AsyncConnectionPool):
+            raise RuntimeError("this httpx version cannot take the address-checking backend")
+        self._pool = httpcore.AsyncConnectionPool(
+            ssl_context=ssl_context, network_backend=_GuardedBackend(allowed)
+        )
+
+
+def _failure(
+    url: str,
+    kind: str,
+    error: str,
+    response: httpx.Response | None = None,
+    final_url: str = "",
+) -> FetchResult:
+    """A failed result; ``response`` (when there was one) fills in where the fetch ended up."""
+    return FetchResult(
+        ok=False,
+        url=url,
+        final_url=str(response.url) if response is not None else final_url,
+        status=response.status_code if response is not None else None,
+        content_type=_media_type(response) if response is not None else "",
+        title="",
+        description="",
+        site_name="",
+        text="",
+        error=error,
+        failure_kind=kind,
+    )
+
+
+def _media_type(response: httpx.Response) -> str:
+    return response.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+
+
+def _status_failure(response: httpx.Response) -> tuple[str, str] | None:
+    """The failure kind and message for a non-2xx answer, or None for a success."""
+    status = response.status_code
+    if 200 <= status < 300:
+        return None
+    server = response.headers.get("server", "").lower()
+    if "cf-mitigated" in response.headers or (
+        status in _CLOUDFLARE_EDGE_STATUSES and "cloudflare" in server
+    ):
+        return "cloudflare_edge", f"HTTP {status} from Cloudflare's edge"
+    if status in (401, 403):
+        return "http_access_denied", f"HTTP {status}: access denied"
+    if status in (404, 410):
+        return "http_gone", f"HTTP {status}: page not found or gone"
+    if status >= 500:
+        return "http_5xx", f"HTTP {status}: server error"
+    return "fetch_failed", f"HTTP {status}"
+
+
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and its causes: httpx wraps httpcore, which wraps the OSError or SSLError."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__
+
+
+def _classify(exc: BaseException, timeout: float) -> tuple[str, str]:
+    """Map an exception from the fetch to dbrain's failure kind and a message safe to show."""
+    if isinstance(exc, BlockedAddress):
+        return "fetch_failed", str(exc)
+    if isinstance(exc, _LookupFailed):
+        return "dns_nxdomain", str(exc)
+    if isinstance(exc, httpx.TimeoutException | TimeoutError):
+        return "timeout", f"timed out after {timeout:g} s"
+    if any(isinstance(cause, ssl.SSLError) for cause in _chain(exc)):
+        return "tls_certificate", "TLS handshake or certificate verification failed"
+    if isinstance(exc, httpx.ConnectError | httpx.ReadError | httpx.WriteError):
+        # os.strerror, not the exception text, which may carry addresses and asyncio wording.
+        errnos = (c.errno for c in _chain(exc) if isinstance(c, OSError) and c.errno)
+        reason = next((os.strerror(code) for code in errnos), "")
+        return "connectivity", f"connection failed: {reason}" if reason else "connection failed"
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return "fetch_failed", "the server sent an invalid HTTP response"
+    if isinstance(exc, httpx.DecodingError):
+        return "fetch_failed", "could not decode the response body"
+    if isinstance(exc, httpx.HTTPError | httpx.InvalidURL):
+        return "fetch_failed", "the request failed"
+    return "unknown", "unexpected error while fetching the page"
+
+
+def _refuse_url(url: httpx.URL) -> str:
+    """Why this URL may not be fetched, or '' when it may."""
+    if url.scheme not in ("http", "https"):
+        return "only http and https URLs can be fetched"
+    if not url.host:
+        return "the URL has no host"
+    return ""
+
+
+def _decode(body: bytes, charset: str | None) -> str:
+    try:
+        return body.decode(charset or "utf-8", errors="replace")
+    except LookupError:
+        return body.decode("utf-8", errors="replace")
+
+
+def _extract(
+    body: bytes, media_type: str, charset: str | None, url: str
+) -> tuple[str, str, str, str]:
+    """Title, description, site name and main text; CPU-bound, so it runs in a worker thread."""
+    if media_type == "text/plain":
+        return "", "", "", _decode(body, charset).strip()
+    # Without a declared charset trafilatura sniffs the bytes (meta tags, then detection).
+    content: bytes | str = _decode(body, charset) if charset else body
+    document = trafilatura.bare_extraction(
+        content, url=url, with_metadata=True, include_comments=False, include_tables=True
+    )
+    if document is None:
+        tree = load_html(content)
+        if tree is None:
+            return "", "", "", ""
+        document = trafilatura.extract_metadata(tree, default_url=url)
+    return (
+        document.title or "",
+        document.description or "",
+        document.sitename or "",
+        (document.text or "").strip(),
+    )
+
+
+async def _read_page(url: str, response: httpx.Response, max_bytes: int) -> FetchResult:
+    """Check status, type and size of the final answer, then read and extract the body."""
+    failure = _status_failure(response)
+    if failure is not None:
+        return _failure(url, *failure, response=response)
+    media_type = _media_type(response)
+    if media_type not in ALLOWED_CONTENT_TYPES:
+        what = f"content type {media_type}" if media_type else "a missing content type"
+        return _failure(url, "unsupported_file", f"cannot extract {what}", response)
+    too_big = f"the page is larger than {max_bytes:,} bytes"
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > max_bytes:
+        return _failure(url, "unsupported_file", too_big, response)
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        size += len(chunk)
+        if size > max_bytes:
+            return _failure(url, "unsupported_file", too_big, response)
+        chunks.append(chunk)
+    final_url = str(response.url)
+    title, description, site_name, text = await anyio.to_thread.run_sync(
+        _extract, b"".join(chunks), media_type, response.charset_encoding, final_url
+    )
+    return FetchResult(
+        ok=True,
+        url=url,
+        final_url=final_url,
+        status=response.status_code,
+        content_type=media_type,
+        title=title,
+        description=description,
+        site_name=site_name,
+        text=text,
+        error="",
+        failure_kind="",
+    )
+
+
+@dataclass
+class _Progress:
+    """Where a fetch has got to, so a failure part-way can still say where it ended up."""
+
+    target: str = ""
+    response: httpx.Response | None = None
+
+
+async def _follow(
+    client: httpx.AsyncClient, url: str, max_redirects: int, max_bytes: int, progress: _Progress
+) -> FetchResult:
+    """GET ``url``, following at most ``max_redirects`` redirects one checked hop at a time."""
+    target = httpx.URL(url)
+    redirects = 0
+    while True:
+        refusal = _refuse_url(target)
+        if refusal:
+            return _failure(url, "fetch_failed", refusal, final_url=progress.target)
+        async with client.stream("GET", target) as response:
+            progress.response = response
+            if response.next_request is None:
+                return await _read_page(url, response, max_bytes)
+            if redirects == max_redirects:
+                return _failure(
+                    url, "fetch_failed", f"more than {max_redirects} redirects", response
+                )
+            redirects += 1
+            target = response.next_request.url
+            progress.target = str(target)
+            progress.response = None
+
+
+async def fetch_page(
+    url: str,
+    *,
+    timeout: float = 15.0,
+    max_bytes: int = 5 * 1024 * 1024,
+    max_redirects: int = 5,
+    allow_networks: tuple[str, ...] = (),
+    user_agent: str = "datasette-dbrain-websearch",
+) -> FetchResult:
+    """Fetch ``url`` and extract its readable text; failures come back as a result, not raised.
+
+    ``timeout`` bounds the whole network exchange (every redirect and the body); text extraction
+    runs afterwards in a worker thread. ``allow_networks`` lists CIDRs that may be connected to
+    even though they are not public (a self-hosted setup, tests); an invalid CIDR raises
+    ValueError because it is a configuration error, not a fetch failure.
+    """
+    allowed = _parse_networks(allow_networks)
+    try:
+        httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        return _failure(url, "fetch_failed", "invalid URL")
+    progress = _Progress()
+    try:
+        async with httpx.AsyncClient(
+            transport=_GuardedTransport(allowed),
+            follow_redirects=False,
+            trust_env=False,
+            timeout=httpx.Timeout(timeout),
+            headers={"User-Agent": user_agent, "Accept": _ACCEPT},
+        ) as client:
+            with anyio.fail_after(timeout):
+                return await _follow(client, url, max_redirects, max_bytes, progress)
+    except Exception as exc:
+        kind, error = _classify(exc, timeout)
+        if kind == "unknown":
+            logger.warning("unexpected error while fetching a page", exc_info=True)
+        return _failure(url, kind, error, progress.response, progress.target)

@@ -1,0 +1,287 @@
+"""Research traces: every run saved as dbrain's ``research_trace.v1``, in the plugin database.
+
+A trace answers "why did this run say that?": the query plan, what local retrieval found, the
+judge's inputs, whether and why the web was (not) searched, what each provider was asked and
+returned (bounded), every merge decision and the timings. The pack inside is the one the user
+saw, already scrubbed of secrets. Events use dbrain-style names plus the web-stage names
+``external_search_skipped``, ``external_query_built``, ``external_provider_request``,
+``external_provider_response``, ``external_result_deduped``, ``external_evidence_selected`` and
+``external_merge_completed``. Retention keeps the newest 500 runs plus any run younger than
+180 days, as dbrain's does.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .store import EVENTS_TABLE, RUNS_TABLE, plugin_database
+
+TRACE_SCHEMA = "research_trace.v1"
+KEEP_RUNS = 500
+KEEP_DAYS = 180
+SURFACES = ("page", "json", "cli")
+
+
+def run_started(run_id: str) -> datetime:
+    """The start time a dbrain run id encodes (``20060102T150405.000000000Z-<hex>``)."""
+    stamp, fraction = run_id[:15], run_id[16:25]
+    moment = datetime.strptime(stamp, "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
+    return moment + timedelta(microseconds=int(fraction) // 1000)
+
+
+def iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def events_for(pack: dict[str, Any], started: datetime) -> list[dict[str, Any]]:
+    """The run's events, in order, timed from the stage timings (pure)."""
+    timings = pack["timings_ms"]
+    plan = pack["query_plan"]
+    web = pack["external_search"]
+    events: list[dict[str, Any]] = []
+
+    def add(name: str, after_ms: float, data: dict[str, Any]) -> None:
+        events.append(
+            {"at": iso(started + timedelta(milliseconds=after_ms)), "name": name, "data": data}
+        )
+
+    add(
+        "query_plan_built",
+        0,
+        {
+            k: plan[k]
+            for k in ("text_query", "fts_query", "query_terms", "syntax", "filters", "limit")
+        },
+    )
+    local_ms = timings.get("local", 0.0)
+    add(
+        "local_search_completed",
+        local_ms,
+        {
+            "query_mode": plan["query_mode"],
+            "match_query": plan["match_query"],
+            "exact_matches": pack["coverage"]["exact_matches"],
+            "item_text_matches": pack["coverage"]["item_text_matches"],
+            "source_text_matches": pack["coverage"]["source_text_matches"],
+            "rows": [row["source_key"] for row in pack["evidence"]],
+        },
+    )
+    add("judge", local_ms, pack["judge"])
+    if not web["ran"]:
+        add(
+            "external_search_skipped",
+            local_ms,
+            {"mode": web["mode"], "reason": web["skipped_reason"]},
+        )
+    else:
+        for query in plan["external_queries"]:
+            provider = query["provider"]
+            add(
+                "external_query_built",
+                local_ms,
+                {"provider": provider, "query": query["query"], "params": query["params"]},
+            )
+            add(
+                "external_provider_request",
+                local_ms,
+                {"provider": provider, "cached": query["cached"]},
+            )
+            add(
+                "external_provider_response",
+                local_ms + timings.get(f"external_{provider}", 0.0),
+                {
+                    "provider": provider,
+                    "results": query["results"],
+                    "cached": query["cached"],
+                    "returned": [r for r in web.get("returned", []) if r["provider"] == provider],
+                },
+            )
+        external_done = local_ms + timings.get("external", 0.0)
+        for decision in pack["merge_decisions"]:
+            add("external_result_deduped", external_done, decision)
+        add(
+            "external_evidence_selected",
+            external_done,
+            {
+                "rows": [
+                    {
+                        "source_key": r["source_key"],
+                        "url": r["canonical_url"],
+                        "providers": r["providers"],
+                    }
+                    for r in pack["external_evidence"]
+                ]
+            },
+        )
+        add(
+            "external_merge_completed",
+            external_done,
+            {
+                "external_rows": len(pack["external_evidence"]),
+                "local_rows_credited": sum(1 for r in pack["evidence"] if r.get("also_found_by")),
+                "decisions": len(pack["merge_decisions"]),
+                "warnings": [w["code"] for w in pack["warnings"] if w.get("provider") is not None],
+            },
+        )
+    add(
+        "evidence_selected",
+        timings.get("total", 0.0),
+        {"local": len(pack["evidence"]), "external": len(pack["external_evidence"])},
+    )
+    return events
+
+
+def build_trace(
+    pack: dict[str, Any], *, surface: str, actor_id: str, external_permitted: bool
+) -> dict[str, Any]:
+    """``research_trace.v1`` for a finished run (pure)."""
+    started = run_started(pack["run_id"])
+    completed = started + timedelta(milliseconds=pack["timings_ms"].get("total", 0.0))
+    return {
+        "schema_version": TRACE_SCHEMA,
+        "run_id": pack["run_id"],
+        "surface": surface,
+        "database": pack["database"],
+        "question": pack["question"],
+        "actor_id": actor_id,
+        "started_at": iso(started),
+        "completed_at": iso(completed),
+        "permissions": {"external_search": external_permitted},
+        "events": events_for(pack, started),
+        "metrics": {
+            "verdict": pack["judge"]["verdict"],
+            "evidence_count": len(pack["evidence"]),
+            "external_evidence_count": len(pack["external_evidence"]),
+            "providers": pack["external_search"]["providers"],
+            "warnings": [w["code"] for w in pack["warnings"]],
+            "timings_ms": pack["timings_ms"],
+        },
+        "pack": pack,
+        "stop_reason": pack["judge"]["verdict"],
+    }
+
+
+def _row(trace: dict[str, Any]) -> list[Any]:
+    pack, metrics = trace["pack"], trace["metrics"]
+    return [
+        trace["run_id"],
+        trace["started_at"],
+        trace["completed_at"],
+        trace["surface"],
+        trace["database"],
+        trace["question"],
+        trace["actor_id"],
+        pack["external_search"]["mode"],
+        int(trace["permissions"]["external_search"]),
+        int(pack["external_search"]["ran"]),
+        ",".join(metrics["providers"]),
+        metrics["verdict"],
+        metrics["evidence_count"],
+        metrics["external_evidence_count"],
+        ",".join(metrics["warnings"]),
+        metrics["timings_ms"].get("total", 0.0),
+        json.dumps(trace, ensure_ascii=False),
+    ]
+
+
+async def save(db: Any, trace: dict[str, Any], now: datetime | None = None) -> None:
+    """Insert the run and its events in one transaction, then apply retention."""
+    row = _row(trace)
+    events = [
+        [trace["run_id"], seq, e["at"], e["name"], json.dumps(e["data"], ensure_ascii=False)]
+        for seq, e in enumerate(trace["events"])
+    ]
+    cutoff = iso((now or datetime.now(UTC)) - timedelta(days=KEEP_DAYS))
+
+    def write(conn: sqlite3.Connection) -> None:
+        with conn:
+            marks = ", ".join("?" for _ in row)
+            conn.execute(f"insert or replace into {RUNS_TABLE} values ({marks})", row)
+            conn.execute(f"delete from {EVENTS_TABLE} where run_id = ?", [trace["run_id"]])
+            conn.executemany(
+                f"insert into {EVENTS_TABLE} (run_id, seq, at, name, data_json) "
+                "values (?, ?, ?, ?, ?)",
+                events,
+            )
+            prune(conn, cutoff)
+
+    await db.execute_write_fn(write)
+
+
+def prune(conn: sqlite3.Connection, cutoff: str) -> None:
+    """Keep the newest ``KEEP_RUNS`` runs plus every run started after ``cutoff``."""
+    old = (
+        f"select run_id from {RUNS_TABLE} where started_at < ? and run_id not in "
+        f"(select run_id from {RUNS_TABLE} order by started_at desc limit {KEEP_RUNS})"
+    )
+    conn.execute(f"delete from {EVENTS_TABLE} where run_id in ({old})", [cutoff])
+    conn.execute(f"delete from {RUNS_TABLE} where run_id in ({old})", [cutoff])
+
+
+async def load(db: Any, run_id: str) -> dict[str, Any] | None:
+    row = (
+        await db.execute(f"select trace_json from {RUNS_TABLE} where run_id = ?", [run_id])
+    ).first()
+    return json.loads(row[0]) if row else None
+
+
+RUN_COLUMNS = (
+    "run_id",
+    "started_at",
+    "surface",
+    "database_name",
+    "question",
+    "external_mode",
+    "external_ran",
+    "providers",
+    "verdict",
+    "evidence_count",
+    "external_evidence_count",
+    "total_ms",
+)
+
+
+async def recent(db: Any, limit: int = 100) -> list[dict[str, Any]]:
+    """The newest runs, summary columns only."""
+    rows = await db.execute(
+        f"select {', '.join(RUN_COLUMNS)} from {RUNS_TABLE} order by started_at desc limit ?",
+        [limit],
+    )
+    return [dict(zip(RUN_COLUMNS, row, strict=True)) for row in rows.rows]
+
+
+def run_path(datasette: Any, run_id: str, as_json: bool = False) -> str:
+    return datasette.urls.path(f"/-/research/runs/{run_id}" + (".json" if as_json else ""))
+
+
+async def record(
+    datasette: Any, pack: dict[str, Any], *, surface: str, actor: dict | None, permitted: bool
+) -> None:
+    """Save the run; the pack gains ``trace_url`` (or a ``trace_not_saved`` warning)."""
+    db = plugin_database(datasette)
+    if db is None:
+        pack["warnings"].append(
+            {
+                "code": "trace_not_saved",
+                "message": "This run was not saved: the plugin has no "
+                "database (see traces_database in the README).",
+            }
+        )
+        return
+    pack["trace_url"] = run_path(datasette, pack["run_id"])
+    actor_id = str((actor or {}).get("id") or "")
+    try:
+        await save(
+            db, build_trace(pack, surface=surface, actor_id=actor_id, external_permitted=permitted)
+        )
+    except Exception as exc:  # a locked or full disk must not cost the user the answer
+        pack.pop("trace_url")
+        pack["warnings"].append(
+            {
+                "code": "trace_not_saved",
+                "message": f"This run was not saved ({type(exc).__name__}).",
+            }
+        )
