@@ -15,10 +15,12 @@ from .config import PLUGIN_NAME, Settings
 
 RESEARCH = "dbrain-research"
 EXTERNAL = "dbrain-external-search"
+PROMOTE = "dbrain-promote"
 
 ACTIONS = {
     RESEARCH: "Search a dbrain brain and read its research page and JSON API",
     EXTERNAL: "Let a research run call web search providers (Brave, Exa, SearXNG, ...)",
+    PROMOTE: "Write chosen web results into a brain as dbrain sources",
 }
 
 
@@ -45,6 +47,7 @@ def actions() -> list[Any]:
             also_requires="view-database",
         ),
         Action(name=EXTERNAL, description=ACTIONS[EXTERNAL]),
+        Action(name=PROMOTE, description=ACTIONS[PROMOTE]),
     ]
 
 
@@ -93,11 +96,13 @@ def permission_sql(datasette: Any, actor: dict | None, action: str) -> Any:
 
 def legacy_permission(datasette: Any, actor: dict | None, action: str, resource: Any) -> Any:
     """0.65: research wherever the actor may view the database; web search for root and for
-    actors the plugin's ``external_search.allow`` block names."""
+    actors the plugin's ``external_search.allow`` block names; promotion for root."""
     if action == EXTERNAL:
         if (actor or {}).get("id") == "root" or external_granted(datasette, actor):
             return True
         return None
+    if action == PROMOTE:
+        return True if (actor or {}).get("id") == "root" else None
     name = plugin_database_name(datasette)
     if action in PLUGIN_DB_ACTIONS and name:
         database = resource[0] if isinstance(resource, tuple) else resource

@@ -8,6 +8,7 @@ that is never part of any repr, so a key cannot leak through a log line or a tra
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -111,6 +112,7 @@ class ExternalSettings:
     cache_ttl: int = 3600
     max_response_bytes: int = 5 * 1024 * 1024
     allow: Any = None
+    fetch_allow_networks: tuple[str, ...] = ()
     provider_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, repr=False)
 
     def options_for(self, provider: str) -> Mapping[str, Any]:
@@ -142,6 +144,7 @@ EXTERNAL_KEYS = {
     "cache_ttl",
     "max_response_bytes",
     "allow",
+    "fetch_allow_networks",
 }
 
 
@@ -178,6 +181,7 @@ def parse_external(raw: Any) -> ExternalSettings:
         cache_ttl=block.int("cache_ttl", 3600, 0, 30 * 24 * 3600),
         max_response_bytes=block.int("max_response_bytes", 5 * 1024 * 1024, 1024, 50 * 1024**2),
         allow=allow,
+        fetch_allow_networks=_networks(block),
         provider_options={name: dict(block.raw[name]) for name in provider_names},
     )
 
@@ -235,6 +239,20 @@ class Settings:
     def from_datasette(cls, datasette: Any) -> Settings:
         """Read the plugin block from a running Datasette (top level, never per database)."""
         return cls.from_config(datasette.plugin_config(PLUGIN_NAME))
+
+
+def _networks(block: _Block) -> tuple[str, ...]:
+    """CIDR blocks a promotion fetch may reach although private (self-hosted sites, tests)."""
+    networks = block.strings("fetch_allow_networks")
+    for network in networks:
+        try:
+            ipaddress.ip_network(network, strict=False)
+        except ValueError as exc:
+            raise ConfigError(
+                f"{PLUGIN_NAME}: 'external_search.fetch_allow_networks' has {network!r}, which is "
+                "not a network like 10.0.0.0/8"
+            ) from exc
+    return networks
 
 
 def _path(block: _Block, key: str) -> str:

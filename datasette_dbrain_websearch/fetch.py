@@ -14,7 +14,7 @@ SNI and certificate verification, because httpcore takes those from the request,
 - DNS lookup failed: ``dns_nxdomain``;
 - connection refused, reset or unreachable: ``connectivity``;
 - TLS handshake or certificate problem: ``tls_certificate``;
-- the 15 s budget (or an httpx per-operation timeout) ran out: ``timeout``;
+- the overall time budget (15 s by default) or a per-operation timeout ran out: ``timeout``;
 - HTTP 401/403: ``http_access_denied``;
 - HTTP 404/410: ``http_gone``. A 404 on a page a search engine just listed almost always means it
   was removed, and dbrain retries failed extractions after a cooldown anyway;
@@ -206,17 +206,6 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
             socket_options=socket_options,
         )
 
-    async def connect_unix_socket(
-        self,
-        path: str,
-        timeout: float | None = None,
-        socket_options: Iterable[httpcore.SOCKET_OPTION] | None = None,
-    ) -> httpcore.AsyncNetworkStream:
-        raise BlockedAddress("refused to connect to a Unix socket")
-
-    async def sleep(self, seconds: float) -> None:
-        await anyio.sleep(seconds)
-
 
 class _GuardedTransport(httpx.AsyncHTTPTransport):
     """httpx's own transport (and its exception mapping) over a pool on ``_GuardedBackend``.
@@ -357,8 +346,19 @@ def _extract(
     )
 
 
-async def _read_page(url: str, response: httpx.Response, max_bytes: int) -> FetchResult:
-    """Check status, type and size of the final answer, then read and extract the body."""
+@dataclass(frozen=True)
+class _Body:
+    """A fully read, acceptable answer, waiting for extraction."""
+
+    final_url: str
+    status: int
+    media_type: str
+    charset: str | None
+    content: bytes
+
+
+async def _read_body(url: str, response: httpx.Response, max_bytes: int) -> _Body | FetchResult:
+    """Check status, type and size of the final answer, then read its body within the cap."""
     failure = _status_failure(response)
     if failure is not None:
         return _failure(url, *failure, response=response)
@@ -377,22 +377,12 @@ async def _read_page(url: str, response: httpx.Response, max_bytes: int) -> Fetc
         if size > max_bytes:
             return _failure(url, "unsupported_file", too_big, response)
         chunks.append(chunk)
-    final_url = str(response.url)
-    title, description, site_name, text = await anyio.to_thread.run_sync(
-        _extract, b"".join(chunks), media_type, response.charset_encoding, final_url
-    )
-    return FetchResult(
-        ok=True,
-        url=url,
-        final_url=final_url,
+    return _Body(
+        final_url=str(response.url),
         status=response.status_code,
-        content_type=media_type,
-        title=title,
-        description=description,
-        site_name=site_name,
-        text=text,
-        error="",
-        failure_kind="",
+        media_type=media_type,
+        charset=response.charset_encoding,
+        content=b"".join(chunks),
     )
 
 
@@ -406,7 +396,7 @@ class _Progress:
 
 async def _follow(
     client: httpx.AsyncClient, url: str, max_redirects: int, max_bytes: int, progress: _Progress
-) -> FetchResult:
+) -> _Body | FetchResult:
     """GET ``url``, following at most ``max_redirects`` redirects one checked hop at a time."""
     target = httpx.URL(url)
     redirects = 0
@@ -417,7 +407,7 @@ async def _follow(
         async with client.stream("GET", target) as response:
             progress.response = response
             if response.next_request is None:
-                return await _read_page(url, response, max_bytes)
+                return await _read_body(url, response, max_bytes)
             if redirects == max_redirects:
                 return _failure(
                     url, "fetch_failed", f"more than {max_redirects} redirects", response
@@ -439,10 +429,10 @@ async def fetch_page(
 ) -> FetchResult:
     """Fetch ``url`` and extract its readable text; failures come back as a result, not raised.
 
-    ``timeout`` bounds the whole network exchange (every redirect and the body); text extraction
-    runs afterwards in a worker thread. ``allow_networks`` lists CIDRs that may be connected to
-    even though they are not public (a self-hosted setup, tests); an invalid CIDR raises
-    ValueError because it is a configuration error, not a fetch failure.
+    ``timeout`` bounds the whole network exchange (every redirect and the body). Extraction runs
+    afterwards, with the connection closed, in a worker thread so it does not block the loop.
+    ``allow_networks`` lists CIDRs that may be connected to even though they are not public (a
+    self-hosted setup, tests); an invalid CIDR raises ValueError, being a configuration error.
     """
     allowed = _parse_networks(allow_networks)
     try:
@@ -459,9 +449,27 @@ async def fetch_page(
             headers={"User-Agent": user_agent, "Accept": _ACCEPT},
         ) as client:
             with anyio.fail_after(timeout):
-                return await _follow(client, url, max_redirects, max_bytes, progress)
+                outcome = await _follow(client, url, max_redirects, max_bytes, progress)
+        if isinstance(outcome, FetchResult):
+            return outcome
+        title, description, site_name, text = await anyio.to_thread.run_sync(
+            _extract, outcome.content, outcome.media_type, outcome.charset, outcome.final_url
+        )
     except Exception as exc:
         kind, error = _classify(exc, timeout)
         if kind == "unknown":
             logger.warning("unexpected error while fetching a page", exc_info=True)
         return _failure(url, kind, error, progress.response, progress.target)
+    return FetchResult(
+        ok=True,
+        url=url,
+        final_url=outcome.final_url,
+        status=outcome.status,
+        content_type=outcome.media_type,
+        title=title,
+        description=description,
+        site_name=site_name,
+        text=text,
+        error="",
+        failure_kind="",
+    )

@@ -7,6 +7,7 @@ the page, never a 500.
 
 from __future__ import annotations
 
+import json
 import urllib.parse
 from typing import Any
 
@@ -15,9 +16,10 @@ from datasette.utils import tilde_decode
 
 from . import traces
 from .brain import TABLE, is_brain
-from .compat import EXTERNAL, RESEARCH, can
+from .compat import EXTERNAL, PROMOTE, RESEARCH, can
 from .config import MODES, Settings
 from .errors import ResearchError
+from .promote import parse_request, promote
 from .providers import registered_providers
 from .research import WebAccess, parse_options, research
 from .store import plugin_database
@@ -176,6 +178,8 @@ async def research_view(request: Any, datasette: Any) -> Response:
         + ("?" + query_string if query_string else ""),
         "kinds": [("", "Items and sources"), ("item", "Items only"), ("source", "Sources only")],
         "external": external_controls(settings, web, params),
+        "can_promote": await can(datasette, request.actor, PROMOTE),
+        "promote_url": datasette.urls.path("/-/research/promote"),
         "is_web_url": is_web_url,
     }
     html = await datasette.render_template(TEMPLATE, context, request=request)
@@ -308,3 +312,100 @@ async def runs_view(request: Any, datasette: Any) -> Response:
         request=request,
     )
     return Response.html(html)
+
+
+MAX_BODY = 1024 * 1024
+
+
+async def promote_view(request: Any, datasette: Any) -> Response:
+    """``POST /-/research/promote``: JSON for scripts, a form (post/redirect/get) for the page."""
+    as_json = "application/json" in request.headers.get("content-type", "")
+    if not await can(datasette, request.actor, PROMOTE):
+        if as_json:
+            return error_response(
+                ResearchError("You may not promote results (dbrain-promote).", 403, "forbidden")
+            )
+        raise Forbidden(PROMOTE)
+    if request.method != "POST":
+        return error_response(ResearchError("Use POST.", status=405, code="method_not_allowed"))
+    try:
+        body, back = await _promotion_body(request, as_json)
+        promotion = parse_request(body)
+        db = plugin_database(datasette)
+        trace = await traces.load(db, promotion.run_id) if db is not None else None
+        if trace is None:
+            raise ResearchError(f"No saved run {promotion.run_id}.", 404, "no_such_run")
+        if not await can(datasette, request.actor, RESEARCH, trace["database"]):
+            raise ResearchError("You may not use this run's brain.", 403, "forbidden")
+        brain = datasette.databases.get(trace["database"])
+        if brain is None:
+            raise ResearchError(
+                f"The brain '{trace['database']}' is not attached.", 404, "no_brain"
+            )
+        settings = Settings.from_datasette(datasette)
+        results = await promote(
+            brain,
+            db,
+            trace,
+            promotion,
+            _actor_id(request.actor),
+            settings.external.fetch_allow_networks,
+        )
+    except ResearchError as exc:
+        if as_json:
+            return error_response(exc)
+        datasette.add_message(request, f"Nothing promoted: {exc.message}", datasette.ERROR)
+        return Response.redirect(_safe_back(datasette, request, locals().get("back")))
+    shown = [
+        {
+            "source_key": r["source_key"],
+            "status": r["status"],
+            "local_source_key": r["local_source_key"],
+            "row_url": str(datasette.urls.row(trace["database"], "sources", str(r["row_id"]))),
+        }
+        for r in results
+    ]
+    if as_json:
+        return Response.json({"ok": True, "run_id": trace["run_id"], "results": shown})
+    summary = "; ".join(
+        f"{r['local_source_key']} {'added' if r['status'] == 'created' else 'already in the brain'}"
+        for r in shown
+    )
+    datasette.add_message(request, f"Promoted into {trace['database']}: {summary}", datasette.INFO)
+    return Response.redirect(_safe_back(datasette, request, back))
+
+
+async def _promotion_body(request: Any, as_json: bool) -> tuple[dict[str, Any], str]:
+    """The promotion fields and the page to return to (forms only)."""
+    if int(request.headers.get("content-length") or 0) > MAX_BODY:
+        raise ResearchError("The request body is too large.", 413, "too_large")
+    raw = await request.post_body()
+    if len(raw) > MAX_BODY:
+        raise ResearchError("The request body is too large.", 413, "too_large")
+    if as_json:
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError as exc:
+            raise ResearchError("The body is not valid JSON.", code="bad_json") from exc
+        if not isinstance(body, dict):
+            raise ResearchError("The JSON body must be an object.", code="bad_json")
+        return body, ""
+    form = urllib.parse.parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
+    keys = form.get("promote_one") or form.get("source_keys") or []
+    fields = {
+        "run_id": (form.get("run_id") or [""])[-1],
+        "source_keys": keys,
+        "fetch": (form.get("fetch") or ["false"])[-1],
+    }
+    return fields, (form.get("next") or [""])[-1]
+
+
+def _safe_back(datasette: Any, request: Any, back: str | None) -> str:
+    """Redirect only to a path on this site (never an absolute or scheme-relative URL)."""
+    if back and back.startswith("/") and not back.startswith("//") and "\\" not in back:
+        return back
+    return research_path(datasette, None, False)
+
+
+def _actor_id(actor: dict | None) -> str:
+    return str((actor or {}).get("id") or "")

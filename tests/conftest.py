@@ -17,6 +17,7 @@ import pytest
 import pytest_asyncio
 from datasette.app import Datasette
 
+from datasette_dbrain_websearch.fakeweb import FakeWeb
 from datasette_dbrain_websearch.schema import create_brain_schema, sync_item_fts, sync_source_fts
 from datasette_dbrain_websearch.urls import normalize_url
 
@@ -215,3 +216,43 @@ def actor_cookies(datasette: Datasette, actor_id: str) -> dict[str, str]:
 
 def dump(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False)
+
+
+BRAVE_KEY = "brave-SECRET-4c1f9e2d"
+EXA_KEY = "exa-SECRET-77aa10b3"
+
+
+@pytest.fixture(scope="module")
+def fakeweb():
+    """The offline provider server, on loopback, for a whole test module."""
+    with FakeWeb(brave_keys=(BRAVE_KEY,), exa_keys=(EXA_KEY,)) as server:
+        yield server
+
+
+@pytest.fixture
+def fake(fakeweb, monkeypatch):
+    monkeypatch.setenv("TEST_BRAVE_KEY", BRAVE_KEY)
+    monkeypatch.setenv("TEST_EXA_KEY", EXA_KEY)
+    fakeweb.reset()
+    yield fakeweb
+    fakeweb.reset()
+
+
+def web_config(fake: FakeWeb, **external: Any) -> dict[str, Any]:
+    block = {
+        "enabled": True,
+        "default_mode": "never",
+        "providers": ["brave"],
+        "timeout": 5,
+        "cache_ttl": 0,
+        "allow": {"id": "root"},
+        "brave": {"api_key": {"$env": "TEST_BRAVE_KEY"}, "base_url": fake.brave_base_url},
+        "exa": {"api_key": {"$env": "TEST_EXA_KEY"}, "base_url": fake.exa_base_url},
+        "searxng": {"base_url": fake.searxng_base_url},
+    }
+    for key, value in external.items():
+        if isinstance(value, dict) and isinstance(block.get(key), dict):
+            block[key] = {**block[key], **value}
+        else:
+            block[key] = value
+    return {"external_search": block}

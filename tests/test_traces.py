@@ -12,8 +12,8 @@ from datasette.cli import cli
 
 from datasette_dbrain_websearch import store, traces
 
-from .conftest import actor_cookies, make_datasette
-from .test_web_search import BRAVE_KEY, EXA_KEY, ask, fake, fakeweb, web_ds  # noqa: F401
+from .conftest import BRAVE_KEY, EXA_KEY, actor_cookies, make_datasette
+from .test_web_search import ask, web_ds
 
 INSERT_RUN = (
     f"insert into {store.RUNS_TABLE} values (?, ?, ?, 'json', 'brain', 'q', '', 'never', 0, 0, "
@@ -59,7 +59,7 @@ async def test_page_runs_are_saved_too_and_link_to_their_trace(ds, brain):
     assert 'href="/-/research/runs/' in html and ">trace</a>" in html
 
 
-async def test_web_run_trace_has_every_stage_and_no_secret(brain, fake):  # noqa: F811
+async def test_web_run_trace_has_every_stage_and_no_secret(brain, fake):
     ds = await web_ds(brain, fake, providers=["brave", "exa"])
     _, pack = await ask(ds, q="sqlite fts5 bm25 ranking", external="always", provider="all")
     trace_json = await ds.client.get(pack["trace_url"] + ".json")

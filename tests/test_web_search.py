@@ -6,7 +6,6 @@ import json
 import re
 import socket
 import time
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -16,48 +15,9 @@ from datasette.cli import cli
 from datasette.plugins import pm
 from datasette.utils import StartupError
 
-from datasette_dbrain_websearch.fakeweb import FakeWeb
 from datasette_dbrain_websearch.providers import Provider, WebResult
 
-from .conftest import DATASETTE_1, actor_cookies, make_datasette
-
-BRAVE_KEY = "brave-SECRET-4c1f9e2d"
-EXA_KEY = "exa-SECRET-77aa10b3"
-
-
-@pytest.fixture(scope="module")
-def fakeweb():
-    with FakeWeb(brave_keys=(BRAVE_KEY,), exa_keys=(EXA_KEY,)) as server:
-        yield server
-
-
-@pytest.fixture
-def fake(fakeweb, monkeypatch):
-    monkeypatch.setenv("TEST_BRAVE_KEY", BRAVE_KEY)
-    monkeypatch.setenv("TEST_EXA_KEY", EXA_KEY)
-    fakeweb.reset()
-    yield fakeweb
-    fakeweb.reset()
-
-
-def web_config(fake: FakeWeb, **external: Any) -> dict[str, Any]:
-    block = {
-        "enabled": True,
-        "default_mode": "never",
-        "providers": ["brave"],
-        "timeout": 5,
-        "cache_ttl": 0,
-        "allow": {"id": "root"},
-        "brave": {"api_key": {"$env": "TEST_BRAVE_KEY"}, "base_url": fake.brave_base_url},
-        "exa": {"api_key": {"$env": "TEST_EXA_KEY"}, "base_url": fake.exa_base_url},
-        "searxng": {"base_url": fake.searxng_base_url},
-    }
-    for key, value in external.items():
-        if isinstance(value, dict) and isinstance(block.get(key), dict):
-            block[key] = {**block[key], **value}
-        else:
-            block[key] = value
-    return {"external_search": block}
+from .conftest import BRAVE_KEY, DATASETTE_1, EXA_KEY, actor_cookies, make_datasette, web_config
 
 
 async def web_ds(brain, fake, **external) -> Datasette:

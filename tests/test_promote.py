@@ -1,0 +1,392 @@
+"""Promotion: web results written into the brain exactly as dbrain writes sources."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import sqlite3
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from datasette import hookimpl
+from datasette.plugins import pm
+
+from datasette_dbrain_websearch.providers import Provider, WebResult
+from datasette_dbrain_websearch.schema import create_retrieval_triggers, source_fts_row
+from datasette_dbrain_websearch.urls import normalize_url
+
+from .conftest import DATASETTE_1, actor_cookies, make_datasette, web_config
+
+RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
+GRANT_ROOT = {"dbrain-promote": {"id": "root"}}
+
+
+async def promoting_ds(brain, fake, **external):
+    ds = make_datasette(
+        [str(brain[0])], plugin_config=web_config(fake, **external), permissions=GRANT_ROOT
+    )
+    await ds.invoke_startup()
+    return ds
+
+
+async def csrf(ds, cookies):
+    """Cookies and headers a JSON POST needs: 0.65 wants the ds_csrftoken double submit."""
+    page = await ds.client.get("/-/research", cookies=cookies)
+    token = page.cookies.get("ds_csrftoken")
+    if not token:
+        return cookies, {}, ""
+    return {**cookies, "ds_csrftoken": token}, {"x-csrftoken": token}, token
+
+
+async def web_run(ds, q="lattice qcd", **params):
+    root = actor_cookies(ds, "root")
+    response = await ds.client.get(
+        "/-/research.json", params={"q": q, "external": "always", **params}, cookies=root
+    )
+    return response.json()
+
+
+async def post_json(ds, body, actor="root"):
+    cookies, headers, _ = await csrf(ds, actor_cookies(ds, actor) if actor else {})
+    return await ds.client.post("/-/research/promote", json=body, cookies=cookies, headers=headers)
+
+
+def brain_rows(path, sql, params=()):
+    conn = sqlite3.connect(path)
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in conn.execute(sql, params)]
+    finally:
+        conn.close()
+
+
+async def test_promotion_writes_a_dbrain_source_column_by_column(brain, fake):
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    row = pack["external_evidence"][0]
+    response = await post_json(ds, {"run_id": pack["run_id"], "source_keys": [row["source_key"]]})
+    assert response.status_code == 200, response.text
+    (result,) = response.json()["results"]
+    expected = normalize_url(row["canonical_url"])
+    assert result["status"] == "created"
+    assert result["local_source_key"] == expected.source_key
+    assert (
+        expected.source_key
+        == "src:" + hashlib.sha256(expected.canonical_url.encode()).hexdigest()[:12]
+    )
+    (source,) = brain_rows(
+        brain[0], "select * from sources where source_key = ?", [expected.source_key]
+    )
+    assert result["row_url"] == f"/brain/sources/{source['id']}"
+    assert source["canonical_url"] == source["normalized_url"] == expected.canonical_url
+    assert (source["source_type"], source["domain"], source["note_path"]) == (
+        expected.source_type,
+        expected.domain,
+        expected.note_path,
+    )
+    assert source["note_path"].startswith(f"sources/{expected.source_type}/")
+    for column in ("created_at", "updated_at", "extracted_at"):
+        assert RFC3339.match(source[column]), column
+    assert source["extract_status"] == "ok"
+    assert source["extract_tool"] == "datasette-dbrain-websearch"
+    assert source["extracted_text"] == row["text"] and source["title"] == row["title"]
+    assert source["content_hash"] == hashlib.sha256(row["text"].encode()).hexdigest()
+    assert None not in source.values()
+    assert (source["summary_text"], source["user_tags"], source["extract_error"]) == ("", "", "")
+    (fts,) = brain_rows(
+        brain[0], "select rowid, * from sources_fts where rowid = ?", [source["id"]]
+    )
+    fts_columns = (
+        "rowid",
+        "source_key",
+        "title",
+        "description",
+        "site_name",
+        "extracted_text",
+        "summary_text",
+        "domain",
+    )
+    assert tuple(fts[c] for c in fts_columns) == source_fts_row(source)
+    (provenance,) = brain_rows(
+        brain[0].parent / "research_runs.db", "select * from dbrain_websearch_promotions"
+    )
+    assert provenance["run_id"] == pack["run_id"] and provenance["actor_id"] == "root"
+    assert provenance["provider"] == "brave" and provenance["provider_query"] == "lattice qcd"
+    assert provenance["local_source_key"] == expected.source_key
+    assert provenance["external_source_key"] == row["source_key"]
+
+
+async def test_the_next_search_finds_the_promoted_source_locally(brain, fake):
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    row = pack["external_evidence"][0]
+    await post_json(ds, {"run_id": pack["run_id"], "source_keys": [row["source_key"]]})
+    again = await web_run(ds)
+    local_keys = [r["source_key"] for r in again["evidence"]]
+    assert normalize_url(row["canonical_url"]).source_key in local_keys
+    assert row["canonical_url"] not in [r["canonical_url"] for r in again["external_evidence"]]
+    promoted = next(r for r in again["evidence"] if r.get("also_found_by"))
+    assert promoted["kind"] == "source" and promoted["origin"] == "dbrain_corpus"
+
+
+async def test_promotion_is_idempotent_and_one_row_under_concurrency(brain, fake):
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    key = pack["external_evidence"][1]["source_key"]
+    body = {"run_id": pack["run_id"], "source_keys": [key]}
+    responses = await asyncio.gather(*(post_json(ds, body) for _ in range(6)))
+    statuses = sorted(r.json()["results"][0]["status"] for r in responses)
+    assert statuses == ["created"] + ["exists"] * 5
+    local = {r.json()["results"][0]["local_source_key"] for r in responses}
+    assert len(local) == 1
+    url = normalize_url(pack["external_evidence"][1]["canonical_url"]).normalized_url
+    assert len(brain_rows(brain[0], "select id from sources where normalized_url = ?", [url])) == 1
+
+
+async def test_only_keys_from_that_run_can_be_promoted(brain, fake):
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    before = brain_rows(brain[0], "select count(*) as n from sources")[0]["n"]
+    for keys in (
+        ["ext:brave:000000000000"],
+        ["https://evil.example/inject"],
+        [pack["external_evidence"][0]["source_key"], "ext:exa:ffffffffffff"],
+    ):
+        response = await post_json(ds, {"run_id": pack["run_id"], "source_keys": keys})
+        assert response.status_code == 400 and response.json()["code"] == "not_in_run"
+    response = await post_json(
+        ds,
+        {
+            "run_id": "20260101T000000.000000000Z-000000000000",
+            "source_keys": ["ext:brave:000000000000"],
+        },
+    )
+    assert response.status_code == 404
+    for bad in (
+        {},
+        {"run_id": pack["run_id"]},
+        {"run_id": pack["run_id"], "source_keys": []},
+        {"run_id": pack["run_id"], "source_keys": [1]},
+        [],
+        "x",
+    ):
+        response = await post_json(ds, bad)
+        assert response.status_code == 400, bad
+    assert brain_rows(brain[0], "select count(*) as n from sources")[0]["n"] == before
+
+
+async def test_promotion_needs_the_permission(brain, fake):
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    body = {"run_id": pack["run_id"], "source_keys": [pack["external_evidence"][0]["source_key"]]}
+    before = brain_rows(brain[0], "select count(*) as n from sources")[0]["n"]
+    for actor in ("alice", None):
+        response = await post_json(ds, body, actor=actor)
+        assert response.status_code == 403
+    assert brain_rows(brain[0], "select count(*) as n from sources")[0]["n"] == before
+    page = await ds.client.get(
+        "/-/research",
+        params={"q": "lattice qcd", "external": "always"},
+        cookies=actor_cookies(ds, "alice"),
+    )
+    assert "Promote to brain" not in page.text
+
+
+async def test_cross_site_form_posts_are_refused(brain, fake):
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    form = {"run_id": pack["run_id"], "source_keys": pack["external_evidence"][0]["source_key"]}
+    headers = {"Sec-Fetch-Site": "cross-site", "Origin": "http://evil.example"}
+    response = await ds.client.post(
+        "/-/research/promote", data=form, cookies=actor_cookies(ds, "root"), headers=headers
+    )
+    assert response.status_code == 403
+    assert (
+        brain_rows(
+            brain[0],
+            "select count(*) as n from sources where source_key like 'src:%' "
+            "and extract_tool != ''",
+        )[0]["n"]
+        == 0
+    )
+
+
+async def test_form_promotion_redirects_back_with_a_message(brain, fake):
+    ds = await promoting_ds(brain, fake)
+    root = actor_cookies(ds, "root")
+    page = await ds.client.get(
+        "/-/research", params={"q": "lattice qcd", "external": "always"}, cookies=root
+    )
+    assert "Promote to brain" in page.text and 'name="run_id"' in page.text
+    run_id = re.search(r'name="run_id" value="([^"]+)"', page.text).group(1)
+    key = re.search(r'name="promote_one" value="([^"]+)"', page.text).group(1)
+    cookies, _, token = await csrf(ds, root)
+    form = {
+        "csrftoken": token,
+        "run_id": run_id,
+        "promote_one": key,
+        "next": "/-/research?q=lattice+qcd&external=always",
+    }
+    response = await ds.client.post("/-/research/promote", data=form, cookies=cookies)
+    assert response.status_code == 302
+    assert response.headers["location"] == "/-/research?q=lattice+qcd&external=always"
+    message = ds.unsign(response.cookies["ds_messages"], "messages")
+    assert "Promoted into brain: src:" in message[0][0] and "added" in message[0][0]
+    evil = {**form, "next": "//evil.example/"}
+    response = await ds.client.post("/-/research/promote", data=evil, cookies=cookies)
+    assert response.headers["location"] == "/-/research"
+
+
+async def test_immutable_brain_answers_409(brain, fake):
+    ds = make_datasette(
+        [], immutables=[str(brain[0])], plugin_config=web_config(fake), permissions=GRANT_ROOT
+    )
+    await ds.invoke_startup()
+    pack = await web_run(ds)
+    body = {"run_id": pack["run_id"], "source_keys": [pack["external_evidence"][0]["source_key"]]}
+    response = await post_json(ds, body)
+    assert response.status_code == 409 and response.json()["code"] == "brain_read_only"
+    assert "-i" in response.json()["error"]
+
+
+async def test_read_only_brain_file_answers_409(brain, fake):
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    before = brain_rows(brain[0], "select count(*) as n from sources")[0]["n"]
+    brain[0].chmod(0o444)
+    try:
+        body = {
+            "run_id": pack["run_id"],
+            "source_keys": [pack["external_evidence"][0]["source_key"]],
+        }
+        response = await post_json(ds, body)
+    finally:
+        brain[0].chmod(0o644)
+    if response.status_code == 200:
+        pytest.skip("this machine lets root write to a read-only file")
+    assert response.status_code == 409 and response.json()["code"] == "brain_read_only"
+    assert brain_rows(brain[0], "select count(*) as n from sources")[0]["n"] == before
+
+
+async def test_dbrain_retrieval_triggers_keep_working(brain, fake):
+    conn = sqlite3.connect(brain[0])
+    create_retrieval_triggers(conn)
+    conn.commit()
+    conn.close()
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    row = pack["external_evidence"][0]
+    response = await post_json(ds, {"run_id": pack["run_id"], "source_keys": [row["source_key"]]})
+    assert response.json()["results"][0]["status"] == "created"
+    key = normalize_url(row["canonical_url"]).source_key
+    pending = brain_rows(
+        brain[0], "select * from retrieval_parent_projections where parent_source_key = ?", [key]
+    )
+    assert pending and pending[0]["status"] == "pending"
+
+
+ARTICLE = b"""<!doctype html><html><head><title>Lattice gauge theory, explained</title>
+<meta name="description" content="A gentle introduction."></head><body><nav>Home | About</nav>
+<article><h1>Lattice gauge theory, explained</h1>
+<p>Lattice QCD puts quarks and gluons on a four-dimensional grid of spacetime points so that
+the strong force can be computed numerically on supercomputers.</p>
+<p>The continuum limit is reached by shrinking the lattice spacing and extrapolating.</p>
+</article><footer>Copyright</footer></body></html>"""
+
+
+@pytest.fixture
+def article_server():
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self):
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            self.send_header("Content-Length", str(len(ARTICLE)))
+            self.end_headers()
+            self.wfile.write(ARTICLE)
+
+        def log_message(self, *args):
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/lattice-article"
+    server.shutdown()
+
+
+class LocalPageProvider(Provider):
+    """A provider whose result lives on a loopback page (so fetch can be tested offline)."""
+
+    name = "localpage"
+    label = "Local page"
+    url = ""
+
+    async def search(self, request, ctx):
+        return [
+            WebResult(
+                url=self.url,
+                title="Lattice article",
+                snippet="lattice qcd grid",
+                text="Provider text about lattice qcd.",
+                rank=1,
+            )
+        ]
+
+
+class LocalPagePlugin:
+    __name__ = "localpage_plugin"
+
+    def __init__(self, provider):
+        self.provider = provider
+
+    @hookimpl
+    def register_dbrain_websearch_providers(self, datasette):
+        return [self.provider]
+
+
+@pytest.mark.parametrize("allowed", [True, False])
+async def test_fetch_extracts_text_and_refuses_private_addresses(
+    brain,
+    fake,
+    article_server,
+    allowed,
+):
+    provider = LocalPageProvider()
+    provider.url = article_server
+    pm.register(LocalPagePlugin(provider), name="localpage_plugin")
+    try:
+        networks = ["127.0.0.1/32"] if allowed else []
+        ds = await promoting_ds(brain, fake, providers=["localpage"], fetch_allow_networks=networks)
+        pack = await web_run(ds)
+        (row,) = pack["external_evidence"]
+        response = await post_json(
+            ds, {"run_id": pack["run_id"], "source_keys": [row["source_key"]], "fetch": True}
+        )
+        assert response.json()["results"][0]["status"] == "created"
+        (source,) = brain_rows(
+            brain[0],
+            "select * from sources where source_key = ?",
+            [response.json()["results"][0]["local_source_key"]],
+        )
+        if allowed:
+            assert "four-dimensional grid" in source["extracted_text"]
+            assert "Copyright" not in source["extracted_text"]
+            assert source["title"] == "Lattice gauge theory, explained"
+            assert source["extract_error"] == ""
+        else:
+            # Refused before connecting: the provider's text is kept, the failure recorded.
+            assert source["extracted_text"] == "Provider text about lattice qcd."
+            assert source["extract_error"] and source["extract_failure_kind"]
+            assert source["extract_status"] == "ok" and source["extract_failure_count"] == 1
+    finally:
+        pm.unregister(name="localpage_plugin")
+
+
+@pytest.mark.skipif(not DATASETTE_1, reason="root needs --root or a grant on 1.0 only")
+async def test_root_needs_a_grant_on_1_0(brain, fake):
+    ds = make_datasette([str(brain[0])], plugin_config=web_config(fake))
+    await ds.invoke_startup()
+    pack = await web_run(ds)
+    body = {"run_id": pack["run_id"], "source_keys": [pack["external_evidence"][0]["source_key"]]}
+    assert (await post_json(ds, body)).status_code == 403
