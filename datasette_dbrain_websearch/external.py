@@ -13,7 +13,7 @@ import asyncio
 import functools
 import ssl
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -159,13 +159,24 @@ class WebStage:
         settings: ExternalSettings,
         providers: Mapping[str, Provider],
         cache_db: Any | None,
-        transport: httpx.AsyncBaseTransport | None = None,
+        emit: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
     ) -> None:
         self.settings = settings
         self.providers = providers
         self.cache_db = cache_db
-        self.transport = transport
+        self.emit = emit
         self.outcome = WebOutcome()
+
+    async def _progress(self, name: str, status: str, message: str) -> None:
+        if self.emit is not None:
+            await self.emit(
+                {
+                    "stage": "provider",
+                    "provider": name,
+                    "status": status,
+                    "message": f"{self._label(name)}: {message}",
+                }
+            )
 
     def warn(self, code: str, provider: str, message: str) -> None:
         self.outcome.warnings.append(
@@ -198,7 +209,6 @@ class WebStage:
             timeout=self.settings.timeout,
         )
         async with httpx.AsyncClient(
-            transport=self.transport,
             verify=tls_context(),
             follow_redirects=False,
             headers={"User-Agent": USER_AGENT},
@@ -273,20 +283,27 @@ class WebStage:
         self, name: str, search: SearchRequest, client: httpx.AsyncClient, deadline: float
     ) -> None:
         """One provider, with every failure as a ProviderError (never an unhandled exception)."""
+        await self._progress(name, "started", "searching")
         try:
-            await self._call(name, search, client, deadline)
-        except (ProviderError, asyncio.CancelledError):
+            count = await self._call(name, search, client, deadline)
+        except asyncio.CancelledError:
+            raise
+        except ProviderError as exc:
+            await self._progress(name, "failed", exc.message)
             raise
         except Exception as exc:
-            raise ProviderError(
+            error = ProviderError(
                 FAILED,
                 f"{self._label(name)} answered with data the plugin could not read "
                 f"({type(exc).__name__}).",
-            ) from exc
+            )
+            await self._progress(name, "failed", error.message)
+            raise error from exc
+        await self._progress(name, "done", f"{count} results")
 
     async def _call(
         self, name: str, search: SearchRequest, client: httpx.AsyncClient, deadline: float
-    ) -> None:
+    ) -> int:
         """Cache, call (one retry on a rate limit that fits the budget), record the answer."""
         provider = self.providers[name]
         options = self.settings.options_for(name)
@@ -329,6 +346,7 @@ class WebStage:
         self.outcome.rejected_urls += rejected
         self.outcome.providers_answered.append(name)
         self.outcome.timings_ms[f"external_{name}"] = round((time.monotonic() - started) * 1000, 3)
+        return len(results)
 
     async def _cache_get(self, name: str, key: str) -> list[WebResult] | None:
         if not self.settings.cache_ttl or self.cache_db is None:
@@ -336,8 +354,12 @@ class WebStage:
         try:
             return await store.cache_get(self.cache_db, key)
         except Exception as exc:  # a locked, read-only or foreign file must not cost the run
-            self.warn("provider_cache_failed", name, f"The provider cache could not be read "
-                      f"({type(exc).__name__}); asking the provider.")  # fmt: skip
+            self.warn(
+                "provider_cache_failed",
+                name,
+                f"The provider cache could not be read "
+                f"({type(exc).__name__}); asking the provider.",
+            )
             return None
 
     async def _cache_put(
@@ -350,8 +372,11 @@ class WebStage:
                 self.cache_db, key, name, params, results, self.settings.cache_ttl
             )
         except Exception as exc:
-            self.warn("provider_cache_failed", name, f"The answer could not be cached "
-                      f"({type(exc).__name__}).")  # fmt: skip
+            self.warn(
+                "provider_cache_failed",
+                name,
+                f"The answer could not be cached ({type(exc).__name__}).",
+            )
 
 
 USER_AGENT = "datasette-dbrain-websearch (+https://github.com/darron/dbrain)"
@@ -366,9 +391,15 @@ def tls_context() -> ssl.SSLContext:
 # Provider options that may be shown and stored; anything else (keys, base URLs that may carry
 # credentials, options a third-party provider invents) stays out of packs, traces and the cache.
 SHOWN_OPTIONS = (
-    "endpoint", "type", "context_threshold_mode", "country", "search_lang", "language",
-    "categories", "text_via_contents",
-)  # fmt: skip
+    "endpoint",
+    "type",
+    "context_threshold_mode",
+    "country",
+    "search_lang",
+    "language",
+    "categories",
+    "text_via_contents",
+)
 
 
 def cache_params(name: str, search: SearchRequest, options: Mapping[str, Any]) -> dict[str, Any]:

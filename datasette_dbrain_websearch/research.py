@@ -38,6 +38,7 @@ KIND_CHOICES = ("", "all", "item", "source")
 DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 Params = Mapping[str, Sequence[str]]
+Progress = Callable[[dict[str, Any]], Awaitable[None]]
 ExecuteFn = Callable[[Callable[[Any], Any]], Awaitable[Any]]
 
 
@@ -157,8 +158,14 @@ async def research(
     settings: Settings,
     row_url: RowUrl,
     web: WebAccess | None = None,
+    progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Run one research pass (local, then the web when allowed) and return the pack."""
+    """Run one research pass (local, then the web when allowed) and return the pack.
+
+    ``progress`` (optional) is awaited with a small dict as each stage starts or ends, so a
+    surface can show live progress; it never changes the result.
+    """
+    emit = progress or _silent
     started = time.perf_counter()
     run_id = new_run_id()
     web = web or WebAccess(False, {})
@@ -171,6 +178,7 @@ async def research(
             code="unknown_provider",
         )
     plan = plan_query(options.question, options.syntax)
+    await emit({"stage": "local", "status": "started", "message": "Searching your brain"})
     local: LocalResult = await execute_fn(
         lambda conn: retrieve(
             conn, options.question, plan, options.filters, options.limit, settings.time_limit_ms
@@ -201,13 +209,24 @@ async def research(
         top_matched=[e["retrieval"]["matched_terms"] for e in evidence],
         thresholds=settings.judge,
     )
+    await emit(
+        {
+            "stage": "local",
+            "status": "done",
+            "count": len(evidence),
+            "message": f"Local dbrain evidence: {len(evidence)} rows ({local.mode})",
+        }
+    )
+    await emit(
+        {"stage": "judge", "status": "done", "verdict": verdict.verdict, "message": verdict.message}
+    )
     timings = {
         **{f"local_{k}": v for k, v in local.timings_ms.items() if k != "local"},
         "local": local.timings_ms["local"],
         "judge": round((time.perf_counter() - judge_started) * 1000, 3),
     }
     web_part = await _web(
-        execute_fn, options, settings, plan, verdict.verdict, evidence, row_url, web
+        execute_fn, options, settings, plan, verdict.verdict, evidence, row_url, web, emit
     )
     warnings.extend(web_part.pop("warnings"))
     timings.update(web_part.pop("timings_ms"))
@@ -252,6 +271,7 @@ async def _web(
     evidence: list[dict[str, Any]],
     row_url: RowUrl,
     web: WebAccess,
+    emit: Progress,
 ) -> dict[str, Any]:
     """The external stage and the merge; returns the pack's web parts (always present)."""
     ext = settings.external
@@ -282,6 +302,14 @@ async def _web(
             }
         )
     if not decision.run:
+        await emit(
+            {
+                "stage": "web",
+                "status": "skipped",
+                "reason": decision.skipped_reason,
+                "message": f"Web search skipped ({decision.skipped_reason})",
+            }
+        )
         part["ranking"] = merged_ranking(evidence, [], current)
         return part
     if not web_query(plan):
@@ -295,8 +323,9 @@ async def _web(
         part["ranking"] = merged_ranking(evidence, [], current)
         return part
     part["external_search"]["ran"] = True
+    await emit({"stage": "web", "status": "started", "message": "Searching the web"})
     try:
-        outcome = await WebStage(ext, web.providers, web.cache_db).run(request, plan)
+        outcome = await WebStage(ext, web.providers, web.cache_db, emit=emit).run(request, plan)
     except Exception as exc:  # the last line of defence: local results always survive
         part["warnings"].append(
             {
@@ -330,6 +359,15 @@ async def _web(
         external_row(r, plan, settings.excerpt_chars, text_chars, labels) for r in merged.rows
     ]
     part["merge_decisions"] = merged.decisions
+    await emit(
+        {
+            "stage": "merge",
+            "status": "done",
+            "count": len(merged.rows),
+            "message": f"Outside dbrain corpus: {len(merged.rows)} rows; "
+            f"{len(merged.collapsed)} already in your brain",
+        }
+    )
     if outcome.rejected_urls:
         part["warnings"].append(
             {
@@ -374,6 +412,10 @@ def _credit_local_sources(
             added += 1
         credit_local(row, hits, labels)
     return added
+
+
+async def _silent(event: dict[str, Any]) -> None:
+    """The default progress listener: nobody is watching."""
 
 
 def scrub(value: Any, secrets: list[str]) -> Any:

@@ -13,6 +13,7 @@ saw, already scrubbed of secrets. Events use dbrain-style names plus the web-sta
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -20,6 +21,7 @@ from typing import Any
 from .store import EVENTS_TABLE, RUNS_TABLE, plugin_database
 
 TRACE_SCHEMA = "research_trace.v1"
+RUN_ID = re.compile(r"\d{8}T\d{6}\.\d{9}Z-[0-9a-f]{12}")
 KEEP_RUNS = 500
 KEEP_DAYS = 180
 SURFACES = ("page", "json", "cli")

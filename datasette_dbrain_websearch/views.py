@@ -13,6 +13,7 @@ from typing import Any
 
 from datasette import Forbidden, NotFound, Response
 from datasette.utils import tilde_decode
+from datasette.utils.asgi import AsgiStream
 
 from . import traces
 from .brain import TABLE, is_brain
@@ -21,7 +22,7 @@ from .config import MODES, Settings
 from .errors import ResearchError
 from .promote import parse_request, promote
 from .providers import registered_providers
-from .research import WebAccess, parse_options, research
+from .research import Progress, WebAccess, parse_options, research
 from .store import plugin_database
 from .urls import is_web_url
 
@@ -89,79 +90,115 @@ def research_path(datasette: Any, database: str | None, as_json: bool) -> str:
     return datasette.urls.database(database) + suffix
 
 
+async def resolve_brain(
+    datasette: Any, request: Any, settings: Settings, params: dict[str, list[str]]
+) -> tuple[str, list[str]]:
+    """The brain this request is about and the brains its actor may research.
+
+    Raises ResearchError (403 or 404) before anything is read from a brain.
+    """
+    route = request.url_vars.get("database")
+    if route is not None:
+        database = database_for_route(datasette, route)
+        if database is None:
+            raise ResearchError(f"Database not found: {tilde_decode(route)}", 404, "no_database")
+        if not await can(datasette, request.actor, RESEARCH, database):
+            raise ResearchError("You may not research this brain.", 403, "forbidden")
+        if database not in await brain_databases(datasette, settings):
+            raise ResearchError(
+                f"Database '{database}' is not a dbrain brain (no items/items_fts or "
+                "sources/sources_fts tables).",
+                404,
+                "not_a_brain",
+            )
+        return database, [database]
+    allowed = await researchable_brains(datasette, request.actor, settings)
+    requested = (params.get("database") or [""])[-1]
+    if not allowed:
+        if await brain_databases(datasette, settings):
+            raise ResearchError("You may not research any brain here.", 403, "forbidden")
+        raise ResearchError("No dbrain brain is attached to this Datasette.", 404, "no_brain")
+    if requested and requested not in allowed:
+        raise ResearchError(
+            f"Unknown brain '{requested}'; choose one of: {', '.join(allowed)}.",
+            404,
+            "unknown_brain",
+        )
+    return requested or allowed[0], allowed
+
+
+def page_error(error: ResearchError) -> Exception:
+    """Datasette's own error page for a refused HTML request."""
+    return Forbidden(RESEARCH) if error.status == 403 else NotFound(error.message)
+
+
+async def run_research(
+    datasette: Any,
+    request: Any,
+    database: str,
+    params: dict[str, list[str]],
+    settings: Settings,
+    web: WebAccess,
+    surface: str,
+    progress: Progress | None = None,
+) -> dict[str, Any]:
+    """Parse, research, save the trace: the one path every HTTP surface takes."""
+    options = parse_options(params, settings)
+    db = datasette.get_database(database)
+    pack = await research(
+        db.execute_fn,
+        database,
+        options,
+        settings,
+        row_url_for(datasette, database),
+        web,
+        progress=progress,
+    )
+    await traces.record(
+        datasette, pack, surface=surface, actor=request.actor, permitted=web.permitted
+    )
+    return pack
+
+
+async def saved_pack(
+    datasette: Any, request: Any, params: dict[str, list[str]]
+) -> dict[str, Any] | None:
+    """``?run=<run_id>``: the pack a streamed run already produced (no second search)."""
+    run_id = (params.get("run") or [""])[-1]
+    db = plugin_database(datasette)
+    if not run_id or db is None or not traces.RUN_ID.fullmatch(run_id):
+        return None
+    trace = await traces.load(db, run_id)
+    if trace is None or trace["question"] != (params.get("q") or [""])[-1].strip():
+        return None
+    if not await can(datasette, request.actor, RESEARCH, trace["database"]):
+        return None
+    return trace["pack"]
+
+
 async def research_view(request: Any, datasette: Any) -> Response:
     """``/-/research[.json]`` and ``/<database>/-/research[.json]``."""
     as_json = bool(request.url_vars.get("format"))
     settings = Settings.from_datasette(datasette)
     params = urllib.parse.parse_qs(request.query_string, keep_blank_values=True)
     route = request.url_vars.get("database")
-    if route is not None:
-        database = database_for_route(datasette, route)
-        if database is None:
-            raise NotFound(f"Database not found: {tilde_decode(route)}")
-        if not await can(datasette, request.actor, RESEARCH, database):
-            raise Forbidden(RESEARCH)
-        brains = await brain_databases(datasette, settings)
-        if database not in brains:
-            error = ResearchError(
-                f"Database '{database}' is not a dbrain brain (no items/items_fts or "
-                "sources/sources_fts tables).",
-                status=404,
-                code="not_a_brain",
-            )
-            if as_json:
-                return error_response(error)
-            raise NotFound(error.message)
-        allowed = [b for b in brains if b == database]
-    else:
-        allowed = await researchable_brains(datasette, request.actor, settings)
-        requested = (params.get("database") or [""])[-1]
-        if not allowed:
-            if await brain_databases(datasette, settings):
-                raise Forbidden(RESEARCH)
-            error = ResearchError(
-                "No dbrain brain is attached to this Datasette.", status=404, code="no_brain"
-            )
-            if as_json:
-                return error_response(error)
-            raise NotFound(error.message)
-        if requested and requested not in allowed:
-            error = ResearchError(
-                f"Unknown brain '{requested}'; choose one of: {', '.join(allowed)}.",
-                status=404,
-                code="unknown_brain",
-            )
-            if as_json:
-                return error_response(error)
-            raise NotFound(error.message)
-        database = requested or allowed[0]
-
+    try:
+        database, allowed = await resolve_brain(datasette, request, settings, params)
+    except ResearchError as exc:
+        if as_json:
+            return error_response(exc)
+        raise page_error(exc) from exc
     web = await web_access(datasette, request.actor)
-    pack = None
+    pack = None if as_json else await saved_pack(datasette, request, params)
     error = None
     has_question = bool((params.get("q") or [""])[-1].strip())
-    if as_json or has_question:
+    if pack is None and (as_json or has_question):
         try:
-            options = parse_options(params, settings)
-            db = datasette.get_database(database)
-            pack = await research(
-                db.execute_fn,
-                database,
-                options,
-                settings,
-                row_url_for(datasette, database),
-                web,
+            pack = await run_research(
+                datasette, request, database, params, settings, web, "json" if as_json else "page"
             )
         except ResearchError as exc:
             error = exc
-        else:
-            await traces.record(
-                datasette,
-                pack,
-                surface="json" if as_json else "page",
-                actor=request.actor,
-                permitted=web.permitted,
-            )
     if as_json:
         return error_response(error) if error else Response.json(pack)
 
@@ -180,6 +217,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
         "external": external_controls(settings, web, params),
         "can_promote": await can(datasette, request.actor, PROMOTE),
         "promote_url": datasette.urls.path("/-/research/promote"),
+        "stream_url": datasette.urls.path("/-/research/stream"),
         "is_web_url": is_web_url,
     }
     html = await datasette.render_template(TEMPLATE, context, request=request)
@@ -409,3 +447,42 @@ def _safe_back(datasette: Any, request: Any, back: str | None) -> str:
 
 def _actor_id(actor: dict | None) -> str:
     return str((actor or {}).get("id") or "")
+
+
+async def stream_view(request: Any, datasette: Any) -> Any:
+    """``/-/research/stream``: the research page's parameters, answered as NDJSON progress.
+
+    Each line is a stage event (local search, judge, each web provider, merge); the last is
+    ``{"stage": "done", "url": ...}`` pointing at the page that renders the saved run, or
+    ``{"stage": "error", ...}``. The page's script uses it to show live progress; without
+    JavaScript the plain form does the same work in one request.
+    """
+    settings = Settings.from_datasette(datasette)
+    params = urllib.parse.parse_qs(request.query_string, keep_blank_values=True)
+    try:
+        database, _ = await resolve_brain(datasette, request, settings, params)
+    except ResearchError as exc:
+        return error_response(exc)
+    web = await web_access(datasette, request.actor)
+
+    async def stream(writer: Any) -> None:
+        async def progress(event: dict[str, Any]) -> None:
+            await writer.write(json.dumps(event) + "\n")
+
+        try:
+            pack = await run_research(
+                datasette, request, database, params, settings, web, "page", progress
+            )
+        except ResearchError as exc:
+            await progress({"stage": "error", **exc.as_json()})
+            return
+        query = {k: v for k, v in params.items() if k != "run"}
+        query["run"] = [pack["run_id"]]
+        url = research_path(datasette, None, False) + "?" + urllib.parse.urlencode(query, True)
+        await progress({"stage": "done", "run_id": pack["run_id"], "url": url})
+
+    return AsgiStream(
+        stream,
+        content_type="application/x-ndjson; charset=utf-8",
+        headers={"cache-control": "no-store"},
+    )

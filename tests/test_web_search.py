@@ -722,3 +722,58 @@ async def test_exa_text_via_contents(brain, fake):
     assert "text" not in search.json["contents"] and "highlights" in search.json["contents"]
     assert contents.json["urls"] and contents.json["text"]["maxCharacters"] > 0
     assert pack["external_evidence"] and all(r["text"] for r in pack["external_evidence"])
+
+
+async def test_stream_reports_each_stage_then_the_saved_run(brain, fake):
+    ds = await web_ds(brain, fake, providers=["brave", "exa"])
+    root = actor_cookies(ds, "root")
+    response = await ds.client.get(
+        "/-/research/stream",
+        params={"q": "lattice qcd", "external": "always", "provider": "all"},
+        cookies=root,
+    )
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("application/x-ndjson")
+    events = [json.loads(line) for line in response.text.splitlines() if line]
+    stages = [(e["stage"], e.get("status")) for e in events]
+    assert stages[:4] == [
+        ("local", "started"),
+        ("local", "done"),
+        ("judge", "done"),
+        ("web", "started"),
+    ]
+    providers = {(e["provider"], e["status"]) for e in events if e["stage"] == "provider"}
+    assert providers == {
+        ("brave", "started"),
+        ("brave", "done"),
+        ("exa", "started"),
+        ("exa", "done"),
+    }
+    assert stages[-2] == ("merge", "done") and events[-1]["stage"] == "done"
+    assert BRAVE_KEY not in response.text and EXA_KEY not in response.text
+    calls = len(provider_requests(fake))
+    page = await ds.client.get(events[-1]["url"], cookies=root)
+    assert page.status_code == 200 and "Outside dbrain corpus / Brave" in page.text
+    assert events[-1]["run_id"] in page.text
+    assert len(provider_requests(fake)) == calls  # the saved run is shown, not searched again
+
+
+async def test_stream_errors_and_refusals(brain, fake):
+    ds = await web_ds(brain, fake)
+    bad = await ds.client.get("/-/research/stream", params={"q": "a AND (", "syntax": "raw"})
+    event = [json.loads(line) for line in bad.text.splitlines() if line][-1]
+    assert event["stage"] == "error" and event["status"] == 400
+    assert event["error"].startswith("FTS5 query error")
+    private = make_datasette([str(brain[0])], databases={"brain": {"allow": {"id": "alice"}}})
+    denied = await private.client.get("/-/research/stream", params={"q": "espresso"})
+    assert denied.status_code == 403
+
+
+async def test_a_saved_run_is_only_reused_for_its_own_question(brain, fake):
+    ds = await web_ds(brain, fake)
+    root = actor_cookies(ds, "root")
+    _, pack = await ask(ds, q="lattice qcd", external="always")
+    other = await ds.client.get(
+        "/-/research", params={"q": "espresso", "run": pack["run_id"]}, cookies=root
+    )
+    assert "Outside dbrain corpus / Brave" not in other.text and "espresso" in other.text.lower()

@@ -1,0 +1,138 @@
+/* datasette-dbrain-websearch: progressive enhancement for the research page.
+ * Without this script the page works as a plain form; with it:
+ * - a run that may search the web shows live stage progress (local search, judge, each web
+ *   provider, merge) read from /-/research/stream, then opens the saved run;
+ * - keyboard: "/" focuses the question, "j"/"k" move between rows, "o" opens, "p" promotes.
+ * All text from the server is inserted with textContent, never as HTML.
+ */
+(function () {
+  "use strict";
+
+  function rows() {
+    return Array.prototype.slice.call(document.querySelectorAll(".dbrain-row"));
+  }
+
+  function currentRow() {
+    var active = document.activeElement;
+    return active && active.closest ? active.closest(".dbrain-row") : null;
+  }
+
+  function focusRow(row) {
+    var link = row && row.querySelector(".dbrain-title");
+    if (link) {
+      link.focus();
+      row.scrollIntoView({ block: "nearest" });
+    }
+  }
+
+  function typing(target) {
+    var tag = (target.tagName || "").toLowerCase();
+    return tag === "input" || tag === "textarea" || tag === "select" || target.isContentEditable;
+  }
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) {
+      return;
+    }
+    var list = rows();
+    var row = currentRow();
+    var index = row ? list.indexOf(row) : -1;
+    if (event.key === "/") {
+      var q = document.getElementById("dbrain-q");
+      if (q) {
+        event.preventDefault();
+        q.focus();
+        q.select();
+      }
+    } else if (event.key === "j" && list.length) {
+      event.preventDefault();
+      focusRow(list[Math.min(index + 1, list.length - 1)]);
+    } else if (event.key === "k" && list.length) {
+      event.preventDefault();
+      focusRow(list[Math.max(index - 1, 0)]);
+    } else if (event.key === "o" && row) {
+      var link = row.querySelector(".dbrain-title");
+      if (link && link.href) {
+        event.preventDefault();
+        link.click();
+      }
+    } else if (event.key === "p" && row) {
+      var promote = row.querySelector(".dbrain-promote");
+      if (promote) {
+        event.preventDefault();
+        promote.click();
+      }
+    }
+  });
+
+  function wantsWeb(form) {
+    var checked = form.querySelector('input[name="external"]:checked');
+    return checked && checked.value !== "never";
+  }
+
+  function showStep(panel, event) {
+    var item = document.createElement("li");
+    item.className = "dbrain-step dbrain-step-" + (event.status || event.stage);
+    item.textContent = event.message || event.stage;
+    panel.querySelector("ol").appendChild(item);
+  }
+
+  async function streamRun(form, panel) {
+    var params = new URLSearchParams(new FormData(form));
+    var response = await fetch(form.dataset.streamUrl + "?" + params.toString(), {
+      headers: { accept: "application/x-ndjson" },
+      credentials: "same-origin"
+    });
+    if (!response.ok || !response.body) {
+      throw new Error("stream unavailable");
+    }
+    var reader = response.body.getReader();
+    var decoder = new TextDecoder();
+    var buffer = "";
+    for (;;) {
+      var chunk = await reader.read();
+      if (chunk.done) {
+        break;
+      }
+      buffer += decoder.decode(chunk.value, { stream: true });
+      var lines = buffer.split("\n");
+      buffer = lines.pop();
+      for (var i = 0; i < lines.length; i++) {
+        if (!lines[i].trim()) {
+          continue;
+        }
+        var event = JSON.parse(lines[i]);
+        if (event.stage === "done") {
+          showStep(panel, { stage: "done", message: "Done: opening the results" });
+          window.location.assign(event.url);
+          return;
+        }
+        if (event.stage === "error") {
+          showStep(panel, { stage: "error", status: "failed", message: event.error });
+          return;
+        }
+        showStep(panel, event);
+      }
+    }
+    throw new Error("stream ended early");
+  }
+
+  document.addEventListener("DOMContentLoaded", function () {
+    var form = document.querySelector(".dbrain-form[data-stream-url]");
+    var panel = document.getElementById("dbrain-progress");
+    if (!form || !panel || !window.fetch || !window.TextDecoder) {
+      return;
+    }
+    form.addEventListener("submit", function (event) {
+      if (!wantsWeb(form)) {
+        return;
+      }
+      event.preventDefault();
+      panel.hidden = false;
+      panel.querySelector("ol").textContent = "";
+      streamRun(form, panel).catch(function () {
+        form.submit();
+      });
+    });
+  });
+})();
