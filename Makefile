@@ -11,7 +11,9 @@ DEMO_KEYS := BRAVE_SEARCH_API_KEY=demo-brave-key EXA_API_KEY=demo-exa-key
 VENV := .venv
 VENV_ALPHA := .venv-alpha
 
-.PHONY: demo test test-stable test-alpha lint bench clean
+CHROMIUM ?= /usr/bin/chromium
+
+.PHONY: demo test test-stable test-alpha lint bench clean browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,7 +56,15 @@ test-alpha: $(VENV_ALPHA)/.installed
 	@$(VENV_ALPHA)/bin/python -c "import datasette.version as v; print('== Datasette', v.__version__)"
 	$(VENV_ALPHA)/bin/pytest -q
 
-test: lint test-stable test-alpha
+# The browser tests drive Debian's Chromium through Playwright (no browser download).
+browser-deps:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+	  apt-get update -q && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium fonts-liberation; \
+	fi
+	@$(CHROMIUM) --version 2>/dev/null
+
+test: lint browser-deps test-stable test-alpha
 
 bench: $(VENV)/.installed
 	$(VENV)/bin/python bench/bench_research.py

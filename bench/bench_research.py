@@ -61,14 +61,20 @@ def build(path: Path, size: int, rebuild: bool) -> None:
 
 
 def pick_questions(path: Path, count: int) -> list[str]:
-    """Deterministic, varied questions: 1-3 words taken from real titles in the brain."""
+    """Deterministic, varied questions: 1-3 words taken from titles spread across the brain."""
     rng = random.Random(20261130)
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    titles = [r[0] for r in conn.execute("select title from items where id % 997 = 1 limit 400")]
-    titles += [r[0] for r in conn.execute("select title from sources where id % 499 = 1 limit 400")]
+    titles: list[str] = []
+    for table in ("items", "sources"):
+        rows = conn.execute(f"select count(*) from {table}").fetchone()[0]
+        step = max(1, rows // 400)
+        sql = f"select title from {table} where (id - 1) % ? = 0 limit 400"
+        titles += [r[0] for r in conn.execute(sql, [step])]
     conn.close()
     questions: list[str] = []
-    while len(questions) < count and titles:
+    for _ in range(count * 50):  # bounded: a tiny brain may not hold enough distinct questions
+        if len(questions) == count or not titles:
+            break
         words = [w for w in titles[rng.randrange(len(titles))].split() if len(w) > 3]
         if not words:
             continue

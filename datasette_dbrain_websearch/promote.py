@@ -23,7 +23,7 @@ from .errors import ResearchError
 from .fetch import FetchResult, fetch_page
 from .schema import sync_source_fts, utc_now
 from .store import PROMOTIONS_TABLE
-from .urls import UnsupportedURL, normalize_url
+from .urls import UnsupportedURL, normalize_url, try_normalize_url
 
 EXTRACT_TOOL = "datasette-dbrain-websearch"
 MAX_KEYS = 50
@@ -102,14 +102,17 @@ def candidate(row: Mapping[str, Any], fetched: FetchResult | None, now: str) -> 
     text, title, description, site_name = row.get("text") or row["excerpt"], row["title"], "", ""
     canonical = normalized.canonical_url
     failure: dict[str, Any] = {}
-    if fetched is not None and fetched.ok and fetched.text:
-        text, title = fetched.text, fetched.title or title
+    if fetched is not None and fetched.ok:
+        # An empty extraction (dbrain's 'empty') keeps the provider's text, which is better
+        # than nothing; the page's title and description still apply.
+        text = fetched.text or text
+        title = fetched.title or title
         description, site_name = fetched.description, fetched.site_name
-        final = normalize_url(fetched.final_url) if fetched.final_url else normalized
+        final = try_normalize_url(fetched.final_url) or normalized
         canonical = final.canonical_url  # extraction rewrites canonical_url, never normalized_url
     elif fetched is not None:
         failure = {
-            "extract_error": fetched.error or "extraction found no text",
+            "extract_error": fetched.error,
             "extract_failure_kind": fetched.failure_kind or "unknown",
             "extract_failure_count": 1,
             "extract_first_failed_at": now,

@@ -1,0 +1,211 @@
+"""The whole flow in a real browser: headless Chromium (Debian) driven by Playwright.
+
+A real ``datasette serve`` runs the plugin over the test brain, with web search pointed at the
+fake provider server on loopback. Sync Playwright only: keep async tests out of this module.
+Screenshots go to ``screenshots/`` (git-ignored) for people to look at.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from datasette.app import Datasette
+
+from datasette_dbrain_websearch.fakeweb import FakeWeb
+
+from .conftest import BRAVE_KEY, DATASETTE_1, EXA_KEY, build_fixture_brain
+
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "screenshots"
+SECRET = "browser-test-secret"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, process: subprocess.Popen, log: Path, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited {process.returncode}:\n{log.read_text()}")
+        try:
+            urllib.request.urlopen(url, timeout=1).read()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{url} not answering after {timeout}s:\n{log.read_text()}")
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("browser")
+    brain = tmp / "brain.db"
+    build_fixture_brain(brain)
+    with FakeWeb(brave_keys=(BRAVE_KEY,), exa_keys=(EXA_KEY,)) as fake:
+        plugin = {
+            "external_search": {
+                "enabled": True,
+                "providers": ["brave", "exa"],
+                "allow": {"id": "root"},
+                "brave": {"api_key": {"$env": "TEST_BRAVE_KEY"}, "base_url": fake.brave_base_url},
+                "exa": {"api_key": {"$env": "TEST_EXA_KEY"}, "base_url": fake.exa_base_url},
+            }
+        }
+        config = {"plugins": {"datasette-dbrain-websearch": plugin}}
+        if DATASETTE_1:
+            config["permissions"] = {"dbrain-promote": {"id": "root"}}
+        config_file = tmp / "config.json"
+        config_file.write_text(json.dumps(config))
+        port = free_port()
+        log = tmp / "server.log"
+        env = {**os.environ, "TEST_BRAVE_KEY": BRAVE_KEY, "TEST_EXA_KEY": EXA_KEY}
+        with open(log, "wb") as out:
+            process = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-m",
+                    "datasette",
+                    "serve",
+                    str(brain),
+                    "-h",
+                    "127.0.0.1",
+                    "-p",
+                    str(port),
+                    "--secret",
+                    SECRET,
+                    "-c" if DATASETTE_1 else "-m",
+                    str(config_file),
+                ],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=env,
+            )
+        url = f"http://127.0.0.1:{port}"
+        try:
+            wait_http(url + "/-/versions.json", process, log)
+            yield {"url": url, "brain": brain, "log": log}
+        finally:
+            process.terminate()
+            process.wait(10)
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not Path(CHROMIUM).exists():
+        message = f"{CHROMIUM} not found: run `make browser-deps`"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=CHROMIUM)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    root = Datasette([], secret=SECRET).sign({"a": {"id": "root"}}, "actor")
+    context.add_cookies([{"name": "ds_actor", "value": root, "url": server["url"]}])
+    pg = context.new_page()
+    pg.set_default_timeout(15_000)
+    errors: list[str] = []
+    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    pg.on("pageerror", lambda e: errors.append(str(e)))
+    pg.console_errors = errors
+    yield pg
+    context.close()
+
+
+def shot(page, name: str) -> Path:
+    SCREENSHOTS.mkdir(exist_ok=True)
+    path = SCREENSHOTS / name
+    page.screenshot(path=str(path), full_page=True)
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    return path
+
+
+def no_horizontal_overflow(page) -> None:
+    scroll, client = page.evaluate(
+        "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    assert scroll <= client, f"horizontal overflow: {scroll}px of content in {client}px"
+
+
+def test_web_search_promote_and_find_it_locally(page, server):
+    page.goto(server["url"] + "/-/research")
+    page.fill("#dbrain-q", "lattice qcd")
+    page.check('input[name="external"][value="always"]')
+    page.click("button[type=submit]:has-text('Research')")
+    # The script streams the stages, then opens the saved run (?run=...).
+    page.wait_for_url(re.compile(r"run=\d{8}T"))
+    body = page.inner_text("body")
+    assert "Outside dbrain corpus / Brave / ephemeral" in body
+    assert re.search(r"Local dbrain evidence: \d+ rows?", body)
+    assert re.search(r"Outside dbrain corpus: \d+ rows? from Brave", body)
+    shot(page, "research-web-1280.png")
+    first = page.locator(".dbrain-row-external").first
+    title = first.locator(".dbrain-title").inner_text()
+    first.locator(".dbrain-promote").click()
+    page.wait_for_load_state()
+    message = page.inner_text(".message-info, .messages, body")
+    key = re.search(r"(src:[0-9a-f]{12}) added", message).group(1)
+    # Ask again: the promoted page is now a local dbrain source, found by local search.
+    page.goto(server["url"] + "/-/research?q=lattice+qcd&external=always")
+    local = page.locator(f".dbrain-row-source:has(code:text-is('{key}'))")
+    assert local.count() == 1
+    assert local.locator(".dbrain-title").inner_text() == title
+    assert "dbrain source" in local.inner_text()
+    assert page.console_errors == []
+
+
+def test_progress_panel_shows_stages(page, server):
+    page.goto(server["url"] + "/-/research")
+    page.fill("#dbrain-q", "sqlite fts5 bm25")
+    page.check('input[name="external"][value="always"]')
+    page.select_option("#dbrain-provider", "all")
+    page.route(
+        "**/-/research/stream**",
+        lambda route: (time.sleep(0.3), route.continue_())[1],
+    )
+    page.click("button[type=submit]:has-text('Research')")
+    page.wait_for_selector("#dbrain-progress:not([hidden]) li")
+    page.wait_for_url(re.compile(r"run=\d{8}T"))
+    assert "also found by Brave" in page.inner_text("body")
+    assert page.console_errors == []
+
+
+def test_layout_at_375px_and_keyboard(page, server):
+    page.set_viewport_size({"width": 375, "height": 800})
+    page.goto(server["url"] + "/-/research?q=sqlite+fts5+bm25&external=always&provider=all")
+    no_horizontal_overflow(page)
+    shot(page, "research-web-375.png")
+    page.keyboard.press("/")
+    assert page.evaluate("document.activeElement.id") == "dbrain-q"
+    page.locator("#dbrain-q").evaluate("el => el.blur()")
+    page.keyboard.press("j")
+    first_title = page.locator(".dbrain-row .dbrain-title").first.inner_text()
+    assert page.evaluate("document.activeElement.textContent") == first_title
+    page.keyboard.press("j")
+    page.keyboard.press("k")
+    assert page.evaluate("document.activeElement.textContent") == first_title
+    page.goto(server["url"] + "/-/research/runs")
+    no_horizontal_overflow(page)
+    page.locator(".dbrain-runs a").first.click()
+    assert "research_trace.v1 JSON" in page.inner_text("body")
+    no_horizontal_overflow(page)
+    shot(page, "run-375.png")
+    assert page.console_errors == []
