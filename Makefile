@@ -37,12 +37,13 @@ demo: $(VENV)/.installed demo/brain.db
 	@echo "  JSON API:      http://127.0.0.1:$(PORT)/-/research.json?q=sqlite+fts5"
 	@echo "  Web search:    http://127.0.0.1:$(PORT)/-/research?q=lattice+qcd&external=always"
 	@echo "                 (offline: a fake Brave/Exa/SearXNG on 127.0.0.1:$(FAKEWEB_PORT))"
+	@echo "  Promote:       open the /-/auth-token link printed below to sign in as root"
 	@echo ""
 	$(VENV)/bin/python -m datasette_dbrain_websearch.fakeweb --port $(FAKEWEB_PORT) \
 		--brave-key demo-brave-key --exa-key demo-exa-key & fake=$$!; \
 	trap 'kill $$fake 2>/dev/null' EXIT INT TERM; \
 	$(DEMO_KEYS) $(VENV)/bin/datasette serve demo/brain.db \
-		--metadata metadata.yml --host 127.0.0.1 --port $(PORT)
+		--metadata metadata.yml --host 127.0.0.1 --port $(PORT) --root
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
