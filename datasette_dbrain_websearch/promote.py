@@ -295,3 +295,13 @@ async def promote(
         records = provenance_rows(trace, trace["database"], candidates, results, actor_id, now)
         await plugin_db.execute_write_fn(lambda conn: write_provenance(conn, records))
     return results
+
+
+async def promoted_in_run(plugin_db: Any, run_id: str) -> dict[str, dict[str, Any]]:
+    """What was promoted from a run so far: ext key -> local key, brain and row id."""
+    rows = await plugin_db.execute(
+        f"select external_source_key, local_source_key, database_name from {PROMOTIONS_TABLE} "
+        "where run_id = ? order by id",
+        [run_id],
+    )
+    return {r[0]: {"local_source_key": r[1], "database": r[2]} for r in rows.rows}

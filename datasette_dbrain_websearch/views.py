@@ -20,7 +20,7 @@ from .brain import TABLE, is_brain
 from .compat import EXTERNAL, PROMOTE, RESEARCH, can
 from .config import MODES, Settings
 from .errors import ResearchError
-from .promote import parse_request, promote
+from .promote import parse_request, promote, promoted_in_run
 from .providers import registered_providers
 from .research import Progress, WebAccess, parse_options, research
 from .store import plugin_database
@@ -218,6 +218,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
         "can_promote": await can(datasette, request.actor, PROMOTE),
         "promote_url": datasette.urls.path("/-/research/promote"),
         "stream_url": datasette.urls.path("/-/research/stream"),
+        "promoted": await promoted_rows(datasette, pack),
         "is_web_url": is_web_url,
     }
     html = await datasette.render_template(TEMPLATE, context, request=request)
@@ -353,6 +354,26 @@ async def runs_view(request: Any, datasette: Any) -> Response:
 
 
 MAX_BODY = 1024 * 1024
+
+
+async def promoted_rows(datasette: Any, pack: dict[str, Any] | None) -> dict[str, dict]:
+    """For a saved run: the web rows already promoted, with the local row to link to."""
+    db = plugin_database(datasette)
+    if pack is None or db is None or not pack.get("trace_url"):
+        return {}
+    promoted = await promoted_in_run(db, pack["run_id"])
+    for ext_key, info in promoted.items():
+        brain = info["database"]
+        if brain not in datasette.databases:
+            continue
+        rows = await datasette.get_database(brain).execute(
+            "select id from sources where source_key = ?", [info["local_source_key"]]
+        )
+        row = rows.first()
+        promoted[ext_key]["row_url"] = (
+            str(datasette.urls.row(brain, "sources", str(row[0]))) if row else ""
+        )
+    return promoted
 
 
 async def promote_view(request: Any, datasette: Any) -> Response:

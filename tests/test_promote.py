@@ -390,3 +390,54 @@ async def test_root_needs_a_grant_on_1_0(brain, fake):
     pack = await web_run(ds)
     body = {"run_id": pack["run_id"], "source_keys": [pack["external_evidence"][0]["source_key"]]}
     assert (await post_json(ds, body)).status_code == 403
+
+
+async def test_the_page_shows_what_a_run_promoted(brain, fake):
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    row = pack["external_evidence"][0]
+    result = (
+        await post_json(ds, {"run_id": pack["run_id"], "source_keys": [row["source_key"]]})
+    ).json()["results"][0]
+    page = await ds.client.get(
+        "/-/research",
+        params={"q": "lattice qcd", "external": "always", "run": pack["run_id"]},
+        cookies=actor_cookies(ds, "root"),
+    )
+    assert "In your brain now:" in page.text
+    assert f'href="{result["row_url"]}"><code>{result["local_source_key"]}</code>' in page.text
+    assert page.text.count("Promote to brain") == len(pack["external_evidence"]) - 1
+
+
+class ReadOnlyBrain:
+    """A brain whose file the operating system will not let SQLite write."""
+
+    is_mutable = True
+
+    async def execute_write_fn(self, fn):
+        raise sqlite3.OperationalError("attempt to write a readonly database")
+
+
+async def test_a_brain_sqlite_cannot_write_answers_409():
+    from datasette_dbrain_websearch.errors import ResearchError
+    from datasette_dbrain_websearch.promote import PromotionRequest, promote
+
+    row = {
+        "source_key": "ext:brave:1",
+        "canonical_url": "https://example.com/a",
+        "title": "A",
+        "text": "x",
+        "excerpt": "x",
+        "retrieval": {"lanes": [{"provider": "brave", "rank": 1}]},
+    }
+    trace = {
+        "run_id": "r",
+        "database": "brain",
+        "started_at": "",
+        "pack": {"external_evidence": [row], "query_plan": {"external_queries": []}},
+    }
+    with pytest.raises(ResearchError) as info:
+        await promote(
+            ReadOnlyBrain(), None, trace, PromotionRequest("r", ("ext:brave:1",), False), "root"
+        )
+    assert info.value.status == 409 and info.value.code == "brain_read_only"
