@@ -198,6 +198,8 @@ class Settings:
     judge: JudgeThresholds = field(default_factory=JudgeThresholds)
     external: ExternalSettings = field(default_factory=ExternalSettings)
     traces_database: str = ""
+    profiles: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
+    feedback: RocchioSettings = field(default_factory=lambda: RocchioSettings())
 
     @classmethod
     def from_config(cls, raw: Mapping[str, Any] | None) -> Settings:
@@ -211,6 +213,8 @@ class Settings:
             "judge",
             "external_search",
             "traces_database",
+            "profiles",
+            "feedback",
         }
         block = _Block(raw, "", known)
         databases = None
@@ -233,12 +237,48 @@ class Settings:
             ),
             external=parse_external(block.raw.get("external_search")),
             traces_database=_path(block, "traces_database"),
+            profiles=_profiles(block.raw.get("profiles")),
+            feedback=_rocchio(block.raw.get("feedback")),
         )
 
     @classmethod
     def from_datasette(cls, datasette: Any) -> Settings:
         """Read the plugin block from a running Datasette (top level, never per database)."""
         return cls.from_config(datasette.plugin_config(PLUGIN_NAME))
+
+
+@dataclass(frozen=True)
+class RocchioSettings:
+    """Weights of the Rocchio update: original query, marked-relevant, marked-irrelevant."""
+
+    alpha: float = 1.0
+    beta: float = 0.75
+    gamma: float = 0.15
+
+
+def _rocchio(raw: Any) -> RocchioSettings:
+    block = _Block(raw, "feedback", {"alpha", "beta", "gamma"})
+    return RocchioSettings(
+        alpha=block.number("alpha", 1.0, 0, 10),
+        beta=block.number("beta", 0.75, 0, 10),
+        gamma=block.number("gamma", 0.15, 0, 10),
+    )
+
+
+PROFILE_LISTS = {
+    "coding": ("docs", "repos", "changelog_paths", "issue_paths"),
+    "academic": ("preprints", "publishers", "paper_paths"),
+}
+
+
+def _profiles(raw: Any) -> dict[str, dict[str, tuple[str, ...]]]:
+    """``profiles: {coding: {docs: [...]}}``: domains and paths added to a built-in profile."""
+    block = _Block(raw, "profiles", set(PROFILE_LISTS))
+    return {
+        name: {key: inner.strings(key) for key in inner.raw}
+        for name in block.raw
+        for inner in [_Block(block.raw[name], f"profiles.{name}", set(PROFILE_LISTS[name]))]
+    }
 
 
 def _networks(block: _Block) -> tuple[str, ...]:

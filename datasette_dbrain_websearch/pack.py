@@ -153,6 +153,7 @@ def build_pack(
     warnings: list[dict[str, str]],
     timings_ms: dict[str, float],
     web: dict[str, Any],
+    profile: str = "general",
 ) -> dict[str, Any]:
     """Assemble the pack; evidence rows come shaped by ``evidence_row``/``external_row``."""
     external = web["external_evidence"]
@@ -189,6 +190,7 @@ def build_pack(
             "excluded_terms": list(plan.excluded_terms),
             "syntax": plan.syntax,
             "query_mode": local.mode,
+            "profile": profile,
             "limit": limit,
             "filters": filters,
             "retrieval_lanes": lanes,

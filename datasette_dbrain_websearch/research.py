@@ -29,6 +29,7 @@ from .pack import (
     merged_ranking,
     new_run_id,
 )
+from .profiles import PROFILE_NAMES, apply_profile, profile_for
 from .providers.base import Provider, redact
 
 MAX_QUESTION_CHARS = 20_000
@@ -51,6 +52,7 @@ class Options:
     syntax: str
     filters: Filters
     external: ExternalRequest
+    profile: str = "general"
 
 
 def clean(value: str) -> str:
@@ -114,12 +116,18 @@ def parse_options(params: Params, settings: Settings) -> Options:
         since=dates["since"],
         until=dates["until"],
     )
+    profile = _one(params, "profile").lower() or "general"
+    if profile not in PROFILE_NAMES:
+        raise ResearchError(
+            f"profile must be one of {', '.join(PROFILE_NAMES)}.", code="bad_profile"
+        )
     return Options(
         question=question,
         limit=limit,
         syntax=syntax,
         filters=filters,
         external=parse_external_request(params, settings),
+        profile=profile,
     )
 
 
@@ -229,6 +237,14 @@ async def research(
         execute_fn, options, settings, plan, verdict.verdict, evidence, row_url, web, emit
     )
     warnings.extend(web_part.pop("warnings"))
+    apply_profile(
+        evidence, web_part["external_evidence"], profile_for(options.profile, settings.profiles)
+    )
+    web_part["ranking"] = merged_ranking(
+        evidence,
+        web_part["external_evidence"],
+        web_part["external_search"]["current_state_question"],
+    )
     timings.update(web_part.pop("timings_ms"))
     verdict_dict = verdict.as_dict()
     surfaced = web_part.pop("surfaced_local_rows", 0)
@@ -258,6 +274,7 @@ async def research(
         warnings=warnings,
         timings_ms=timings,
         web=web_part,
+        profile=options.profile,
     )
     return scrub(pack, settings.external.secrets())
 
@@ -310,7 +327,6 @@ async def _web(
                 "message": f"Web search skipped ({decision.skipped_reason})",
             }
         )
-        part["ranking"] = merged_ranking(evidence, [], current)
         return part
     if not web_query(plan):
         part["warnings"].append(
@@ -320,7 +336,6 @@ async def _web(
             }
         )
         part["external_search"]["skipped_reason"] = "empty_query"
-        part["ranking"] = merged_ranking(evidence, [], current)
         return part
     part["external_search"]["ran"] = True
     await emit({"stage": "web", "status": "started", "message": "Searching the web"})
@@ -335,7 +350,6 @@ async def _web(
                 "evidence only.",
             }
         )
-        part["ranking"] = merged_ranking(evidence, [], current)
         return part
     labels = {name: p.label for name, p in web.providers.items()}
     part["external_search"]["providers"] = list(dict.fromkeys(outcome.providers_answered))
@@ -384,7 +398,6 @@ async def _web(
                 "allow_domains/block_domains policy.",
             }
         )
-    part["ranking"] = merged_ranking(evidence, part["external_evidence"], current)
     return part
 
 

@@ -4,7 +4,7 @@ It lives at ``traces_database`` (default ``research_runs.db`` next to the first 
 is created at startup and attached to Datasette as ``research_runs`` so its owners can browse and
 facet it (only root and actors allowed ``dbrain-external-search`` may view it as tables: it holds
 other people's questions). It holds research runs and their events (traces.py), promotions
-(promote.py) and the provider cache.
+(promote.py), relevance feedback and the provider cache.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ CACHE_TABLE = "dbrain_websearch_provider_cache"
 RUNS_TABLE = "dbrain_websearch_runs"
 EVENTS_TABLE = "dbrain_websearch_events"
 PROMOTIONS_TABLE = "dbrain_websearch_promotions"
+FEEDBACK_TABLE = "dbrain_websearch_feedback"
 
 SCHEMA = f"""
 create table if not exists {CACHE_TABLE} (
@@ -86,6 +87,15 @@ create table if not exists {PROMOTIONS_TABLE} (
     extract_error text not null
 );
 create index if not exists idx_{PROMOTIONS_TABLE}_run_id on {PROMOTIONS_TABLE}(run_id);
+create table if not exists {FEEDBACK_TABLE} (
+    id integer primary key,
+    run_id text not null,
+    key text not null,
+    value text not null,
+    actor_id text not null,
+    created_at text not null,
+    unique (run_id, key)
+);
 """
 
 
@@ -173,6 +183,33 @@ async def cache_put(
             conn.execute(
                 f"insert or replace into {CACHE_TABLE} values (?, ?, ?, ?, ?, ?, ?)", values
             )
+
+    await db.execute_write_fn(write)
+
+
+async def feedback_for(db: Any, run_id: str) -> list[dict[str, str]]:
+    """A run's relevance marks, oldest first (one per key: the latest wins)."""
+    rows = await db.execute(
+        f"select key, value from {FEEDBACK_TABLE} where run_id = ? order by id", [run_id]
+    )
+    return [{"key": r[0], "value": r[1]} for r in rows.rows]
+
+
+async def save_feedback(db: Any, run_id: str, marks: list[dict[str, str]], actor_id: str) -> None:
+    now = utc(datetime.now(UTC))
+
+    def write(conn: sqlite3.Connection) -> None:
+        with conn:
+            for mark in marks:
+                conn.execute(
+                    f"delete from {FEEDBACK_TABLE} where run_id = ? and key = ?",
+                    [run_id, mark["key"]],
+                )
+                conn.execute(
+                    f"insert into {FEEDBACK_TABLE} (run_id, key, value, actor_id, created_at) "
+                    "values (?, ?, ?, ?, ?)",
+                    [run_id, mark["key"], mark["value"], actor_id, now],
+                )
 
     await db.execute_write_fn(write)
 
