@@ -22,7 +22,7 @@ from .config import MODES, Settings
 from .errors import ResearchError
 from .promote import parse_request, promote, promoted_in_run
 from .providers import registered_providers
-from .research import Progress, WebAccess, parse_options, research
+from .research import Progress, WebAccess, clean, parse_options, research
 from .store import plugin_database
 from .urls import is_web_url
 
@@ -214,6 +214,12 @@ async def research_view(request: Any, datasette: Any) -> Response:
         "json_url": research_path(datasette, database if route is not None else None, True)
         + ("?" + query_string if query_string else ""),
         "kinds": [("", "Items and sources"), ("item", "Items only"), ("source", "Sources only")],
+        "profiles": [
+            ("general", "General"),
+            ("coding", "Coding: docs, repositories, issues"),
+            ("academic", "Academic: papers, preprints"),
+            ("news", "News: recent first"),
+        ],
         "external": external_controls(settings, web, params),
         "can_promote": await can(datasette, request.actor, PROMOTE),
         "promote_url": datasette.urls.path("/-/research/promote"),
@@ -265,8 +271,9 @@ def _form_values(params: dict[str, list[str]]) -> dict[str, str]:
         "provider",
         "freshness",
         "external_count",
+        "profile",
     )
-    return {n: (params.get(n) or [""])[-1].replace("\x00", "") for n in names}
+    return {n: clean((params.get(n) or [""])[-1]) for n in names}
 
 
 def research_menu_links(datasette: Any, actor: dict | None):

@@ -1,0 +1,95 @@
+"""Research profiles: named boosts that move rows by the kind of source a question wants."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from datasette_dbrain_websearch.config import ConfigError, Settings
+from datasette_dbrain_websearch.profiles import apply_profile, boosts, profile_for
+
+from .test_web_search import ask, web_ds
+
+NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
+
+
+def row(url, score=0.01, published=""):
+    return {
+        "source_key": url,
+        "url": url,
+        "canonical_url": url,
+        "published_at": published,
+        "retrieval": {"score": score, "signals": [], "lanes": [], "missing_terms": []},
+    }
+
+
+@pytest.mark.parametrize(
+    "profile, url, signal",
+    [
+        ("coding", "https://docs.python.org/3/library/sqlite3.html", "profile_official_docs"),
+        ("coding", "https://github.com/simonw/datasette", "profile_source_repository"),
+        ("coding", "https://example.com/project/CHANGELOG.md", "profile_changelog"),
+        ("coding", "https://example.com/project/issues/12", "profile_issue_tracker"),
+        ("academic", "https://arxiv.org/abs/2611.01234", "profile_preprint_server"),
+        ("academic", "https://www.nature.com/articles/x", "profile_publisher"),
+        ("academic", "https://example.edu/papers/qcd.pdf", "profile_paper"),
+    ],
+)
+def test_profile_signals(profile, url, signal):
+    names = [s["name"] for s in boosts(row(url), profile_for(profile), NOW)]
+    assert signal in names
+    assert boosts(row(url), profile_for("general"), NOW) == []
+
+
+def test_news_favours_recent_pages():
+    news = profile_for("news")
+    fresh = boosts(row("https://a.example/x", published="2026-11-28"), news, NOW)
+    month = boosts(row("https://a.example/y", published="2026-11-05"), news, NOW)
+    old = boosts(row("https://a.example/z", published="2025-01-01"), news, NOW)
+    assert fresh[0]["name"] == "profile_recency" and fresh[0]["weight"] > month[0]["weight"]
+    assert old == []
+
+
+def test_apply_profile_reorders_but_keeps_exact_hits_first():
+    exact = row("https://blog.example/exact", score=1.016)
+    local = [exact, row("https://blog.example/a", 0.016), row("https://github.com/o/r", 0.0155)]
+    web = [row("https://blog.example/w", 0.016), row("https://docs.rs/tokio", 0.0150)]
+    apply_profile(local, web, profile_for("coding"), NOW)
+    assert [r["url"] for r in local] == [
+        "https://blog.example/exact",
+        "https://github.com/o/r",
+        "https://blog.example/a",
+    ]
+    assert [r["url"] for r in web] == ["https://docs.rs/tokio", "https://blog.example/w"]
+    assert local[1]["retrieval"]["signals"][0]["name"] == "profile_source_repository"
+
+
+def test_config_extends_profile_lists():
+    settings = Settings.from_config({"profiles": {"coding": {"docs": ["wiki.internal.example"]}}})
+    coding = profile_for("coding", settings.profiles)
+    names = [s["name"] for s in boosts(row("https://wiki.internal.example/x"), coding, NOW)]
+    assert names == ["profile_official_docs"]
+    with pytest.raises(ConfigError) as info:
+        Settings.from_config({"profiles": {"coding": {"doc": []}}})
+    assert "unknown config key(s) doc in 'profiles.coding'" in str(info.value)
+
+
+async def test_academic_profile_moves_papers_up(brain, fake):
+    ds = await web_ds(brain, fake)
+    _, general = await ask(ds, q="lattice qcd", external="always")
+    _, academic = await ask(ds, q="lattice qcd", external="always", profile="academic")
+    assert academic["query_plan"]["profile"] == "academic"
+    top = academic["external_evidence"][0]
+    assert top["domain"] == "arxiv.org"
+    assert any(s["name"].startswith("profile_") for s in top["retrieval"]["signals"])
+    assert [r["source_key"] for r in general["external_evidence"]] != [
+        r["source_key"] for r in academic["external_evidence"]
+    ]
+    assert all(r["origin"] == "outside_dbrain_corpus" for r in academic["external_evidence"])
+
+
+async def test_bad_profile_is_400(brain, fake):
+    ds = await web_ds(brain, fake)
+    status, body = await ask(ds, q="lattice", profile="gossip")
+    assert status == 400 and body["code"] == "bad_profile"
