@@ -21,12 +21,20 @@ def startup(datasette: Any) -> Any:
 
 @hookimpl
 def register_routes(datasette: Any) -> list:
-    from .views import promote_view, research_view, run_view, runs_view, stream_view
+    from .views import (
+        feedback_view,
+        promote_view,
+        research_view,
+        run_view,
+        runs_view,
+        stream_view,
+    )
 
     return [
         (r"^/-/research(?P<format>\.json)?$", research_view),
         (r"^/-/research/promote$", promote_view),
         (r"^/-/research/stream$", stream_view),
+        (r"^/-/research/runs/(?P<run_id>[0-9T.Z]+-[0-9a-f]{12})/feedback$", feedback_view),
         (r"^/-/research/runs$", runs_view),
         (r"^/-/research/runs/(?P<run_id>[0-9T.Z]+-[0-9a-f]{12})(?P<format>\.json)?$", run_view),
         (r"^/(?P<database>[^/]+)/-/research(?P<format>\.json)?$", research_view),

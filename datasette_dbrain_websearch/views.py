@@ -20,10 +20,17 @@ from .brain import TABLE, is_brain
 from .compat import EXTERNAL, PROMOTE, RESEARCH, can
 from .config import MODES, Settings
 from .errors import ResearchError
+from .feedback import (
+    FEEDBACK_VALUES,
+    RocchioWeights,
+    apply_feedback,
+    refine_query,
+    validate_marks,
+)
 from .promote import parse_request, promote, promoted_in_run
 from .providers import registered_providers
 from .research import Progress, WebAccess, clean, parse_options, research
-from .store import plugin_database
+from .store import feedback_for, plugin_database, save_feedback
 from .urls import is_web_url
 
 TEMPLATE = "dbrain_websearch_research.html"
@@ -142,7 +149,12 @@ async def run_research(
     surface: str,
     progress: Progress | None = None,
 ) -> dict[str, Any]:
-    """Parse, research, save the trace: the one path every HTTP surface takes."""
+    """Parse, research, save the trace: the one path every HTTP surface takes.
+
+    ``refine_from=<run_id>`` researches that run's question refined by its feedback (or ``q``
+    when given); the new run records its parent and the refinement.
+    """
+    params, lineage = await _refinement(datasette, request, params)
     options = parse_options(params, settings)
     db = datasette.get_database(database)
     pack = await research(
@@ -154,10 +166,40 @@ async def run_research(
         web,
         progress=progress,
     )
+    pack.update(lineage)
     await traces.record(
         datasette, pack, surface=surface, actor=request.actor, permitted=web.permitted
     )
     return pack
+
+
+async def _refinement(
+    datasette: Any, request: Any, params: dict[str, list[str]]
+) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """The parameters a ``refine_from`` request researches, and what to record about it."""
+    parent_id = (params.get("refine_from") or [""])[-1]
+    if not parent_id:
+        return params, {}
+    if not traces.RUN_ID.fullmatch(parent_id):
+        raise ResearchError("refine_from must be a run id.", code="bad_refine_from")
+    parent = await _trace_for(datasette, request, parent_id)
+    marks = await feedback_for(plugin_database(datasette), parent_id)
+    refinement = refine_query(parent["pack"], marks)
+    params = dict(params)
+    if not (params.get("q") or [""])[-1].strip():
+        params["q"] = [refinement["refined_query"]]
+    params.setdefault("external", [parent["pack"]["external_search"]["mode"]])
+    return params, {"parent_run_id": parent_id, "refinement": refinement}
+
+
+def saved_run_url(datasette: Any, params: dict[str, list[str]], pack: dict | None) -> str:
+    """The page for this run as saved (``?run=``): where marks and promotions come back to."""
+    if not pack or not pack.get("trace_url"):
+        return ""
+    query = {k: v for k, v in params.items() if k not in ("run", "refine_from")}
+    query["q"] = [pack["question"]]
+    query["run"] = [pack["run_id"]]
+    return research_path(datasette, None, False) + "?" + urllib.parse.urlencode(query, True)
 
 
 async def saved_pack(
@@ -190,8 +232,14 @@ async def research_view(request: Any, datasette: Any) -> Response:
         raise page_error(exc) from exc
     web = await web_access(datasette, request.actor)
     pack = None if as_json else await saved_pack(datasette, request, params)
+    refinement = None
+    if pack is not None:
+        marks = await feedback_for(plugin_database(datasette), pack["run_id"])
+        if marks:
+            refinement = refine_query(pack, marks)
+            pack = apply_feedback(pack, marks, weights_from(settings))
     error = None
-    has_question = bool((params.get("q") or [""])[-1].strip())
+    has_question = any((params.get(name) or [""])[-1].strip() for name in ("q", "refine_from"))
     if pack is None and (as_json or has_question):
         try:
             pack = await run_research(
@@ -225,6 +273,10 @@ async def research_view(request: Any, datasette: Any) -> Response:
         "promote_url": datasette.urls.path("/-/research/promote"),
         "stream_url": datasette.urls.path("/-/research/stream"),
         "promoted": await promoted_rows(datasette, pack),
+        "refinement": refinement,
+        "marks": {m["key"]: m["value"] for m in (pack or {}).get("feedback", {}).get("marks", [])},
+        "feedback_values": FEEDBACK_VALUES,
+        "saved_url": saved_run_url(datasette, params, pack),
         "is_web_url": is_web_url,
     }
     html = await datasette.render_template(TEMPLATE, context, request=request)
@@ -514,3 +566,87 @@ async def stream_view(request: Any, datasette: Any) -> Any:
         content_type="application/x-ndjson; charset=utf-8",
         headers={"cache-control": "no-store"},
     )
+
+
+async def feedback_view(request: Any, datasette: Any) -> Response:
+    """``POST /-/research/runs/<run_id>/feedback``: marks that re-rank the run and refine it."""
+    as_json = "application/json" in request.headers.get("content-type", "")
+    run_id = request.url_vars["run_id"]
+    try:
+        trace = await _trace_for(datasette, request, run_id)
+        if request.method != "POST":
+            raise ResearchError("Use POST.", status=405, code="method_not_allowed")
+        body, back = await _feedback_body(request, as_json)
+        try:
+            marks = validate_marks(body)
+        except ValueError as exc:
+            raise ResearchError(str(exc), code="bad_feedback") from exc
+        known = {row["source_key"] for row in _rows(trace["pack"])} | {
+            row.get(field) for row in _rows(trace["pack"]) for field in ("url", "canonical_url")
+        }
+        unknown = [m["key"] for m in marks if m["key"] not in known]
+        if unknown:
+            raise ResearchError(
+                f"Not rows of run {run_id}: {', '.join(unknown)}.", code="not_in_run"
+            )
+        db = plugin_database(datasette)
+        await save_feedback(db, run_id, marks, _actor_id(request.actor))
+        settings = Settings.from_datasette(datasette)
+        all_marks = await feedback_for(db, run_id)
+    except ResearchError as exc:
+        if as_json:
+            return error_response(exc)
+        if exc.status in (403, 404):
+            raise page_error(exc) from exc
+        datasette.add_message(request, f"Feedback not saved: {exc.message}", datasette.ERROR)
+        return Response.redirect(_safe_back(datasette, request, locals().get("back")))
+    if not as_json:
+        return Response.redirect(_safe_back(datasette, request, back))
+    reranked = apply_feedback(trace["pack"], all_marks, weights_from(settings))
+    return Response.json(
+        {
+            "ok": True,
+            "run_id": run_id,
+            "feedback": all_marks,
+            "ranking": reranked["ranking"],
+            "moves": reranked["feedback"]["moves"],
+            "refinement": refine_query(trace["pack"], all_marks),
+        }
+    )
+
+
+async def _trace_for(datasette: Any, request: Any, run_id: str) -> dict[str, Any]:
+    """A saved run the actor may research, or a ResearchError (404/403)."""
+    db = plugin_database(datasette)
+    trace = await traces.load(db, run_id) if db is not None else None
+    if trace is None:
+        raise ResearchError(f"No saved run {run_id}.", 404, "no_such_run")
+    if not await can(datasette, request.actor, RESEARCH, trace["database"]):
+        raise ResearchError("You may not research this run's brain.", 403, "forbidden")
+    return trace
+
+
+def _rows(pack: dict[str, Any]) -> list[dict[str, Any]]:
+    return [*pack["evidence"], *pack["external_evidence"]]
+
+
+async def _feedback_body(request: Any, as_json: bool) -> tuple[Any, str]:
+    """JSON ``{"feedback": [...]}``, or a form button ``mark=<key>|<value>``."""
+    raw = await request.post_body()
+    if len(raw) > MAX_BODY:
+        raise ResearchError("The request body is too large.", 413, "too_large")
+    if as_json:
+        try:
+            body = json.loads(raw or b"null")
+        except ValueError as exc:
+            raise ResearchError("The body is not valid JSON.", code="bad_json") from exc
+        if not isinstance(body, dict):
+            raise ResearchError("The JSON body must be an object.", code="bad_json")
+        return body.get("feedback"), ""
+    form = urllib.parse.parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
+    key, _, value = (form.get("mark") or [""])[-1].rpartition("|")
+    return [{"key": key, "value": value}], (form.get("next") or [""])[-1]
+
+
+def weights_from(settings: Settings) -> RocchioWeights:
+    return RocchioWeights(settings.feedback.alpha, settings.feedback.beta, settings.feedback.gamma)

@@ -1,0 +1,367 @@
+"""Relevance feedback on a research pack: Rocchio re-ranking and query refinement (pure).
+
+The vector space is TF-IDF over the pack's own rows (local and web; title plus excerpt), so
+feedback needs no index and every number can be recomputed from the pack:
+
+- tokens: lowercased runs of letters and digits (``_`` splits, as in FTS5's unicode61),
+  without stop words, FTS operators, single characters or bare numbers, each reduced with
+  ``fts.stem`` so "tokenizer" and "tokenizers" are one dimension;
+- ``w(t, d) = tf(t, d) * idf(t)``, ``idf(t) = ln((1 + N) / (1 + df(t))) + 1`` (smoothed, so a
+  term in every row still counts and a query term in none has a weight), each row L2-normalized;
+- the query vector is built the same way from ``query_plan.query_terms``.
+
+Rocchio moves the normalized query: ``q' = alpha*q + beta*P - gamma*N``, where P and N are the
+means of ``s * d`` over the positive and negative rows and ``s`` is a mark's strength: 1 for a
+judgement (``relevant``/``irrelevant``), 0.5 for a nudge (``more``/``less``). Negative
+components are kept, not clipped: we re-rank a candidate set rather than query an index, and
+they are what pushes rows like a ``less`` row down.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .fts import NEGATIONS, RAW_OPERATORS, STOP_WORDS, stem
+
+FEEDBACK_VALUES = ("more", "less", "relevant", "irrelevant", "unsure")
+MARK_STRENGTH = {"relevant": 1.0, "more": 0.5, "unsure": 0.0, "less": -0.5, "irrelevant": -1.0}
+MAX_MARKS = 200
+MAX_ADDED_TERMS = 4
+MAX_CANDIDATES = 20
+# Sort keys are rounded so float noise can never reorder rows whose similarity did not change.
+KEY_DIGITS = 9
+LISTS = ("evidence", "external_evidence")
+
+_TOKEN = re.compile(r"[^\W_]+")
+_SKIP = STOP_WORDS | NEGATIONS | RAW_OPERATORS
+
+Vector = dict[str, float]
+Address = tuple[str, int]
+
+
+@dataclass(frozen=True)
+class RocchioWeights:
+    """Weights of the original query (alpha), positive rows (beta) and negative rows (gamma)."""
+
+    alpha: float = 1.0
+    beta: float = 0.75
+    gamma: float = 0.15
+
+    def __post_init__(self) -> None:
+        for name, value in asdict(self).items():
+            if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+                raise ValueError(f"Rocchio weight {name} must be a finite number >= 0: {value!r}")
+
+
+def validate_marks(marks: list[dict]) -> list[dict[str, str]]:
+    """Check marks from a request and return ``[{"key", "value"}]``, one per key, last wins.
+
+    A repeated key keeps its first position with its last value, so re-marking a row changes
+    the mark without reordering the list the page shows.
+    """
+    if not isinstance(marks, list | tuple):
+        raise ValueError(f"marks must be a list of {{'key', 'value'}} objects, not {marks!r}")
+    if len(marks) > MAX_MARKS:
+        raise ValueError(f"Too many marks: {len(marks)} (at most {MAX_MARKS}).")
+    kept: dict[str, str] = {}
+    for n, mark in enumerate(marks, start=1):
+        if not isinstance(mark, dict):
+            raise ValueError(f"Mark {n} must be an object with 'key' and 'value', not {mark!r}")
+        if set(mark) != {"key", "value"}:
+            raise ValueError(
+                f"Mark {n} must have exactly the fields 'key' and 'value'; it has "
+                f"{sorted(map(str, mark))}"
+            )
+        key, value = mark["key"], mark["value"]
+        if not isinstance(key, str) or not key.strip():
+            raise ValueError(f"Mark {n}: 'key' must be a source key or URL, not {key!r}")
+        if not isinstance(value, str) or value.strip().lower() not in FEEDBACK_VALUES:
+            raise ValueError(
+                f"Mark {n}: 'value' must be one of {', '.join(FEEDBACK_VALUES)}, not {value!r}"
+            )
+        kept[key.strip()] = value.strip().lower()
+    return [{"key": k, "value": v} for k, v in kept.items()]
+
+
+def _surface_tokens(text: str) -> list[str]:
+    return [
+        t for t in _TOKEN.findall(text.lower()) if len(t) > 1 and not t.isdigit() and t not in _SKIP
+    ]
+
+
+def _weigh(counts: Counter[str], idf: dict[str, float]) -> Vector:
+    """TF-IDF weights of one bag of stems, L2-normalized (an empty bag is the zero vector)."""
+    raw = {t: tf * idf[t] for t, tf in counts.items() if t in idf}
+    norm = math.sqrt(sum(w * w for w in raw.values()))
+    return {t: w / norm for t, w in raw.items()} if norm else {}
+
+
+def _dot(a: Vector, b: Vector) -> float:
+    small, large = (a, b) if len(a) <= len(b) else (b, a)
+    return sum(w * large.get(t, 0.0) for t, w in small.items())
+
+
+def _cosine(unit: Vector, query: Vector) -> float:
+    norm = math.sqrt(_dot(query, query))
+    return _dot(unit, query) / norm if norm else 0.0
+
+
+@dataclass
+class _Space:
+    """The pack's rows as unit TF-IDF vectors, with the surface forms behind each stem."""
+
+    rows: dict[Address, dict[str, Any]]
+    vectors: dict[Address, Vector]
+    surfaces: dict[Address, Counter[str]]
+    idf: dict[str, float]
+
+    def query_vector(self, terms: list[str]) -> Vector:
+        stems = Counter(stem(t) for term in terms for t in _surface_tokens(term))
+        unseen = {t: _idf(len(self.rows), 0) for t in stems if t not in self.idf}
+        return _weigh(stems, {**self.idf, **unseen})
+
+
+def _idf(rows: int, df: int) -> float:
+    return math.log((1 + rows) / (1 + df)) + 1
+
+
+def _space(pack: dict[str, Any]) -> _Space:
+    rows = {(name, i): row for name in LISTS for i, row in enumerate(pack.get(name) or [])}
+    surfaces = {
+        a: Counter(_surface_tokens(f"{row.get('title') or ''} {row.get('excerpt') or ''}"))
+        for a, row in rows.items()
+    }
+    stems: dict[Address, Counter[str]] = {}
+    for a, counts in surfaces.items():
+        stems[a] = Counter()
+        for token, tf in counts.items():
+            stems[a][stem(token)] += tf
+    df = Counter(t for counts in stems.values() for t in counts)
+    idf = {t: _idf(len(rows), n) for t, n in df.items()}
+    return _Space(rows, {a: _weigh(c, idf) for a, c in stems.items()}, surfaces, idf)
+
+
+def _resolve(
+    marks: list[dict[str, str]], rows: dict[Address, dict[str, Any]]
+) -> tuple[list[dict[str, Any]], dict[Address, str]]:
+    """Marks -> rows: a source key names its row, otherwise the key is a URL to match."""
+    record: list[dict[str, Any]] = []
+    by_row: dict[Address, str] = {}
+    for mark in marks:
+        key = mark["key"]
+        hits = [a for a, row in rows.items() if row.get("source_key") == key] or [
+            a for a, row in rows.items() if key in (row.get("url"), row.get("canonical_url"))
+        ]
+        for a in hits:
+            by_row[a] = mark["value"]
+        record.append({**mark, "source_keys": [rows[a].get("source_key", "") for a in hits]})
+    return record, by_row
+
+
+def _centroid(vectors: list[tuple[Vector, float]]) -> Vector:
+    """Mean of ``strength * vector`` over the rows (strength already without its sign)."""
+    total: Vector = {}
+    for vector, strength in vectors:
+        for t, w in vector.items():
+            total[t] = total.get(t, 0.0) + strength * w
+    return {t: w / len(vectors) for t, w in total.items()}
+
+
+def _rocchio(query: Vector, marked: list[tuple[Vector, float]], weights: RocchioWeights) -> Vector:
+    """The moved query; the original itself when no mark can move it (so no float noise)."""
+    positive = [(v, s) for v, s in marked if s > 0] if weights.beta else []
+    negative = [(v, -s) for v, s in marked if s < 0] if weights.gamma else []
+    if not positive and not negative:
+        return query
+    moved = {t: weights.alpha * w for t, w in query.items()}
+    for part, factor in ((positive, weights.beta), (negative, -weights.gamma)):
+        if part:
+            for t, w in _centroid(part).items():
+                moved[t] = moved.get(t, 0.0) + factor * w
+    return moved
+
+
+def _is_exact(row: dict[str, Any]) -> bool:
+    lanes = (row.get("retrieval") or {}).get("lanes") or []
+    return any(lane.get("name") == "exact_lookup" for lane in lanes)
+
+
+def _address(entry: dict[str, Any], rows: dict[Address, dict[str, Any]]) -> Address:
+    address: Any = (entry.get("list"), entry.get("index"))
+    if address not in rows:
+        raise ValueError(f"Ranking entry {entry!r} does not point at a row of the pack.")
+    return address
+
+
+def _move_detail(mark: str, exact: bool, shift: int, before: float, after: float) -> str:
+    said = f"marked {mark}" + (" (no effect)" if mark == "unsure" else "") if mark else "not marked"
+    if exact:
+        moved = "exact hit, kept ahead of the rest"
+    elif shift:
+        moved = f"moved {'up' if shift > 0 else 'down'} {abs(shift)}"
+    else:
+        moved = "kept its place"
+    return f"{said}; {moved} (similarity {before:.2f} -> {after:.2f})"
+
+
+def apply_feedback(
+    pack: dict, marks: list[dict[str, str]], weights: RocchioWeights = RocchioWeights()
+) -> dict:
+    """A new pack re-ranked by Rocchio feedback; the input pack is left as it was.
+
+    The pack's reading order is the baseline: the non-exact rows keep the similarity "slots"
+    of that order (the similarities to the original query, sorted high to low) and each row's
+    key is its slot plus its change in similarity, ``cos(d, q') - cos(d, q)``. When the order
+    already follows the vector space this is plain ranking by ``cos(d, q')``; when no mark can
+    move the query nothing moves. Ties keep the previous order. Exact hits stay first.
+    """
+    marks = validate_marks(marks)
+    out = copy.deepcopy(pack)
+    space = _space(out)
+    query = space.query_vector(list((out.get("query_plan") or {}).get("query_terms") or []))
+    record, by_row = _resolve(marks, space.rows)
+    moved = _rocchio(
+        query, [(space.vectors[a], MARK_STRENGTH[v]) for a, v in by_row.items()], weights
+    )
+    ranking = out.get("ranking") or []
+    addresses = [_address(entry, space.rows) for entry in ranking]
+    before = [_cosine(space.vectors[a], query) for a in addresses]
+    after = [_cosine(space.vectors[a], moved) for a in addresses]
+    exact = [i for i, a in enumerate(addresses) if _is_exact(space.rows[a])]
+    rest = sorted(set(range(len(addresses))) - set(exact))
+    slots = sorted((before[i] for i in rest), reverse=True)
+    keyed = sorted(
+        zip(rest, slots, strict=True),
+        key=lambda p: (-round(p[1] + after[p[0]] - before[p[0]], KEY_DIGITS), p[0]),
+    )
+    order = exact + [i for i, _ in keyed]
+    out["ranking"] = [ranking[i] for i in order]
+    moves: list[dict[str, Any]] = []
+    for rank_after, i in enumerate(order, start=1):
+        row, mark = space.rows[addresses[i]], by_row.get(addresses[i], "")
+        shift = i + 1 - rank_after
+        if not mark and not shift:
+            continue
+        delta = after[i] - before[i]
+        row["retrieval"]["signals"].append(
+            {
+                "name": "feedback",
+                "detail": _move_detail(mark, i in exact, shift, before[i], after[i]),
+                "weight": round(delta, 6),
+            }
+        )
+        moves.append(
+            {
+                "source_key": row.get("source_key", ""),
+                "origin": row.get("origin", ""),
+                "rank_before": i + 1,
+                "rank_after": rank_after,
+                "similarity_before": round(before[i], 6),
+                "similarity_after": round(after[i], 6),
+                "mark": mark,
+            }
+        )
+    out["feedback"] = {"marks": record, "weights": asdict(weights), "moves": moves}
+    return out
+
+
+def _matched_by(term: str, words: list[str], prefix: bool) -> str:
+    """The query word that already finds a term: same stem, or (simple syntax) FTS5's prefix."""
+    return next((w for w in words if stem(w) == stem(term) or (prefix and term.startswith(w))), "")
+
+
+def _words(terms: list[str]) -> list[str]:
+    return [t for term in terms for t in _TOKEN.findall(term.lower())]
+
+
+def refine_query(pack: dict, marks: list[dict[str, str]], max_terms: int = MAX_ADDED_TERMS) -> dict:
+    """Suggest up to ``max_terms`` terms from the rows marked ``more``/``relevant``.
+
+    A candidate (a stem shown as its commonest form in the positive rows) has a positive and a
+    negative weight: the sums of ``strength * w(t, d)`` over the positive and the negative rows
+    holding it; its score is their difference. It is suppressed when the query already finds it
+    (same stem, or a prefix match of a simple query's ``"term"*``), the question excluded it, or
+    it comes mainly from negative rows (negative weight >= positive weight). The best
+    unsuppressed candidates are added; equal scores go alphabetically.
+    """
+    if isinstance(max_terms, bool) or not isinstance(max_terms, int):
+        raise ValueError(f"max_terms must be an integer, not {max_terms!r}")
+    if not 0 <= max_terms <= MAX_ADDED_TERMS:
+        raise ValueError(f"max_terms must be between 0 and {MAX_ADDED_TERMS}: {max_terms}")
+    marks = validate_marks(marks)
+    space = _space(pack)
+    _, by_row = _resolve(marks, space.rows)
+    plan = pack.get("query_plan") or {}
+    prefix = plan.get("syntax") != "raw"
+    query_words = _words(plan.get("query_terms") or [])
+    excluded = _words(plan.get("excluded_terms") or [])
+    weight: dict[int, Counter[str]] = {1: Counter(), -1: Counter()}
+    surfaces: dict[str, Counter[str]] = {}
+    sources: dict[str, list[dict[str, str]]] = {}
+    for a, value in by_row.items():
+        strength = MARK_STRENGTH[value]
+        if not strength:
+            continue
+        sign = 1 if strength > 0 else -1
+        for t, w in space.vectors[a].items():
+            weight[sign][t] += abs(strength) * w
+            sources.setdefault(t, []).append(
+                {"source_key": space.rows[a].get("source_key", ""), "mark": value}
+            )
+        if sign > 0:
+            for token, tf in space.surfaces[a].items():
+                surfaces.setdefault(stem(token), Counter())[token] += tf
+    candidates: list[dict[str, Any]] = []
+    for t, pos in weight[1].items():
+        term = min(surfaces[t].items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))[0]
+        neg = weight[-1].get(t, 0.0)
+        found_by = _matched_by(term, query_words, prefix)
+        excluded_by = _matched_by(term, excluded, prefix)
+        if found_by:
+            reason = f"already in the query as {found_by!r}"
+        elif excluded_by:
+            reason = f"excluded by the question ({excluded_by!r})"
+        elif neg >= pos:
+            reason = f"mainly from rows marked less/irrelevant ({neg:.3f} vs {pos:.3f})"
+        else:
+            reason = ""
+        candidates.append(
+            {
+                "term": term,
+                "score": round(pos - neg, 6),
+                "positive_weight": round(pos, 6),
+                "negative_weight": round(neg, 6),
+                "suppressed": bool(reason),
+                "reason": reason,
+                "sources": sources[t],
+            }
+        )
+    candidates.sort(key=lambda c: (-c["score"], c["term"]))
+    added: list[str] = []
+    for c in candidates:
+        if c["suppressed"]:
+            continue
+        if len(added) < max_terms:
+            added.append(c["term"])
+            rows = sum(1 for s in c["sources"] if MARK_STRENGTH[s["mark"]] > 0)
+            c["reason"] = f"added: from {rows} row(s) marked more/relevant"
+        else:
+            c["reason"] = f"not added: below the best {max_terms}"
+    original = str(pack.get("question") or plan.get("text_query") or "").strip()
+    if added and not prefix:
+        refined = f"({original}) {' '.join(added)}"
+    else:
+        refined = " ".join([original, *added]).strip()
+    return {
+        "original_query": original,
+        "added_terms": added,
+        "refined_query": refined,
+        "candidates": [
+            c for n, c in enumerate(candidates) if n < MAX_CANDIDATES or c["term"] in added
+        ],
+    }

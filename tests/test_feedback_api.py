@@ -1,0 +1,123 @@
+"""Feedback over HTTP: marks stored with the run, re-ranking, refinement and refine_from."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+from .conftest import actor_cookies, make_datasette
+from .test_promote import csrf
+from .test_web_search import ask, web_ds
+
+
+async def mark(ds, run_id, feedback, actor="root"):
+    cookies, headers, _ = await csrf(ds, actor_cookies(ds, actor) if actor else {})
+    return await ds.client.post(
+        f"/-/research/runs/{run_id}/feedback",
+        json={"feedback": feedback},
+        cookies=cookies,
+        headers=headers,
+    )
+
+
+async def test_marks_rerank_store_and_refine(brain, fake):
+    ds = await web_ds(brain, fake)
+    _, pack = await ask(ds, q="sqlite fts5 bm25 ranking", external="always")
+    order = [e["source_key"] for e in pack["ranking"]]
+    last = order[-1]
+    response = await mark(ds, pack["run_id"], [{"key": last, "value": "relevant"}])
+    assert response.status_code == 200, response.text
+    body = response.json()
+    assert body["feedback"] == [{"key": last, "value": "relevant"}]
+    new_order = [e["source_key"] for e in body["ranking"]]
+    assert sorted(new_order) == sorted(order) and new_order.index(last) < order.index(last)
+    assert any(m["source_key"] == last for m in body["moves"])
+    assert "refined_query" in body["refinement"]
+    stored = (
+        sqlite3.connect(brain[0].parent / "research_runs.db")
+        .execute(
+            "select key, value, actor_id from dbrain_websearch_feedback where run_id = ?",
+            [pack["run_id"]],
+        )
+        .fetchall()
+    )
+    assert stored == [(last, "relevant", "root")]
+    # A later mark for the same key replaces the earlier one.
+    await mark(ds, pack["run_id"], [{"key": last, "value": "unsure"}])
+    again = await mark(ds, pack["run_id"], [])  # no new marks: the run's current state
+    assert again.json()["feedback"] == [{"key": last, "value": "unsure"}]
+    assert [e["source_key"] for e in again.json()["ranking"]] == order
+
+
+async def test_unsure_changes_nothing(brain, fake):
+    ds = await web_ds(brain, fake)
+    _, pack = await ask(ds, q="lattice qcd", external="always")
+    key = pack["ranking"][2]["source_key"]
+    body = (await mark(ds, pack["run_id"], [{"key": key, "value": "unsure"}])).json()
+    assert [e["source_key"] for e in body["ranking"]] == [e["source_key"] for e in pack["ranking"]]
+
+
+async def test_bad_feedback_is_refused(brain, fake):
+    ds = await web_ds(brain, fake)
+    _, pack = await ask(ds, q="lattice qcd", external="always")
+    key = pack["ranking"][0]["source_key"]
+    bad_value = await mark(ds, pack["run_id"], [{"key": key, "value": "love"}])
+    assert bad_value.status_code == 400 and bad_value.json()["code"] == "bad_feedback"
+    not_in_run = await mark(ds, pack["run_id"], [{"key": "src:000000000000", "value": "more"}])
+    assert not_in_run.status_code == 400 and not_in_run.json()["code"] == "not_in_run"
+    missing = await mark(
+        ds, "20260101T000000.000000000Z-000000000000", [{"key": key, "value": "more"}]
+    )
+    assert missing.status_code == 404
+
+
+async def test_feedback_follows_the_research_permission(brain):
+    ds = make_datasette([str(brain[0])], databases={"brain": {"allow": {"id": "alice"}}})
+    pack = (
+        await ds.client.get("/-/research.json?q=espresso", cookies=actor_cookies(ds, "alice"))
+    ).json()
+    key = pack["evidence"][0]["source_key"]
+    denied = await mark(ds, pack["run_id"], [{"key": key, "value": "more"}], actor="mallory")
+    assert denied.status_code == 403
+    allowed = await mark(ds, pack["run_id"], [{"key": key, "value": "more"}], actor="alice")
+    assert allowed.status_code == 200
+
+
+async def test_page_buttons_mark_and_show_the_refined_query(brain, fake):
+    ds = await web_ds(brain, fake)
+    root = actor_cookies(ds, "root")
+    page = await ds.client.get(
+        "/-/research", params={"q": "sqlite fts5 bm25 ranking", "external": "always"}, cookies=root
+    )
+    assert 'form="dbrain-feedback" name="mark"' in page.text
+    next_url = re.search(r'name="next" value="([^"]+)"', page.text).group(1).replace("&amp;", "&")
+    value = re.search(r'name="mark" value="([^"]+)\|relevant"', page.text).group(1)
+    cookies, _, token = await csrf(ds, root)
+    action = re.search(r'<form id="dbrain-feedback" method="post" action="([^"]+)"', page.text)
+    response = await ds.client.post(
+        action.group(1),
+        data={"csrftoken": token, "mark": f"{value}|relevant", "next": next_url},
+        cookies=cookies,
+    )
+    assert response.status_code == 302 and response.headers["location"] == next_url
+    shown = (await ds.client.get(next_url, cookies=root)).text
+    assert 'aria-pressed="true">relevant</button>' in shown
+    assert "Refined query:" in shown
+
+
+async def test_refine_from_runs_the_refined_query_and_links_the_parent(brain, fake):
+    ds = await web_ds(brain, fake)
+    _, pack = await ask(ds, q="sqlite ranking", external="always")
+    relevant = next(r for r in pack["external_evidence"] if "bm25" in r["title"].lower())
+    await mark(ds, pack["run_id"], [{"key": relevant["source_key"], "value": "relevant"}])
+    _, child = await ask(ds, refine_from=pack["run_id"])
+    assert child["parent_run_id"] == pack["run_id"]
+    added = child["refinement"]["added_terms"]
+    assert 1 <= len(added) <= 4
+    assert child["question"] == child["refinement"]["refined_query"]
+    assert child["question"].startswith("sqlite ranking")
+    assert child["external_search"]["mode"] == "always"
+    trace = (await ds.client.get(child["trace_url"] + ".json")).json()
+    assert trace["pack"]["parent_run_id"] == pack["run_id"]
+    status, body = await ask(ds, refine_from="nonsense")
+    assert status == 400 and body["code"] == "bad_refine_from"
