@@ -174,16 +174,28 @@ def test_web_search_promote_and_find_it_locally(page, server):
 
 def test_progress_panel_shows_stages(page, server):
     page.goto(server["url"] + "/-/research")
+    # Keep (across the coming navigation) what the progress panel showed while it was visible.
+    page.evaluate(
+        """() => {
+            const panel = document.getElementById("dbrain-progress");
+            new MutationObserver(() => {
+                if (panel.hidden) return;
+                const steps = [...panel.querySelectorAll("li")].map(li => li.textContent);
+                sessionStorage.setItem("progress", JSON.stringify(steps));
+            }).observe(panel, {attributes: true, childList: true, subtree: true});
+        }"""
+    )
     page.fill("#dbrain-q", "sqlite fts5 bm25")
     page.check('input[name="external"][value="always"]')
     page.select_option("#dbrain-provider", "all")
-    page.route(
-        "**/-/research/stream**",
-        lambda route: (time.sleep(0.3), route.continue_())[1],
-    )
     page.click("button[type=submit]:has-text('Research')")
-    page.wait_for_selector("#dbrain-progress:not([hidden]) li")
     page.wait_for_url(re.compile(r"run=\d{8}T"))
+    steps = json.loads(page.evaluate("sessionStorage.getItem('progress')") or "[]")
+    assert steps[0] == "Searching your brain"
+    assert any(step.startswith("Local dbrain evidence:") for step in steps)
+    assert any(step.startswith("Brave:") for step in steps)
+    assert any(step.startswith("Exa:") for step in steps)
+    assert any(step.startswith("Outside dbrain corpus:") for step in steps)
     assert "also found by Brave" in page.inner_text("body")
     assert page.console_errors == []
 
