@@ -26,14 +26,15 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from .fts import NEGATIONS, RAW_OPERATORS, STOP_WORDS, stem
+from .fts import NEGATIONS, RAW_OPERATORS, STOP_WORDS, stem, trim_token
 
 FEEDBACK_VALUES = ("more", "less", "relevant", "irrelevant", "unsure")
 MARK_STRENGTH = {"relevant": 1.0, "more": 0.5, "unsure": 0.0, "less": -0.5, "irrelevant": -1.0}
 MAX_MARKS = 200
 MAX_ADDED_TERMS = 4
 MAX_CANDIDATES = 20
-# Sort keys are rounded so float noise can never reorder rows whose similarity did not change.
+# Sort keys are rounded so float noise (equal sums added up in another order) cannot break a tie
+# that belongs to the previous order.
 KEY_DIGITS = 9
 LISTS = ("evidence", "external_evidence")
 
@@ -172,18 +173,28 @@ def _centroid(vectors: list[tuple[Vector, float]]) -> Vector:
     return {t: w / len(vectors) for t, w in total.items()}
 
 
-def _rocchio(query: Vector, marked: list[tuple[Vector, float]], weights: RocchioWeights) -> Vector:
-    """The moved query; the original itself when no mark can move it (so no float noise)."""
-    positive = [(v, s) for v, s in marked if s > 0] if weights.beta else []
-    negative = [(v, -s) for v, s in marked if s < 0] if weights.gamma else []
-    if not positive and not negative:
-        return query
-    moved = {t: weights.alpha * w for t, w in query.items()}
+def _shift(marked: list[tuple[Vector, float]], weights: RocchioWeights) -> Vector:
+    """Rocchio's additions to the query, ``beta*P - gamma*N`` (empty when no mark can move it)."""
+    shift: Vector = {}
+    positive = [(v, s) for v, s in marked if s > 0]
+    negative = [(v, -s) for v, s in marked if s < 0]
     for part, factor in ((positive, weights.beta), (negative, -weights.gamma)):
-        if part:
+        if part and factor:
             for t, w in _centroid(part).items():
-                moved[t] = moved.get(t, 0.0) + factor * w
-    return moved
+                shift[t] = shift.get(t, 0.0) + factor * w
+    return shift
+
+
+def _isotonic(values: list[float]) -> list[float]:
+    """The closest non-increasing sequence in least squares (pool adjacent violators)."""
+    blocks: list[tuple[float, int]] = []
+    for value in values:
+        total, count = value, 1
+        while blocks and blocks[-1][0] / blocks[-1][1] < total / count:
+            total, count = total + blocks[-1][0], count + blocks[-1][1]
+            blocks.pop()
+        blocks.append((total, count))
+    return [total / count for total, count in blocks for _ in range(count)]
 
 
 def _is_exact(row: dict[str, Any]) -> bool:
@@ -198,12 +209,14 @@ def _address(entry: dict[str, Any], rows: dict[Address, dict[str, Any]]) -> Addr
     return address
 
 
-def _move_detail(mark: str, exact: bool, shift: int, before: float, after: float) -> str:
-    said = f"marked {mark}" + (" (no effect)" if mark == "unsure" else "") if mark else "not marked"
+def _move_detail(mark: str, exact: bool, places: int, before: float, after: float) -> str:
+    said = f"marked {mark}" if mark else "not marked"
+    if mark == "unsure":
+        said += " (no effect)"
     if exact:
         moved = "exact hit, kept ahead of the rest"
-    elif shift:
-        moved = f"moved {'up' if shift > 0 else 'down'} {abs(shift)}"
+    elif places:
+        moved = f"moved {'up' if places > 0 else 'down'} {abs(places)}"
     else:
         moved = "kept its place"
     return f"{said}; {moved} (similarity {before:.2f} -> {after:.2f})"
@@ -214,44 +227,53 @@ def apply_feedback(
 ) -> dict:
     """A new pack re-ranked by Rocchio feedback; the input pack is left as it was.
 
-    The pack's reading order is the baseline: the non-exact rows keep the similarity "slots"
-    of that order (the similarities to the original query, sorted high to low) and each row's
-    key is its slot plus its change in similarity, ``cos(d, q') - cos(d, q)``. When the order
-    already follows the vector space this is plain ranking by ``cos(d, q')``; when no mark can
-    move the query nothing moves. Ties keep the previous order. Exact hits stay first.
+    Rocchio ranks by ``cos(d, q')``, which orders rows as ``d . q'`` does (``|q'|`` is shared):
+    ``alpha * d.q + d.(beta*P - gamma*N)``. The pack's reading order comes from bm25, fusion
+    and the local/web policy, not from this vector space, so it stands in for ``d.q``: each
+    non-exact row takes the slot of its position in the isotonic (non-increasing, least-squares)
+    fit of the similarities ``d.q`` along that order. Hence an order that already follows the
+    vector space is ranked exactly by ``cos(d, q')``, rows unrelated to the marked ones keep
+    their relative order, and marks that cannot move the query move nothing. Ties keep the
+    previous order; exact hits stay first, in their order.
+
+    ``pack["feedback"]`` records the marks (each with the ``source_keys`` it resolved to), the
+    weights, and a move for every row that was marked or changed place.
     """
     marks = validate_marks(marks)
     out = copy.deepcopy(pack)
     space = _space(out)
     query = space.query_vector(list((out.get("query_plan") or {}).get("query_terms") or []))
     record, by_row = _resolve(marks, space.rows)
-    moved = _rocchio(
-        query, [(space.vectors[a], MARK_STRENGTH[v]) for a, v in by_row.items()], weights
-    )
+    shift = _shift([(space.vectors[a], MARK_STRENGTH[v]) for a, v in by_row.items()], weights)
+    moved = query
+    if shift:
+        moved = {t: weights.alpha * w for t, w in query.items()}
+        for t, w in shift.items():
+            moved[t] = moved.get(t, 0.0) + w
     ranking = out.get("ranking") or []
     addresses = [_address(entry, space.rows) for entry in ranking]
     before = [_cosine(space.vectors[a], query) for a in addresses]
     after = [_cosine(space.vectors[a], moved) for a in addresses]
     exact = [i for i, a in enumerate(addresses) if _is_exact(space.rows[a])]
     rest = sorted(set(range(len(addresses))) - set(exact))
-    slots = sorted((before[i] for i in rest), reverse=True)
-    keyed = sorted(
-        zip(rest, slots, strict=True),
-        key=lambda p: (-round(p[1] + after[p[0]] - before[p[0]], KEY_DIGITS), p[0]),
-    )
-    order = exact + [i for i, _ in keyed]
+    slots = _isotonic([before[i] for i in rest])
+    keys = {
+        i: weights.alpha * slot + _dot(space.vectors[addresses[i]], shift)
+        for i, slot in zip(rest, slots, strict=True)
+    }
+    order = exact + sorted(rest, key=lambda i: (-round(keys[i], KEY_DIGITS), i))
     out["ranking"] = [ranking[i] for i in order]
     moves: list[dict[str, Any]] = []
     for rank_after, i in enumerate(order, start=1):
         row, mark = space.rows[addresses[i]], by_row.get(addresses[i], "")
-        shift = i + 1 - rank_after
-        if not mark and not shift:
+        places = i + 1 - rank_after
+        if not mark and not places:
             continue
         delta = after[i] - before[i]
         row["retrieval"]["signals"].append(
             {
                 "name": "feedback",
-                "detail": _move_detail(mark, i in exact, shift, before[i], after[i]),
+                "detail": _move_detail(mark, i in exact, places, before[i], after[i]),
                 "weight": round(delta, 6),
             }
         )
@@ -277,6 +299,19 @@ def _matched_by(term: str, words: list[str], prefix: bool) -> str:
 
 def _words(terms: list[str]) -> list[str]:
     return [t for term in terms for t in _TOKEN.findall(term.lower())]
+
+
+def _extend(original: str, added: list[str], raw: bool) -> str:
+    """Append terms so they keep their meaning: a raw query is grouped first, and a trailing
+    "not"/"without" (which excluded nothing) is dropped rather than left to swallow a term."""
+    if not added:
+        return original
+    if raw:
+        return f"({original}) {' '.join(added)}"
+    words = original.split()
+    if words and trim_token(words[-1]).lower() in NEGATIONS:
+        words.pop()
+    return " ".join([*words, *added])
 
 
 def refine_query(pack: dict, marks: list[dict[str, str]], max_terms: int = MAX_ADDED_TERMS) -> dict:
@@ -353,14 +388,10 @@ def refine_query(pack: dict, marks: list[dict[str, str]], max_terms: int = MAX_A
         else:
             c["reason"] = f"not added: below the best {max_terms}"
     original = str(pack.get("question") or plan.get("text_query") or "").strip()
-    if added and not prefix:
-        refined = f"({original}) {' '.join(added)}"
-    else:
-        refined = " ".join([original, *added]).strip()
     return {
         "original_query": original,
         "added_terms": added,
-        "refined_query": refined,
+        "refined_query": _extend(original, added, raw=not prefix),
         "candidates": [
             c for n, c in enumerate(candidates) if n < MAX_CANDIDATES or c["term"] in added
         ],
