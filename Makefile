@@ -13,7 +13,7 @@ VENV_ALPHA := .venv-alpha
 
 CHROMIUM ?= /usr/bin/chromium
 
-.PHONY: demo test test-stable test-alpha lint bench clean browser-deps
+.PHONY: demo test test-stable test-alpha lint bench eval clean browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -66,6 +66,12 @@ browser-deps:
 	@$(CHROMIUM) --version 2>/dev/null
 
 test: lint browser-deps test-stable test-alpha
+
+# The eval set expects the demo brain as built (promoting into demo/brain.db changes answers).
+eval: $(VENV)/.installed
+	mkdir -p demo
+	$(VENV)/bin/datasette dbrain-demo demo/eval-brain.db --force
+	$(VENV)/bin/datasette dbrain-websearch eval evals/demo.json demo/eval-brain.db
 
 bench: $(VENV)/.installed
 	$(VENV)/bin/python bench/bench_research.py

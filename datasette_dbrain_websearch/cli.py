@@ -19,6 +19,7 @@ from datasette.utils import StartupError
 from . import traces
 from .config import ConfigError, Settings
 from .errors import ResearchError
+from .evals import register_eval_commands
 from .research import parse_options, research
 
 
@@ -178,7 +179,9 @@ def register(cli: click.Group) -> None:
 
     @cli.group(name="dbrain-websearch")
     def dbrain_websearch() -> None:
-        """Maintenance commands for datasette-dbrain-websearch."""
+        """Maintenance and evaluation commands for datasette-dbrain-websearch."""
+
+    register_eval_commands(dbrain_websearch)
 
     @dbrain_websearch.command(name="purge-cache")
     @click.argument("database", type=click.Path(exists=True, dir_okay=False))

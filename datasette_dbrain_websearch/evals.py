@@ -13,10 +13,18 @@ default never), ``providers`` (the configured providers, in fallback order; defa
 ``fixtures`` keys), ``fixtures`` (``{"brave": [{"url", "title", "snippet", "text",
 "published_at", "rank"}, ...]}``, or ``{"brave": {"error": "provider_failed", "message": ...}}``
 to replay a failure), ``expect_external_urls``, ``expect_providers``, ``forbid_provider_calls``,
-``expect_warnings``, ``expect_verdict``. Request fields, as the CLI takes them: ``tag``,
-``source_type``, ``kind``, ``syntax``, ``since``, ``until``, ``provider`` (``all`` = in
-parallel), ``freshness``, ``external_count``. Any other field is an error: a check that
-cannot run must not pass silently.
+``expect_warnings``, ``expect_verdict``. Request fields, as the JSON API takes them: ``tag``,
+``source_type``, ``kind``, ``syntax``, ``since``, ``until``, ``profile``, ``provider``
+(``all`` = in parallel), ``freshness``, ``external_count``. Any other field is an error: a
+check that cannot run must not pass silently.
+
+Checks follow dbrain's wording. ``min_evidence`` counts the ranked rows (local and web);
+``expect_top_source_keys`` holds the keys the first ranked row may have (as dbrain checks its
+first evidence row); ``expect_any_source_keys`` needs one of its keys anywhere in the ranking;
+``expect_text`` is matched case-insensitively against the ranked rows' titles, URLs, excerpts and
+web texts; ``max_latency_ms`` bounds the research call; ``expect_external_urls`` must be web rows
+(a page the brain holds collapses onto its local row instead); ``expect_providers`` is the exact
+set of providers called, and ``forbid_provider_calls`` fails a case that called any.
 
 Metrics (per case, then averaged over the cases that have expectations):
 
@@ -47,13 +55,11 @@ import click
 from .config import MODES, PLUGIN_NAME, ConfigError, Settings
 from .errors import ResearchError
 from .judge import ENOUGH_EVIDENCE, NO_EVIDENCE, WEAK_EVIDENCE
-from .providers.base import FAILED
 from .providers.replay import ERROR_CODES, ReplayError, ReplayProvider
 from .research import Options, WebAccess, parse_options, research
-from .store import DEFAULT_FILENAME, RUNS_TABLE
+from .store import DEFAULT_FILENAME, FEEDBACK_TABLE, RUNS_TABLE
 from .urls import UnsupportedURL, normalize_url, try_normalize_url
 
-FEEDBACK_TABLE = "dbrain_websearch_feedback"
 EXPECT_VALUES = ("relevant", "more")
 FORBID_VALUES = ("irrelevant", "less")
 VERDICTS = (NO_EVIDENCE, WEAK_EVIDENCE, ENOUGH_EVIDENCE)
@@ -68,7 +74,7 @@ KEY_LISTS = (
     "expect_warnings",
     "providers",
 )
-REQUEST_STRINGS = ("kind", "syntax", "since", "until", "freshness")
+REQUEST_STRINGS = ("kind", "syntax", "since", "until", "freshness", "profile")
 REQUEST_LISTS = ("tag", "source_type", "provider")
 CASE_FIELDS = frozenset(
     {
@@ -95,6 +101,17 @@ HELP = """Run dbrain-style research eval cases from CASES.json against BRAIN.db.
 
 Web search is replayed from each case's recorded "fixtures": no keys, no network. Exit status:
 0 when every case passes, 1 when any fails, 2 when CASES.json (or the config) is unusable.
+
+\b
+CASES.json is an array of objects with these fields (any other is refused):
+  dbrain's  name, question, limit, min_evidence, expect_any_source_keys,
+            expect_top_source_keys, forbid_source_keys, expect_text, max_latency_ms
+  web       external (never|on_weak|always), providers, expect_external_urls,
+            expect_providers, forbid_provider_calls, expect_warnings, expect_verdict,
+            fixtures {"brave": [{"url", "title", "snippet", "text", "published_at", "rank"}],
+                      "exa": {"error": "provider_failed", "message": "..."}}
+  request   tag, source_type, kind, syntax, since, until, profile, provider, freshness,
+            external_count
 
 \b
 Metrics, per case and averaged over the cases with expectations:
@@ -187,9 +204,7 @@ class CaseResult:
         }
 
 
-def score_ranking(
-    ranking: Sequence[AbstractSet[str]], expected: AbstractSet[str], k: int
-) -> Score:
+def score_ranking(ranking: Sequence[AbstractSet[str]], expected: AbstractSet[str], k: int) -> Score:
     """Rank, RR and recall@k of ``expected`` in a ranking whose rows each carry a set of ids
     (a local row its source_key; a web row its ext: key and canonical URL)."""
     rank = next((n for n, ids in enumerate(ranking, start=1) if ids & expected), None)
@@ -267,9 +282,8 @@ def parse_case(raw: Any) -> Case:
         raise ValueError("must be a JSON object")
     unknown = sorted(set(raw) - CASE_FIELDS)
     if unknown:
-        raise ValueError(
-            f"unsupported field(s) {', '.join(unknown)}; supported: {', '.join(sorted(CASE_FIELDS))}"
-        )
+        supported = ", ".join(sorted(CASE_FIELDS))
+        raise ValueError(f"unsupported field(s) {', '.join(unknown)}; supported: {supported}")
     name = _string(raw, "name", required=True)
     question = _string(raw, "question", required=True)
     lists = {key: _strings(raw, key) for key in KEY_LISTS}
@@ -365,6 +379,8 @@ def _canonical(url: str) -> str:
 
 @dataclass
 class _Prepared:
+    """A case with its settings and options, checked before any case runs."""
+
     case: Case
     settings: Settings
     options: Options
@@ -373,9 +389,7 @@ class _Prepared:
 def case_settings(base: Mapping[str, Any], case: Case) -> Settings:
     """The plugin config with web search on, the case's providers, and no cache."""
     external = dict(base.get("external_search") or {})
-    external.update(
-        enabled=True, providers=list(case.providers), cache_ttl=0, default_mode="never"
-    )
+    external.update(enabled=True, providers=list(case.providers), cache_ttl=0, default_mode="never")
     return Settings.from_config({**base, "external_search": external})
 
 
@@ -433,43 +447,37 @@ async def run_cases(
             raise EvalInputError(f"case {case.name!r}: {message}") from exc
     db = datasette.get_database(database)
     row_url = row_url_for(datasette, database)
-    results = []
-    for item in prepared:
-        providers = replay_providers(item.case)
-        web = WebAccess(permitted=True, providers=providers, cache_db=None)
-        started = time.perf_counter()
-        try:
-            pack = await research(
-                db.execute_fn, database, item.options, item.settings, row_url, web
-            )
-        except ResearchError as exc:
-            pack = None
-            error = f"research failed ({exc.code}): {exc.message}"
+    return [await _run_one(item, db.execute_fn, database, row_url) for item in prepared]
+
+
+async def _run_one(item: _Prepared, execute_fn: Any, database: str, row_url: Any) -> CaseResult:
+    """One case: research with replayed providers, then its checks and its score."""
+    case = item.case
+    providers = replay_providers(case)
+    web = WebAccess(permitted=True, providers=providers, cache_db=None)
+    k = item.options.limit
+    started = time.perf_counter()
+    try:
+        pack = await research(execute_fn, database, item.options, item.settings, row_url, web)
+    except ResearchError as exc:
         latency = round((time.perf_counter() - started) * 1000, 1)
-        called = [name for name, p in providers.items() if p.calls]
-        k = item.options.limit
-        if pack is None:
-            score = Score(None, 0.0, 0.0) if item.case.expected else None
-            results.append(
-                CaseResult(item.case.name, item.case.question, [error], latency, k, score)
-            )
-            continue
-        ids = ranked_ids(pack)
-        results.append(
-            CaseResult(
-                name=item.case.name,
-                question=item.case.question,
-                reasons=check_case(item.case, pack, called, latency),
-                latency_ms=latency,
-                k=k,
-                score=score_ranking(ids, item.case.expected, k) if item.case.expected else None,
-                verdict=pack["judge"]["verdict"],
-                providers_called=called,
-                warnings=[w["code"] for w in pack["warnings"]],
-                top=[e["source_key"] for e in pack["ranking"][:k]],
-            )
-        )
-    return results
+        reason = f"research failed ({exc.code}): {exc.message}"
+        score = Score(None, 0.0, 0.0) if case.expected else None
+        return CaseResult(case.name, case.question, [reason], latency, k, score)
+    latency = round((time.perf_counter() - started) * 1000, 1)
+    called = [name for name, p in providers.items() if p.calls]
+    return CaseResult(
+        name=case.name,
+        question=case.question,
+        reasons=check_case(case, pack, called, latency),
+        latency_ms=latency,
+        k=k,
+        score=score_ranking(ranked_ids(pack), case.expected, k) if case.expected else None,
+        verdict=pack["judge"]["verdict"],
+        providers_called=called,
+        warnings=[w["code"] for w in pack["warnings"]],
+        top=[e["source_key"] for e in pack["ranking"][:k]],
+    )
 
 
 def check_case(
@@ -512,8 +520,7 @@ def check_case(
     ]
     if case.expect_providers is not None and set(called) != set(case.expect_providers):
         reasons.append(
-            f"providers called [{', '.join(called)}], expected "
-            f"[{', '.join(case.expect_providers)}]"
+            f"providers called [{', '.join(called)}], expected [{', '.join(case.expect_providers)}]"
         )
     if case.forbid_provider_calls and called:
         reasons.append(f"provider calls are forbidden, but {', '.join(called)} was called")
@@ -592,9 +599,9 @@ def load_run(path: Path, run_id: str) -> tuple[dict[str, Any], dict[str, str] | 
             raise EvalInputError(f"no run {run_id} in {path}")
         feedback = None
         if FEEDBACK_TABLE in tables:
-            # rowid order is the order feedback was given, so a changed mind wins.
+            # Oldest first, so a changed mind wins.
             rows = conn.execute(
-                f"select key, value from {FEEDBACK_TABLE} where run_id = ? order by rowid",
+                f"select key, value from {FEEDBACK_TABLE} where run_id = ? order by id",
                 [run_id],
             )
             feedback = {str(key): str(value).strip().lower() for key, value in rows}
@@ -619,8 +626,9 @@ def propose_case(
         "limit": plan["limit"],
         **plan["filters"],
     }
-    if plan["syntax"] != "simple":
-        case["syntax"] = plan["syntax"]
+    for key, default in (("syntax", "simple"), ("profile", "general")):
+        if plan.get(key, default) != default:
+            case[key] = plan[key]
     case["external"] = web["mode"]
     if web["ran"]:
         case.update(_recorded_web(pack))
@@ -630,20 +638,21 @@ def propose_case(
         expected = [k for k, v in marked.items() if v in EXPECT_VALUES]
         forbidden = [k for k, v in marked.items() if v in FORBID_VALUES]
         note = (
-            f"from feedback: {len(expected)} key(s) marked relevant/more, "
+            f"expectations from feedback: {len(expected)} key(s) marked relevant/more, "
             f"{len(forbidden)} marked irrelevant/less"
         )
     else:
         expected = [e["source_key"] for e in pack["ranking"][:PROPOSE_TOP]]
         forbidden = []
+        case["expect_verdict"] = pack["judge"]["verdict"]
         why = (
             f"the plugin database has no {FEEDBACK_TABLE} table"
             if feedback is None
             else "this run has no relevant/irrelevant/more/less feedback"
         )
         note = (
-            f"{why}, so the expectations come from the run's top {len(expected)} evidence "
-            "row(s): review them before adding the case"
+            f"{why}: expectations taken from the run's top {len(expected)} evidence row(s) "
+            "and its verdict; review them before adding the case"
         )
     web_expected = [urls[k] for k in expected if k in urls]
     case["expect_any_source_keys"] = [k for k in expected if k not in urls]
@@ -761,7 +770,7 @@ def propose_command(brain: str | None, run_id: str, database: str | None) -> Non
     Web answers are recorded as fixtures, so the case replays offline."""
     trace, feedback = load_run(plugin_database_path(database, brain), run_id)
     case, note = propose_case(trace, feedback)
-    click.echo(f"Proposed {note}.", err=True)
+    click.echo(f"Note: {note}.", err=True)
     click.echo(json.dumps(case, indent=2, ensure_ascii=False))
 
 
@@ -772,7 +781,7 @@ def propose_command(brain: str | None, run_id: str, database: str | None) -> Non
     subcommand_metavar="CASES.json BRAIN.db [--json] | propose --run RUN_ID",
 )
 def eval_group() -> None:
-    pass
+    """Research evals (the help text is HELP)."""
 
 
 eval_group.add_command(run_command)
@@ -782,20 +791,3 @@ eval_group.add_command(propose_command)
 def register_eval_commands(group: click.Group) -> None:
     """Add ``eval`` to the ``dbrain-websearch`` group (cli.py calls this)."""
     group.add_command(eval_group)
-
-
-__all__ = [
-    "FAILED",
-    "Case",
-    "CaseResult",
-    "EvalInputError",
-    "Score",
-    "check_case",
-    "load_cases",
-    "propose_case",
-    "ranked_ids",
-    "register_eval_commands",
-    "run_cases",
-    "score_ranking",
-    "summarize",
-]

@@ -112,7 +112,7 @@ class ReplayProvider(Provider):
 
     @classmethod
     def from_fixture(cls, name: str, fixture: Any, label: str = "") -> ReplayProvider:
-        """A list of recorded results, or one recorded failure ``{"error": ..., "message": ...}``."""
+        """A list of recorded results, or a recorded failure ``{"error": code, "message": ...}``."""
         if isinstance(fixture, Mapping):
             return cls(name, (), label=label, error=recorded_error(fixture))
         if not isinstance(fixture, list):
