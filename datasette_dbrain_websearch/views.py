@@ -493,22 +493,31 @@ async def promote_view(request: Any, datasette: Any) -> Response:
     return Response.redirect(_safe_back(datasette, request, back))
 
 
-async def _promotion_body(request: Any, as_json: bool) -> tuple[dict[str, Any], str]:
-    """The promotion fields and the page to return to (forms only)."""
-    if int(request.headers.get("content-length") or 0) > MAX_BODY:
+async def read_body(request: Any, as_json: bool) -> dict[str, Any]:
+    """A POST body, size-capped: a JSON object, or a form as ``{name: [values]}``."""
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > MAX_BODY:
         raise ResearchError("The request body is too large.", 413, "too_large")
     raw = await request.post_body()
     if len(raw) > MAX_BODY:
         raise ResearchError("The request body is too large.", 413, "too_large")
+    if not as_json:
+        return urllib.parse.parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
+    try:
+        body = json.loads(raw or b"null")
+    except ValueError as exc:
+        raise ResearchError("The body is not valid JSON.", code="bad_json") from exc
+    if not isinstance(body, dict):
+        raise ResearchError("The JSON body must be an object.", code="bad_json")
+    return body
+
+
+async def _promotion_body(request: Any, as_json: bool) -> tuple[dict[str, Any], str]:
+    """The promotion fields and the page to return to (forms only)."""
+    body = await read_body(request, as_json)
     if as_json:
-        try:
-            body = json.loads(raw or b"null")
-        except ValueError as exc:
-            raise ResearchError("The body is not valid JSON.", code="bad_json") from exc
-        if not isinstance(body, dict):
-            raise ResearchError("The JSON body must be an object.", code="bad_json")
         return body, ""
-    form = urllib.parse.parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
+    form = body
     keys = form.get("promote_one") or form.get("source_keys") or []
     fields = {
         "run_id": (form.get("run_id") or [""])[-1],
@@ -632,18 +641,10 @@ def _rows(pack: dict[str, Any]) -> list[dict[str, Any]]:
 
 async def _feedback_body(request: Any, as_json: bool) -> tuple[Any, str]:
     """JSON ``{"feedback": [...]}``, or a form button ``mark=<key>|<value>``."""
-    raw = await request.post_body()
-    if len(raw) > MAX_BODY:
-        raise ResearchError("The request body is too large.", 413, "too_large")
+    body = await read_body(request, as_json)
     if as_json:
-        try:
-            body = json.loads(raw or b"null")
-        except ValueError as exc:
-            raise ResearchError("The body is not valid JSON.", code="bad_json") from exc
-        if not isinstance(body, dict):
-            raise ResearchError("The JSON body must be an object.", code="bad_json")
         return body.get("feedback"), ""
-    form = urllib.parse.parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
+    form = body
     key, _, value = (form.get("mark") or [""])[-1].rpartition("|")
     return [{"key": key, "value": value}], (form.get("next") or [""])[-1]
 
