@@ -147,12 +147,14 @@ def no_horizontal_overflow(page) -> None:
 
 def test_web_search_promote_and_find_it_locally(page, server):
     page.goto(server["url"] + "/-/research")
+    assert not page.is_visible("#dbrain-progress")  # only shown while a run is in flight
     page.fill("#dbrain-q", "lattice qcd")
     page.check('input[name="external"][value="always"]')
     page.click("button[type=submit]:has-text('Research')")
     # The script streams the stages, then opens the saved run (?run=...).
     page.wait_for_url(re.compile(r"run=\d{8}T"))
     body = page.inner_text("body")
+    assert not page.is_visible("#dbrain-progress")
     assert "Outside dbrain corpus / Brave / ephemeral" in body
     assert re.search(r"Local dbrain evidence: \d+ rows?", body)
     assert re.search(r"Outside dbrain corpus: \d+ rows? from Brave", body)
