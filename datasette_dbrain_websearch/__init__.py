@@ -38,6 +38,7 @@ def register_routes(datasette: Any) -> list:
         (r"^/-/research/runs$", runs_view),
         (r"^/-/research/runs/(?P<run_id>[0-9T.Z]+-[0-9a-f]{12})(?P<format>\.json)?$", run_view),
         (r"^/(?P<database>[^/]+)/-/research(?P<format>\.json)?$", research_view),
+        (r"^/(?P<database>[^/]+)/-/research/stream$", stream_view),
     ]
 
 

@@ -34,6 +34,7 @@ from .providers.base import (
     SearchRequest,
     WebResult,
     clamp_query,
+    clean_result,
     redact,
 )
 from .providers.brave import MAX_QUERY_CHARS, MAX_QUERY_WORDS
@@ -142,7 +143,7 @@ def normalize_hits(
     """Canonicalize every URL the dbrain way; URLs dbrain would refuse are dropped and counted."""
     hits: list[ExternalHit] = []
     rejected = 0
-    for result in results:
+    for result in map(clean_result, results):
         url = try_normalize_url(result.url) if is_web_url(result.url) else None
         if url is None:
             rejected += 1
@@ -174,7 +175,7 @@ class WebStage:
                     "stage": "provider",
                     "provider": name,
                     "status": status,
-                    "message": f"{self._label(name)}: {message}",
+                    "message": redact(f"{self._label(name)}: {message}", self.settings.secrets()),
                 }
             )
 

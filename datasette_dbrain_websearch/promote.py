@@ -23,6 +23,7 @@ from .errors import ResearchError
 from .fetch import FetchResult, fetch_page
 from .schema import sync_source_fts, utc_now
 from .store import PROMOTIONS_TABLE
+from .traces import RUN_ID
 from .urls import UnsupportedURL, normalize_url, try_normalize_url
 
 EXTRACT_TOOL = "datasette-dbrain-websearch"
@@ -48,8 +49,11 @@ def parse_request(body: Mapping[str, Any]) -> PromotionRequest:
     run_id = body.get("run_id")
     keys = body.get("source_keys")
     fetch = body.get("fetch", False)
-    if not isinstance(run_id, str) or not run_id:
-        raise ResearchError("run_id is required.", code="missing_run_id")
+    if not isinstance(run_id, str) or not RUN_ID.fullmatch(run_id):
+        raise ResearchError(
+            "run_id must be a run id like 20260102T150405.000000000Z-0a1b2c3d4e5f.",
+            code="bad_run_id",
+        )
     if isinstance(keys, str):
         keys = [keys]
     if not isinstance(keys, list) or not keys or not all(isinstance(k, str) for k in keys):
@@ -101,16 +105,20 @@ def candidate(row: Mapping[str, Any], fetched: FetchResult | None, now: str) -> 
         ) from exc
     text, title, description, site_name = row.get("text") or row["excerpt"], row["title"], "", ""
     canonical = normalized.canonical_url
+    status = "ok"
     failure: dict[str, Any] = {}
     if fetched is not None and fetched.ok:
-        # An empty extraction (dbrain's 'empty') keeps the provider's text, which is better
-        # than nothing; the page's title and description still apply.
+        # dbrain's 'empty' (the page had no main text) keeps the provider's text as a stand-in.
+        status = "ok" if fetched.text else "empty"
         text = fetched.text or text
         title = fetched.title or title
         description, site_name = fetched.description, fetched.site_name
         final = try_normalize_url(fetched.final_url) or normalized
         canonical = final.canonical_url  # extraction rewrites canonical_url, never normalized_url
     elif fetched is not None:
+        # Recorded as dbrain records a failed extraction (so dbrain retries it after its
+        # cooldown); the provider's text stays searchable meanwhile.
+        status = "error"
         failure = {
             "extract_error": fetched.error,
             "extract_failure_kind": fetched.failure_kind or "unknown",
@@ -131,8 +139,8 @@ def candidate(row: Mapping[str, Any], fetched: FetchResult | None, now: str) -> 
         "description": description,
         "site_name": site_name,
         "extracted_text": text,
-        "extract_status": "ok",
-        "extracted_at": now,
+        "extract_status": status,
+        "extracted_at": now if status != "error" else "",
         "extract_tool": EXTRACT_TOOL,
         "extract_tool_version": tool_version(),
         "content_hash": hashlib.sha256(text.encode()).hexdigest(),
@@ -160,6 +168,13 @@ def write_sources(conn: sqlite3.Connection, candidates: list[Candidate]) -> list
     UNIQUE constraint, which is read as ``exists`` too.
     """
     present = {r[1] for r in conn.execute("pragma table_info(sources)")}
+    fts = conn.execute("select 1 from sqlite_master where name = 'sources_fts'").fetchone()
+    if "normalized_url" not in present or fts is None:
+        raise ResearchError(
+            "This brain has no dbrain sources/sources_fts tables to promote into.",
+            status=409,
+            code="no_sources_table",
+        )
     results: list[dict[str, Any]] = []
     with conn:
         for item in candidates:
@@ -293,7 +308,11 @@ async def promote(
         ) from exc
     if plugin_db is not None:
         records = provenance_rows(trace, trace["database"], candidates, results, actor_id, now)
-        await plugin_db.execute_write_fn(lambda conn: write_provenance(conn, records))
+        try:
+            await plugin_db.execute_write_fn(lambda conn: write_provenance(conn, records))
+        except Exception as exc:  # the sources are written; say so rather than fail
+            for result in results:
+                result["warning"] = f"provenance_not_saved ({type(exc).__name__})"
     return results
 
 

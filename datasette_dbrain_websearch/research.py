@@ -30,7 +30,7 @@ from .pack import (
     new_run_id,
 )
 from .profiles import PROFILE_NAMES, apply_profile, profile_for
-from .providers.base import Provider, redact
+from .providers.base import Provider, clean, redact
 
 MAX_QUESTION_CHARS = 20_000
 MAX_RETURNED_PER_PROVIDER = 10  # URLs and titles each provider returned, kept for the trace
@@ -53,11 +53,6 @@ class Options:
     filters: Filters
     external: ExternalRequest
     profile: str = "general"
-
-
-def clean(value: str) -> str:
-    """Drop NUL bytes and lone surrogates, which SQLite and UTF-8 output cannot carry."""
-    return value.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
 
 
 def _one(params: Params, name: str) -> str:

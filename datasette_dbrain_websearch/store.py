@@ -180,6 +180,7 @@ async def cache_put(
 
     def write(conn: sqlite3.Connection) -> None:
         with conn:
+            conn.execute(f"delete from {CACHE_TABLE} where expires_at <= ?", [utc(now)])
             conn.execute(
                 f"insert or replace into {CACHE_TABLE} values (?, ?, ?, ?, ?, ?, ?)", values
             )

@@ -18,12 +18,13 @@ import sqlite3
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .store import EVENTS_TABLE, RUNS_TABLE, plugin_database
+from .store import EVENTS_TABLE, FEEDBACK_TABLE, RUNS_TABLE, plugin_database
 
 TRACE_SCHEMA = "research_trace.v1"
 RUN_ID = re.compile(r"\d{8}T\d{6}\.\d{9}Z-[0-9a-f]{12}")
 KEEP_RUNS = 500
 KEEP_DAYS = 180
+MAX_RUNS = 20_000  # a hard ceiling, whatever their age, so a flood of runs cannot fill the disk
 SURFACES = ("page", "json", "cli")
 
 
@@ -214,13 +215,17 @@ async def save(db: Any, trace: dict[str, Any], now: datetime | None = None) -> N
 
 
 def prune(conn: sqlite3.Connection, cutoff: str) -> None:
-    """Keep the newest ``KEEP_RUNS`` runs plus every run started after ``cutoff``."""
+    """Keep the newest ``KEEP_RUNS`` runs plus every run started after ``cutoff``, never more
+    than ``MAX_RUNS``; a pruned run's events and feedback go with it (promotions stay: they
+    are the provenance of rows in the brain)."""
     old = (
         f"select run_id from {RUNS_TABLE} where started_at < ? and run_id not in "
         f"(select run_id from {RUNS_TABLE} order by started_at desc limit {KEEP_RUNS})"
     )
-    conn.execute(f"delete from {EVENTS_TABLE} where run_id in ({old})", [cutoff])
-    conn.execute(f"delete from {RUNS_TABLE} where run_id in ({old})", [cutoff])
+    beyond = f"select run_id from {RUNS_TABLE} order by started_at desc limit -1 offset {MAX_RUNS}"
+    doomed = f"run_id in ({old}) or run_id in ({beyond})"
+    for table in (EVENTS_TABLE, FEEDBACK_TABLE, RUNS_TABLE):
+        conn.execute(f"delete from {table} where {doomed}", [cutoff])
 
 
 async def load(db: Any, run_id: str) -> dict[str, Any] | None:
@@ -236,6 +241,7 @@ RUN_COLUMNS = (
     "surface",
     "database_name",
     "question",
+    "actor_id",
     "external_mode",
     "external_ran",
     "providers",

@@ -29,7 +29,8 @@ from .feedback import (
 )
 from .promote import parse_request, promote, promoted_in_run
 from .providers import registered_providers
-from .research import Progress, WebAccess, clean, parse_options, research
+from .providers.base import clean
+from .research import Progress, WebAccess, parse_options, research, scrub
 from .store import feedback_for, plugin_database, save_feedback
 from .urls import is_web_url
 
@@ -90,6 +91,12 @@ def error_response(error: ResearchError) -> Response:
     return Response.json(error.as_json(), status=error.status)
 
 
+def stream_path(datasette: Any, database: str | None) -> str:
+    if database is None:
+        return datasette.urls.path("/-/research/stream")
+    return datasette.urls.database(database) + "/-/research/stream"
+
+
 def research_path(datasette: Any, database: str | None, as_json: bool) -> str:
     suffix = "/-/research" + (".json" if as_json else "")
     if database is None:
@@ -148,13 +155,12 @@ async def run_research(
     web: WebAccess,
     surface: str,
     progress: Progress | None = None,
+    lineage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Parse, research, save the trace: the one path every HTTP surface takes.
 
-    ``refine_from=<run_id>`` researches that run's question refined by its feedback (or ``q``
-    when given); the new run records its parent and the refinement.
+    ``lineage`` (from ``_refinement``) records a refined run's parent and refinement.
     """
-    params, lineage = await _refinement(datasette, request, params)
     options = parse_options(params, settings)
     db = datasette.get_database(database)
     pack = await research(
@@ -166,7 +172,7 @@ async def run_research(
         web,
         progress=progress,
     )
-    pack.update(lineage)
+    pack.update(lineage or {})
     await traces.record(
         datasette, pack, surface=surface, actor=request.actor, permitted=web.permitted
     )
@@ -185,21 +191,39 @@ async def _refinement(
     parent = await _trace_for(datasette, request, parent_id)
     marks = await feedback_for(plugin_database(datasette), parent_id)
     refinement = refine_query(parent["pack"], marks)
-    params = dict(params)
+    params = {**inherited(parent["pack"]), **params}
     if not (params.get("q") or [""])[-1].strip():
         params["q"] = [refinement["refined_query"]]
-    params.setdefault("external", [parent["pack"]["external_search"]["mode"]])
     return params, {"parent_run_id": parent_id, "refinement": refinement}
 
 
-def saved_run_url(datasette: Any, params: dict[str, list[str]], pack: dict | None) -> str:
+def inherited(pack: dict[str, Any]) -> dict[str, list[str]]:
+    """The parameters a refined run takes from its parent unless the request overrides them:
+    brain, filters, syntax, limit, profile and web mode."""
+    plan = pack["query_plan"]
+    params = {
+        "database": [pack["database"]],
+        "syntax": [plan["syntax"]],
+        "limit": [str(plan["limit"])],
+        "profile": [plan.get("profile", "general")],
+        "external": [pack["external_search"]["mode"]],
+    }
+    for name, value in plan["filters"].items():
+        params[name] = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    return params
+
+
+def saved_run_url(
+    datasette: Any, params: dict[str, list[str]], pack: dict | None, route_db: str | None = None
+) -> str:
     """The page for this run as saved (``?run=``): where marks and promotions come back to."""
     if not pack or not pack.get("trace_url"):
         return ""
     query = {k: v for k, v in params.items() if k not in ("run", "refine_from")}
     query["q"] = [pack["question"]]
     query["run"] = [pack["run_id"]]
-    return research_path(datasette, None, False) + "?" + urllib.parse.urlencode(query, True)
+    path = research_path(datasette, route_db, False)
+    return path + "?" + urllib.parse.urlencode(query, True)
 
 
 async def saved_pack(
@@ -211,9 +235,9 @@ async def saved_pack(
     if not run_id or db is None or not traces.RUN_ID.fullmatch(run_id):
         return None
     trace = await traces.load(db, run_id)
-    if trace is None or trace["question"] != (params.get("q") or [""])[-1].strip():
+    if trace is None or trace["question"] != clean((params.get("q") or [""])[-1]).strip():
         return None
-    if not await can(datasette, request.actor, RESEARCH, trace["database"]):
+    if not await may_see_run(datasette, request.actor, trace):
         return None
     return trace["pack"]
 
@@ -225,6 +249,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
     params = urllib.parse.parse_qs(request.query_string, keep_blank_values=True)
     route = request.url_vars.get("database")
     try:
+        params, lineage = await _refinement(datasette, request, params)
         database, allowed = await resolve_brain(datasette, request, settings, params)
     except ResearchError as exc:
         if as_json:
@@ -243,7 +268,14 @@ async def research_view(request: Any, datasette: Any) -> Response:
     if pack is None and (as_json or has_question):
         try:
             pack = await run_research(
-                datasette, request, database, params, settings, web, "json" if as_json else "page"
+                datasette,
+                request,
+                database,
+                params,
+                settings,
+                web,
+                "json" if as_json else "page",
+                lineage=lineage,
             )
         except ResearchError as exc:
             error = exc
@@ -269,14 +301,15 @@ async def research_view(request: Any, datasette: Any) -> Response:
             ("news", "News: recent first"),
         ],
         "external": external_controls(settings, web, params),
-        "can_promote": await can(datasette, request.actor, PROMOTE),
+        "can_promote": await can(datasette, request.actor, PROMOTE)
+        and await datasette.get_database(database).table_exists("sources_fts"),
         "promote_url": datasette.urls.path("/-/research/promote"),
-        "stream_url": datasette.urls.path("/-/research/stream"),
+        "stream_url": stream_path(datasette, database if route is not None else None),
         "promoted": await promoted_rows(datasette, pack),
         "refinement": refinement,
         "marks": {m["key"]: m["value"] for m in (pack or {}).get("feedback", {}).get("marks", [])},
         "feedback_values": FEEDBACK_VALUES,
-        "saved_url": saved_run_url(datasette, params, pack),
+        "saved_url": saved_run_url(datasette, params, pack, database if route else None),
         "is_web_url": is_web_url,
     }
     html = await datasette.render_template(TEMPLATE, context, request=request)
@@ -363,16 +396,13 @@ def research_database_actions(datasette: Any, actor: dict | None, database: str)
 async def run_view(request: Any, datasette: Any) -> Response:
     """``/-/research/runs/<run_id>[.json]``: a saved trace, for those who may research its brain."""
     as_json = bool(request.url_vars.get("format"))
-    db = plugin_database(datasette)
     run_id = request.url_vars["run_id"]
-    trace = await traces.load(db, run_id) if db is not None else None
-    if trace is None:
-        error = ResearchError(f"No saved run {run_id}.", status=404, code="no_such_run")
+    try:
+        trace = await _trace_for(datasette, request, run_id)
+    except ResearchError as exc:
         if as_json:
-            return error_response(error)
-        raise NotFound(error.message)
-    if not await can(datasette, request.actor, RESEARCH, trace["database"]):
-        raise Forbidden(RESEARCH)
+            return error_response(exc)
+        raise page_error(exc) from exc
     if as_json:
         return Response.json(trace)
     context = {
@@ -397,7 +427,13 @@ async def runs_view(request: Any, datasette: Any) -> Response:
     if not allowed:
         raise Forbidden(RESEARCH)
     db = plugin_database(datasette)
-    runs = [r for r in await traces.recent(db) if r["database_name"] in allowed] if db else []
+    everyone = await sees_all_runs(datasette, request.actor)
+    me = _actor_id(request.actor)
+    runs = [
+        r
+        for r in (await traces.recent(db) if db else [])
+        if r["database_name"] in allowed and (everyone or r["actor_id"] == me)
+    ]
     for run in runs:
         run["url"] = traces.run_path(datasette, run["run_id"])
     html = await datasette.render_template(
@@ -480,6 +516,7 @@ async def promote_view(request: Any, datasette: Any) -> Response:
             "status": r["status"],
             "local_source_key": r["local_source_key"],
             "row_url": str(datasette.urls.row(trace["database"], "sources", str(r["row_id"]))),
+            **({"warning": r["warning"]} if r.get("warning") else {}),
         }
         for r in results
     ]
@@ -505,7 +542,7 @@ async def read_body(request: Any, as_json: bool) -> dict[str, Any]:
         return urllib.parse.parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
     try:
         body = json.loads(raw or b"null")
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         raise ResearchError("The body is not valid JSON.", code="bad_json") from exc
     if not isinstance(body, dict):
         raise ResearchError("The JSON body must be an object.", code="bad_json")
@@ -529,7 +566,13 @@ async def _promotion_body(request: Any, as_json: bool) -> tuple[dict[str, Any], 
 
 def _safe_back(datasette: Any, request: Any, back: str | None) -> str:
     """Redirect only to a path on this site (never an absolute or scheme-relative URL)."""
-    if back and back.startswith("/") and not back.startswith("//") and "\\" not in back:
+    if (
+        back
+        and back.startswith("/")
+        and not back.startswith("//")
+        and "\\" not in back
+        and not any(ord(c) < 32 or ord(c) == 127 for c in back)
+    ):
         return back
     return research_path(datasette, None, False)
 
@@ -548,26 +591,27 @@ async def stream_view(request: Any, datasette: Any) -> Any:
     """
     settings = Settings.from_datasette(datasette)
     params = urllib.parse.parse_qs(request.query_string, keep_blank_values=True)
+    route = request.url_vars.get("database")
     try:
+        params, lineage = await _refinement(datasette, request, params)
         database, _ = await resolve_brain(datasette, request, settings, params)
     except ResearchError as exc:
         return error_response(exc)
     web = await web_access(datasette, request.actor)
+    secrets = settings.external.secrets()
 
     async def stream(writer: Any) -> None:
         async def progress(event: dict[str, Any]) -> None:
-            await writer.write(json.dumps(event) + "\n")
+            await writer.write(json.dumps(scrub(event, secrets)) + "\n")
 
         try:
             pack = await run_research(
-                datasette, request, database, params, settings, web, "page", progress
+                datasette, request, database, params, settings, web, "page", progress, lineage
             )
         except ResearchError as exc:
             await progress({"stage": "error", **exc.as_json()})
             return
-        query = {k: v for k, v in params.items() if k != "run"}
-        query["run"] = [pack["run_id"]]
-        url = research_path(datasette, None, False) + "?" + urllib.parse.urlencode(query, True)
+        url = saved_run_url(datasette, params, pack, database if route else None)
         await progress({"stage": "done", "run_id": pack["run_id"], "url": url})
 
     return AsgiStream(
@@ -599,7 +643,14 @@ async def feedback_view(request: Any, datasette: Any) -> Response:
                 f"Not rows of run {run_id}: {', '.join(unknown)}.", code="not_in_run"
             )
         db = plugin_database(datasette)
-        await save_feedback(db, run_id, marks, _actor_id(request.actor))
+        try:
+            await save_feedback(db, run_id, marks, _actor_id(request.actor))
+        except Exception as exc:
+            raise ResearchError(
+                f"The feedback could not be saved ({type(exc).__name__}).",
+                503,
+                "feedback_not_saved",
+            ) from exc
         settings = Settings.from_datasette(datasette)
         all_marks = await feedback_for(db, run_id)
     except ResearchError as exc:
@@ -625,14 +676,27 @@ async def feedback_view(request: Any, datasette: Any) -> Response:
 
 
 async def _trace_for(datasette: Any, request: Any, run_id: str) -> dict[str, Any]:
-    """A saved run the actor may research, or a ResearchError (404/403)."""
+    """A saved run the actor may see, or a ResearchError (404/403)."""
     db = plugin_database(datasette)
     trace = await traces.load(db, run_id) if db is not None else None
     if trace is None:
         raise ResearchError(f"No saved run {run_id}.", 404, "no_such_run")
-    if not await can(datasette, request.actor, RESEARCH, trace["database"]):
-        raise ResearchError("You may not research this run's brain.", 403, "forbidden")
+    if not await may_see_run(datasette, request.actor, trace):
+        raise ResearchError("You may not see this run.", 403, "forbidden")
     return trace
+
+
+async def sees_all_runs(datasette: Any, actor: dict | None) -> bool:
+    """Root and actors allowed web search see everyone's runs; others see their own."""
+    return (actor or {}).get("id") == "root" or await can(datasette, actor, EXTERNAL)
+
+
+async def may_see_run(datasette: Any, actor: dict | None, trace: dict[str, Any]) -> bool:
+    """A run is visible to its own actor and to those who see all runs, on a brain they may
+    research: runs hold people's questions."""
+    if not await can(datasette, actor, RESEARCH, trace["database"]):
+        return False
+    return trace.get("actor_id", "") == _actor_id(actor) or await sees_all_runs(datasette, actor)
 
 
 def _rows(pack: dict[str, Any]) -> list[dict[str, Any]]:

@@ -117,7 +117,8 @@ async def test_refine_from_runs_the_refined_query_and_links_the_parent(brain, fa
     assert child["question"] == child["refinement"]["refined_query"]
     assert child["question"].startswith("sqlite ranking")
     assert child["external_search"]["mode"] == "always"
-    trace = (await ds.client.get(child["trace_url"] + ".json")).json()
+    root = actor_cookies(ds, "root")
+    trace = (await ds.client.get(child["trace_url"] + ".json", cookies=root)).json()
     assert trace["pack"]["parent_run_id"] == pack["run_id"]
     status, body = await ask(ds, refine_from="nonsense")
     assert status == 400 and body["code"] == "bad_refine_from"

@@ -375,10 +375,12 @@ async def test_fetch_extracts_text_and_refuses_private_addresses(
             assert source["title"] == "Lattice gauge theory, explained"
             assert source["extract_error"] == ""
         else:
-            # Refused before connecting: the provider's text is kept, the failure recorded.
+            # Refused before connecting: recorded as dbrain records a failed extraction (so
+            # dbrain retries it), with the provider's text kept searchable meanwhile.
             assert source["extracted_text"] == "Provider text about lattice qcd."
-            assert source["extract_error"] and source["extract_failure_kind"]
-            assert source["extract_status"] == "ok" and source["extract_failure_count"] == 1
+            assert source["extract_error"] and source["extract_failure_kind"] == "fetch_failed"
+            assert source["extract_status"] == "error" and source["extract_failure_count"] == 1
+            assert source["extracted_at"] == "" and source["extract_last_failed_at"]
     finally:
         pm.unregister(name="localpage_plugin")
 

@@ -14,7 +14,7 @@ import html
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar
 
 import httpx
@@ -222,6 +222,26 @@ def clamp_query(query: str, max_chars: int, max_words: int) -> str:
     while words and len(" ".join(words)) > max_chars:
         words.pop()
     return " ".join(words) or query[:max_chars]
+
+
+def clean(value: str) -> str:
+    """Drop NUL bytes and lone surrogates, which SQLite and UTF-8 output cannot carry."""
+    return value.replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+
+
+def clean_result(result: WebResult) -> WebResult:
+    """A provider's result with every string safe to store and render."""
+    return replace(
+        result,
+        url=clean(result.url),
+        title=clean(result.title),
+        snippet=clean(result.snippet),
+        highlights=tuple(clean(h) for h in result.highlights),
+        text=clean(result.text),
+        author=clean(result.author),
+        published_at=clean(result.published_at),
+        domain=clean(result.domain),
+    )
 
 
 _TAG = re.compile(r"<[^>]*>")

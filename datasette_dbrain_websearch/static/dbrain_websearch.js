@@ -77,7 +77,7 @@
     panel.querySelector("ol").appendChild(item);
   }
 
-  async function streamRun(form, panel) {
+  async function streamRun(form, panel, seen) {
     var params = new URLSearchParams(new FormData(form));
     var response = await fetch(form.dataset.streamUrl + "?" + params.toString(), {
       headers: { accept: "application/x-ndjson" },
@@ -102,6 +102,7 @@
           continue;
         }
         var event = JSON.parse(lines[i]);
+        seen.count += 1;
         if (event.stage === "done") {
           showStep(panel, { stage: "done", message: "Done: opening the results" });
           window.location.assign(event.url);
@@ -130,8 +131,18 @@
       event.preventDefault();
       panel.hidden = false;
       panel.querySelector("ol").textContent = "";
-      streamRun(form, panel).catch(function () {
-        form.submit();
+      var seen = { count: 0 };
+      streamRun(form, panel, seen).catch(function () {
+        if (!seen.count) {
+          form.submit(); // nothing started: the plain form does the same work in one request
+          return;
+        }
+        // The run started and may still finish and be saved: do not pay for a second search.
+        showStep(panel, {
+          stage: "error",
+          status: "failed",
+          message: "Live progress was interrupted; the run may still finish: see Runs."
+        });
       });
     });
   });

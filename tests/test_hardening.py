@@ -1,0 +1,218 @@
+"""Regression tests for hostile inputs and edge cases found in review."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+
+import pytest
+from datasette import hookimpl
+from datasette.plugins import pm
+
+from datasette_dbrain_websearch import traces
+from datasette_dbrain_websearch.providers import Provider, ProviderError, WebResult
+
+from .conftest import BRAVE_KEY, actor_cookies, make_datasette, web_config
+from .test_promote import csrf, post_json, promoting_ds, web_run
+from .test_web_search import ask, web_ds
+
+
+class LeakyProvider(Provider):
+    """Fails with a message that echoes its own key, and returns a broken title otherwise."""
+
+    name = "leaky"
+    label = "Leaky"
+    requires_api_key = True
+    fail = True
+
+    async def search(self, request, ctx):
+        if self.fail:
+            raise ProviderError("provider_failed", f"upstream said: bad token {ctx.api_key}")
+        return [
+            WebResult(
+                url="https://leaky.example/a",
+                title="Lattice \ud800 QCD",
+                snippet="lattice \x00 qcd",
+                rank=1,
+            )
+        ]
+
+
+class LeakyPlugin:
+    __name__ = "leaky_plugin"
+
+    def __init__(self, provider):
+        self.provider = provider
+
+    @hookimpl
+    def register_dbrain_websearch_providers(self, datasette):
+        return [self.provider]
+
+
+@pytest.fixture
+def leaky(monkeypatch):
+    monkeypatch.setenv("TEST_LEAKY_KEY", BRAVE_KEY)
+    provider = LeakyProvider()
+    pm.register(LeakyPlugin(provider), name="leaky_plugin")
+    yield provider
+    pm.unregister(name="leaky_plugin")
+
+
+async def test_stream_progress_never_carries_a_key(brain, fake, leaky):
+    ds = await web_ds(
+        brain, fake, providers=["leaky"], leaky={"api_key": {"$env": "TEST_LEAKY_KEY"}}
+    )
+    response = await ds.client.get(
+        "/-/research/stream",
+        params={"q": "lattice qcd", "external": "always"},
+        cookies=actor_cookies(ds, "root"),
+    )
+    assert "upstream said: bad token ***" in response.text
+    assert BRAVE_KEY not in response.text
+
+
+async def test_broken_unicode_from_a_provider_is_cleaned(brain, fake, leaky):
+    leaky.fail = False
+    ds = await web_ds(
+        brain, fake, providers=["leaky"], leaky={"api_key": {"$env": "TEST_LEAKY_KEY"}}
+    )
+    root = actor_cookies(ds, "root")
+    _, pack = await ask(ds, q="lattice qcd", external="always")
+    (row,) = pack["external_evidence"]
+    assert row["title"] == "Lattice ? QCD" and "\x00" not in row["excerpt"]
+    assert "trace_url" in pack
+    page = await ds.client.get(
+        "/-/research", params={"q": "lattice qcd", "external": "always"}, cookies=root
+    )
+    assert page.status_code == 200 and "Lattice ? QCD" in page.text
+
+
+@pytest.mark.parametrize(
+    "body",
+    [b"[" * 100_000 + b"]" * 100_000, json.dumps({"run_id": "\ud800", "source_keys": ["x"]})],
+)
+async def test_hostile_post_bodies_are_400(brain, fake, body):
+    ds = await promoting_ds(brain, fake)
+    cookies, headers, _ = await csrf(ds, actor_cookies(ds, "root"))
+    headers = {**headers, "content-type": "application/json"}
+    for path in (
+        "/-/research/promote",
+        "/-/research/runs/20260101T000000.000000000Z-000000000000/feedback",
+    ):
+        response = await ds.client.post(path, content=body, cookies=cookies, headers=headers)
+        assert response.status_code in (400, 404), (path, response.status_code)
+
+
+async def test_promoting_into_a_brain_without_sources_is_409(tmp_path, fake):
+    from .conftest import build_fixture_brain
+
+    path = tmp_path / "items_only.db"
+    build_fixture_brain(path)
+    conn = sqlite3.connect(path)
+    conn.execute("drop table sources_fts")
+    conn.execute("drop table item_source_links")
+    conn.execute("drop table sources")
+    conn.commit()
+    conn.close()
+    ds = make_datasette(
+        [str(path)], plugin_config=web_config(fake), permissions={"dbrain-promote": {"id": "root"}}
+    )
+    await ds.invoke_startup()
+    pack = await web_run(ds)
+    page = await ds.client.get(
+        "/-/research",
+        params={"q": "lattice qcd", "external": "always"},
+        cookies=actor_cookies(ds, "root"),
+    )
+    assert "Promote to brain" not in page.text
+    body = {"run_id": pack["run_id"], "source_keys": [pack["external_evidence"][0]["source_key"]]}
+    response = await post_json(ds, body)
+    assert response.status_code == 409 and response.json()["code"] == "no_sources_table"
+
+
+async def test_per_database_stream_searches_that_brain(brain, tmp_path, fake):
+    from .conftest import build_fixture_brain
+
+    other = tmp_path / "other.db"
+    build_fixture_brain(other)
+    conn = sqlite3.connect(other)
+    conn.execute("delete from items_fts")
+    conn.execute("delete from sources_fts")
+    conn.commit()
+    conn.close()
+    ds = make_datasette([str(brain[0]), str(other)])
+    response = await ds.client.get("/other/-/research/stream", params={"q": "espresso"})
+    events = [json.loads(line) for line in response.text.splitlines() if line]
+    local = next(e for e in events if e["stage"] == "local" and e["status"] == "done")
+    assert local["count"] == 0
+    assert events[-1]["url"].startswith("/other/-/research?")
+    page = await ds.client.get("/other/-/research")
+    assert 'data-stream-url="/other/-/research/stream"' in page.text
+
+
+async def test_refined_runs_keep_the_parent_brain_and_filters(brain, tmp_path, fake):
+    from .conftest import build_fixture_brain
+
+    first = tmp_path / "aaa.db"
+    build_fixture_brain(first)
+    ds = make_datasette([str(first), str(brain[0])], plugin_config=web_config(fake))
+    root = actor_cookies(ds, "root")
+    parent = (
+        await ds.client.get(
+            "/brain/-/research.json",
+            params={"q": "espresso", "kind": "source", "tag": "espresso"},
+            cookies=root,
+        )
+    ).json()
+    child = (
+        await ds.client.get(
+            "/-/research.json", params={"refine_from": parent["run_id"]}, cookies=root
+        )
+    ).json()
+    assert child["database"] == "brain"
+    assert child["query_plan"]["filters"] == {"tag": ["espresso"], "kind": "source"}
+    assert child["parent_run_id"] == parent["run_id"]
+
+
+async def test_runs_are_private_to_their_actor(ds):
+    alice, bob = actor_cookies(ds, "alice"), actor_cookies(ds, "bob")
+    pack = (await ds.client.get("/-/research.json?q=espresso", cookies=alice)).json()
+    assert (await ds.client.get(pack["trace_url"] + ".json", cookies=alice)).status_code == 200
+    assert (await ds.client.get(pack["trace_url"] + ".json", cookies=bob)).status_code == 403
+    assert (await ds.client.get(pack["trace_url"])).status_code == 403
+    assert pack["run_id"] not in (await ds.client.get("/-/research/runs", cookies=bob)).text
+    assert pack["run_id"] in (await ds.client.get("/-/research/runs", cookies=alice)).text
+    root = actor_cookies(ds, "root")
+    assert pack["run_id"] in (await ds.client.get("/-/research/runs", cookies=root)).text
+
+
+async def test_redirect_targets_with_control_characters_are_refused(brain, fake):
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    cookies, _, token = await csrf(ds, actor_cookies(ds, "root"))
+    form = {
+        "csrftoken": token,
+        "run_id": pack["run_id"],
+        "promote_one": pack["external_evidence"][0]["source_key"],
+        "next": "/\t/evil.example/x",
+    }
+    response = await ds.client.post("/-/research/promote", data=form, cookies=cookies)
+    assert response.headers["location"] == "/-/research"
+
+
+def test_retention_has_a_hard_ceiling(tmp_path, monkeypatch):
+    from datasette_dbrain_websearch import store
+
+    from .test_traces import INSERT_RUN
+
+    monkeypatch.setattr(traces, "MAX_RUNS", 3)
+    path = tmp_path / "runs.db"
+    store.create(path)
+    conn = sqlite3.connect(path)
+    for n in range(5):
+        started = f"2026-11-2{n}T00:00:00.000Z"
+        conn.execute(INSERT_RUN, [f"run-{n}", started, started])
+    with conn:
+        traces.prune(conn, "2026-06-03T00:00:00.000Z")
+    kept = [r[0] for r in conn.execute(f"select run_id from {store.RUNS_TABLE} order by run_id")]
+    assert kept == ["run-2", "run-3", "run-4"]
