@@ -243,7 +243,7 @@ def web_config(fake: FakeWeb, **external: Any) -> dict[str, Any]:
         "enabled": True,
         "default_mode": "never",
         "providers": ["brave"],
-        "timeout": 5,
+        "timeout": 15,
         "cache_ttl": 0,
         "allow": {"id": "root"},
         "brave": {"api_key": {"$env": "TEST_BRAVE_KEY"}, "base_url": fake.brave_base_url},
