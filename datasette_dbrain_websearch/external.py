@@ -218,8 +218,18 @@ class WebStage:
                 await self._parallel(usable, search, client, deadline)
             else:
                 await self._fallback(usable, search, client, deadline)
+        self._in_provider_order(names)
         self.outcome.timings_ms["external"] = round((time.monotonic() - started) * 1000, 3)
         return self.outcome
+
+    def _in_provider_order(self, names: list[str]) -> None:
+        """Parallel providers finish in any order; results are kept in the configured order,
+        so a page two providers found gets the same ``ext:`` key and badge on every run."""
+        position = {name: i for i, name in enumerate(names)}
+        outcome = self.outcome
+        outcome.hits.sort(key=lambda hit: position.get(hit.provider, len(position)))
+        outcome.queries.sort(key=lambda query: position.get(query["provider"], len(position)))
+        outcome.providers_answered.sort(key=lambda name: position.get(name, len(position)))
 
     def _unavailable(self, name: str) -> str | None:
         provider = self.providers.get(name)

@@ -271,3 +271,29 @@ def test_external_config_validation():
 def test_literal_secrets_are_found_but_env_values_are_not():
     raw = {"external_search": {"brave": {"api_key": "plain"}, "exa": {"api_key": {"$env": "X"}}}}
     assert literal_secrets(raw) == ["external_search.brave.api_key"]
+
+
+async def test_parallel_results_keep_the_configured_provider_order():
+    import asyncio
+
+    from datasette_dbrain_websearch.external import ExternalRequest, WebStage
+    from datasette_dbrain_websearch.providers import Provider
+
+    class Timed(Provider):
+        def __init__(self, name, delay):
+            self.name, self.label, self.delay = name, name.title(), delay
+
+        async def search(self, request, ctx):
+            await asyncio.sleep(self.delay)
+            return [WebResult(url="https://same.example/page", title=self.name, rank=1)]
+
+    settings = Settings.from_config(
+        {"external_search": {"enabled": True, "providers": ["slow", "fast"], "cache_ttl": 0}}
+    ).external
+    providers = {"slow": Timed("slow", 0.05), "fast": Timed("fast", 0.0)}
+    stage = WebStage(settings, providers, None)
+    outcome = await stage.run(ExternalRequest("always", ("all",)), plan_query("same page"))
+    # "fast" answered first, but "slow" is configured first: it leads everywhere.
+    assert [h.provider for h in outcome.hits] == ["slow", "fast"]
+    assert outcome.providers_answered == ["slow", "fast"]
+    assert [q["provider"] for q in outcome.queries] == ["slow", "fast"]
