@@ -753,7 +753,7 @@ async def test_stream_reports_each_stage_then_the_saved_run(brain, fake):
     assert BRAVE_KEY not in response.text and EXA_KEY not in response.text
     calls = len(provider_requests(fake))
     page = await ds.client.get(events[-1]["url"], cookies=root)
-    assert page.status_code == 200 and "Outside dbrain corpus / " in page.text
+    assert page.status_code == 200 and "Outside dbrain corpus / Brave + Exa" in page.text
     assert events[-1]["run_id"] in page.text
     assert len(provider_requests(fake)) == calls  # the saved run is shown, not searched again
 
