@@ -10,12 +10,16 @@ import hashlib
 import inspect
 import json
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
+from datasette import hookimpl
 from datasette.app import Datasette
+from datasette.plugins import pm
 
 from datasette_dbrain_websearch.fakeweb import FakeWeb
 from datasette_dbrain_websearch.schema import create_brain_schema, sync_item_fts, sync_source_fts
@@ -256,3 +260,26 @@ def web_config(fake: FakeWeb, **external: Any) -> dict[str, Any]:
         else:
             block[key] = value
     return {"external_search": block}
+
+
+class ProviderPlugin:
+    """A throwaway Datasette plugin that registers one provider through the plugin's hook."""
+
+    def __init__(self, provider: Any) -> None:
+        self.provider = provider
+        self.__name__ = f"{provider.name}_test_plugin"
+
+    @hookimpl
+    def register_dbrain_websearch_providers(self, datasette: Any) -> list:
+        return [self.provider]
+
+
+@contextmanager
+def registered(provider: Any) -> Iterator[Any]:
+    """Register a provider for the duration of a test, as another plugin would."""
+    plugin = ProviderPlugin(provider)
+    pm.register(plugin, name=plugin.__name__)
+    try:
+        yield provider
+    finally:
+        pm.unregister(name=plugin.__name__)

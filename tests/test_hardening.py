@@ -6,13 +6,11 @@ import json
 import sqlite3
 
 import pytest
-from datasette import hookimpl
-from datasette.plugins import pm
 
 from datasette_dbrain_websearch import traces
 from datasette_dbrain_websearch.providers import Provider, ProviderError, WebResult
 
-from .conftest import BRAVE_KEY, actor_cookies, make_datasette, web_config
+from .conftest import BRAVE_KEY, actor_cookies, make_datasette, registered, web_config
 from .test_promote import csrf, post_json, promoting_ds, web_run
 from .test_web_search import ask, web_ds
 
@@ -38,24 +36,11 @@ class LeakyProvider(Provider):
         ]
 
 
-class LeakyPlugin:
-    __name__ = "leaky_plugin"
-
-    def __init__(self, provider):
-        self.provider = provider
-
-    @hookimpl
-    def register_dbrain_websearch_providers(self, datasette):
-        return [self.provider]
-
-
 @pytest.fixture
 def leaky(monkeypatch):
     monkeypatch.setenv("TEST_LEAKY_KEY", BRAVE_KEY)
-    provider = LeakyProvider()
-    pm.register(LeakyPlugin(provider), name="leaky_plugin")
-    yield provider
-    pm.unregister(name="leaky_plugin")
+    with registered(LeakyProvider()) as provider:
+        yield provider
 
 
 async def test_stream_progress_never_carries_a_key(brain, fake, leaky):

@@ -10,14 +10,12 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
-from datasette import hookimpl
-from datasette.plugins import pm
 
 from datasette_dbrain_websearch.providers import Provider, WebResult
 from datasette_dbrain_websearch.schema import create_retrieval_triggers, source_fts_row
 from datasette_dbrain_websearch.urls import normalize_url
 
-from .conftest import DATASETTE_1, actor_cookies, make_datasette, web_config
+from .conftest import DATASETTE_1, actor_cookies, make_datasette, registered, web_config
 
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 GRANT_ROOT = {"dbrain-promote": {"id": "root"}}
@@ -334,17 +332,6 @@ class LocalPageProvider(Provider):
         ]
 
 
-class LocalPagePlugin:
-    __name__ = "localpage_plugin"
-
-    def __init__(self, provider):
-        self.provider = provider
-
-    @hookimpl
-    def register_dbrain_websearch_providers(self, datasette):
-        return [self.provider]
-
-
 @pytest.mark.parametrize("allowed", [True, False])
 async def test_fetch_extracts_text_and_refuses_private_addresses(
     brain,
@@ -354,8 +341,7 @@ async def test_fetch_extracts_text_and_refuses_private_addresses(
 ):
     provider = LocalPageProvider()
     provider.url = article_server
-    pm.register(LocalPagePlugin(provider), name="localpage_plugin")
-    try:
+    with registered(provider):
         networks = ["127.0.0.1/32"] if allowed else []
         ds = await promoting_ds(brain, fake, providers=["localpage"], fetch_allow_networks=networks)
         pack = await web_run(ds)
@@ -381,8 +367,6 @@ async def test_fetch_extracts_text_and_refuses_private_addresses(
             assert source["extract_error"] and source["extract_failure_kind"] == "fetch_failed"
             assert source["extract_status"] == "error" and source["extract_failure_count"] == 1
             assert source["extracted_at"] == "" and source["extract_last_failed_at"]
-    finally:
-        pm.unregister(name="localpage_plugin")
 
 
 @pytest.mark.skipif(not DATASETTE_1, reason="root needs --root or a grant on 1.0 only")

@@ -9,15 +9,21 @@ import time
 
 import pytest
 from click.testing import CliRunner
-from datasette import hookimpl
 from datasette.app import Datasette
 from datasette.cli import cli
-from datasette.plugins import pm
 from datasette.utils import StartupError
 
 from datasette_dbrain_websearch.providers import Provider, WebResult
 
-from .conftest import BRAVE_KEY, DATASETTE_1, EXA_KEY, actor_cookies, make_datasette, web_config
+from .conftest import (
+    BRAVE_KEY,
+    DATASETTE_1,
+    EXA_KEY,
+    actor_cookies,
+    make_datasette,
+    registered,
+    web_config,
+)
 
 
 async def web_ds(brain, fake, **external) -> Datasette:
@@ -509,18 +515,8 @@ class EchoProvider(Provider):
         ]
 
 
-class EchoPlugin:
-    __name__ = "echo_plugin"
-
-    @hookimpl
-    def register_dbrain_websearch_providers(self, datasette):
-        return [EchoProvider()]
-
-
 async def test_plugins_can_register_providers(brain, fake):
-    plugin = EchoPlugin()
-    pm.register(plugin, name="echo_plugin")
-    try:
+    with registered(EchoProvider()):
         ds = await web_ds(brain, fake, providers=["echo"])
         _, pack = await ask(ds, q="lattice gauge", external="always")
         assert [r["source_key"].split(":")[1] for r in pack["external_evidence"]] == [
@@ -528,8 +524,6 @@ async def test_plugins_can_register_providers(brain, fake):
             "echo",
         ]
         assert [r["title"] for r in pack["external_evidence"]] == ["lattice", "gauge"]
-    finally:
-        pm.unregister(name="echo_plugin")
 
 
 def test_cli_can_search_the_web(brain, fake, tmp_path):
@@ -557,18 +551,9 @@ class BrokenProvider(Provider):
         return [WebResult(url=u) for u in 5]  # TypeError, as a provider bug would
 
 
-class BrokenPlugin:
-    __name__ = "broken_plugin"
-
-    @hookimpl
-    def register_dbrain_websearch_providers(self, datasette):
-        return [BrokenProvider()]
-
-
 @pytest.mark.parametrize("provider_param", [None, "all"])
 async def test_any_provider_exception_is_a_named_failure_not_a_500(brain, fake, provider_param):
-    pm.register(BrokenPlugin(), name="broken_plugin")
-    try:
+    with registered(BrokenProvider()):
         ds = await web_ds(brain, fake, providers=["broken", "exa"])
         params = {"q": "espresso grinder", "external": "always"}
         if provider_param:
@@ -579,8 +564,6 @@ async def test_any_provider_exception_is_a_named_failure_not_a_500(brain, fake, 
         assert "TypeError" in pack["warnings"][0]["message"]
         assert len(pack["evidence"]) == 2
         assert pack["external_search"]["providers"] == ["exa"]
-    finally:
-        pm.unregister(name="broken_plugin")
 
 
 async def test_only_providers_that_answered_get_credit(brain, fake):
