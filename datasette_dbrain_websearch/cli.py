@@ -16,11 +16,9 @@ from typing import Any
 import click
 from datasette.utils import StartupError
 
-from . import traces
 from .config import ConfigError, Settings
 from .errors import ResearchError
 from .evals import register_eval_commands
-from .research import parse_options, research
 
 
 async def _run(brain: str, params: dict[str, list[str]], metadata: str | None) -> dict[str, Any]:
@@ -28,7 +26,7 @@ async def _run(brain: str, params: dict[str, list[str]], metadata: str | None) -
     from datasette.utils import parse_metadata
 
     from .research import WebAccess
-    from .views import row_url_for, web_access
+    from .views import run_research, web_access
 
     config = parse_metadata(Path(metadata).read_text()) if metadata else {}
     datasette = Datasette([brain], metadata=config)
@@ -36,21 +34,18 @@ async def _run(brain: str, params: dict[str, list[str]], metadata: str | None) -
     settings = Settings.from_datasette(datasette)
     await datasette.invoke_startup()
     database = Path(brain).stem
-    options = parse_options(params, settings)
-    db = datasette.get_database(database)
     # The shell user owns the config and the brain, so the CLI may use whatever web search the
     # config enables; the web surfaces check dbrain-external-search per actor instead.
     web = await web_access(datasette, None)
-    pack = await research(
-        db.execute_fn,
+    return await run_research(
+        datasette,
+        None,
         database,
-        options,
+        params,
         settings,
-        row_url_for(datasette, database),
         WebAccess(True, web.providers, web.cache_db),
+        "cli",
     )
-    await traces.record(datasette, pack, surface="cli", actor=None, permitted=True)
-    return pack
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

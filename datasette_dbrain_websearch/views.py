@@ -148,7 +148,7 @@ def page_error(error: ResearchError) -> Exception:
 
 async def run_research(
     datasette: Any,
-    request: Any,
+    actor: dict | None,
     database: str,
     params: dict[str, list[str]],
     settings: Settings,
@@ -157,7 +157,7 @@ async def run_research(
     progress: Progress | None = None,
     lineage: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Parse, research, save the trace: the one path every HTTP surface takes.
+    """Parse, research, save the trace: the one path every surface (HTTP and CLI) takes.
 
     ``lineage`` (from ``_refinement``) records a refined run's parent and refinement.
     """
@@ -173,9 +173,7 @@ async def run_research(
         progress=progress,
     )
     pack.update(lineage or {})
-    await traces.record(
-        datasette, pack, surface=surface, actor=request.actor, permitted=web.permitted
-    )
+    await traces.record(datasette, pack, surface=surface, actor=actor, permitted=web.permitted)
     return pack
 
 
@@ -242,15 +240,24 @@ async def saved_pack(
     return trace["pack"]
 
 
+async def prepare(
+    datasette: Any, request: Any
+) -> tuple[Settings, dict[str, list[str]], dict[str, Any], str, list[str]]:
+    """What every research route needs first: settings, parameters (refined when asked), the
+    brain and the brains the actor may research. Raises ResearchError (4xx)."""
+    settings = Settings.from_datasette(datasette)
+    params = urllib.parse.parse_qs(request.query_string, keep_blank_values=True)
+    params, lineage = await _refinement(datasette, request, params)
+    database, allowed = await resolve_brain(datasette, request, settings, params)
+    return settings, params, lineage, database, allowed
+
+
 async def research_view(request: Any, datasette: Any) -> Response:
     """``/-/research[.json]`` and ``/<database>/-/research[.json]``."""
     as_json = bool(request.url_vars.get("format"))
-    settings = Settings.from_datasette(datasette)
-    params = urllib.parse.parse_qs(request.query_string, keep_blank_values=True)
     route = request.url_vars.get("database")
     try:
-        params, lineage = await _refinement(datasette, request, params)
-        database, allowed = await resolve_brain(datasette, request, settings, params)
+        settings, params, lineage, database, allowed = await prepare(datasette, request)
     except ResearchError as exc:
         if as_json:
             return error_response(exc)
@@ -269,7 +276,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
         try:
             pack = await run_research(
                 datasette,
-                request,
+                request.actor,
                 database,
                 params,
                 settings,
@@ -589,12 +596,9 @@ async def stream_view(request: Any, datasette: Any) -> Any:
     ``{"stage": "error", ...}``. The page's script uses it to show live progress; without
     JavaScript the plain form does the same work in one request.
     """
-    settings = Settings.from_datasette(datasette)
-    params = urllib.parse.parse_qs(request.query_string, keep_blank_values=True)
     route = request.url_vars.get("database")
     try:
-        params, lineage = await _refinement(datasette, request, params)
-        database, _ = await resolve_brain(datasette, request, settings, params)
+        settings, params, lineage, database, _ = await prepare(datasette, request)
     except ResearchError as exc:
         return error_response(exc)
     web = await web_access(datasette, request.actor)
@@ -606,7 +610,7 @@ async def stream_view(request: Any, datasette: Any) -> Any:
 
         try:
             pack = await run_research(
-                datasette, request, database, params, settings, web, "page", progress, lineage
+                datasette, request.actor, database, params, settings, web, "page", progress, lineage
             )
         except ResearchError as exc:
             await progress({"stage": "error", **exc.as_json()})
