@@ -339,6 +339,16 @@ def excerpt_fields(kind: str, row: dict[str, Any]) -> list[tuple[str, str, str]]
     ]
 
 
+PASSAGE_CHARS = 6000
+
+
+def passage_text(kind: str, row: dict[str, Any]) -> str:
+    """A row's prose for an answer: its excerpt fields in dbrain's order, without repeats,
+    capped so a long page cannot slow the answer down."""
+    texts = dict.fromkeys(str(t).strip() for _, _, t in excerpt_fields(kind, row) if t)
+    return "\n".join(t for t in texts if t)[:PASSAGE_CHARS]
+
+
 def searchable_texts(kind: str, row: dict[str, Any]) -> list[str]:
     """Every text FTS indexed for the row (plus key and URL), for term-coverage checks."""
     names = ITEM_COLUMNS if kind == "item" else SOURCE_COLUMNS

@@ -34,8 +34,8 @@ async def _run(brain: str, params: dict[str, list[str]], metadata: str | None) -
     settings = Settings.from_datasette(datasette)
     await datasette.invoke_startup()
     database = Path(brain).stem
-    # The shell user owns the config and the brain, so the CLI may use whatever web search the
-    # config enables; the web surfaces check dbrain-external-search per actor instead.
+    # The shell user owns the config and the brain, so the CLI may use whatever web search and
+    # model the config enables; the web surfaces check the permissions per actor instead.
     web = await web_access(datasette, None)
     return await run_research(
         datasette,
@@ -45,6 +45,7 @@ async def _run(brain: str, params: dict[str, list[str]], metadata: str | None) -
         settings,
         WebAccess(True, web.providers, web.cache_db),
         "cli",
+        model_permitted=True,
     )
 
 
@@ -54,6 +55,41 @@ _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 def terminal_safe(text: str) -> str:
     """Drop control characters, so provider text cannot move the cursor or retitle a terminal."""
     return _CONTROL.sub("", text)
+
+
+def citation_labels(pack: dict[str, Any]) -> dict[str, str]:
+    """``brain 3`` / ``web 5``: each row's number in the printed list, by its key."""
+    return {
+        pack[e["list"]][e["index"]]["source_key"]: (
+            f"{'brain' if e['list'] == 'evidence' else 'web'} {n}"
+        )
+        for n, e in enumerate(pack["ranking"], start=1)
+    }
+
+
+def render_answer(pack: dict[str, Any]) -> list[str]:
+    """The answer, each sentence with its citations (``[brain 3: src:…]``) and its marks."""
+    answer = pack.get("answer") or {}
+    if answer.get("status", "disabled") == "disabled":
+        return []
+    labels = citation_labels(pack)
+    by = answer["synthesizer"]
+    lines = ["", f"Answer ({by}; every citation checked against this run):"]
+    for n, sentence in enumerate(answer["sentences"], start=1):
+        cited = " ".join(f"[{labels.get(k, '?')}: {k}]" for k in sentence["citations"])
+        mark = "" if sentence["supported"] else "  << UNSUPPORTED"
+        text = f"{n}. {sentence['text']} {cited}".rstrip() + mark
+        lines += textwrap.wrap(text, 96, initial_indent="  ", subsequent_indent="     ")
+    if answer["status"] != "ok":
+        lines.append(f"  {answer['message']}")
+    if answer["rejected_citations"]:
+        keys = ", ".join(r["key"] for r in answer["rejected_citations"])
+        lines.append(f"  Removed citations to keys this run never retrieved: {keys}")
+    for conflict in answer["conflicts"]["items"]:
+        cited = " ".join(f"[{labels.get(k, '?')}: {k}]" for k in conflict["citations"])
+        lines.append(f"  Sources disagree: {conflict['text']} {cited}")
+    lines += [f"  Gap: {gap['message']}" for gap in answer["gaps"]]
+    return lines
 
 
 def render_text(pack: dict[str, Any]) -> str:
@@ -75,6 +111,7 @@ def render_text(pack: dict[str, Any]) -> str:
         f"Warning: {w['provider'] + ': ' if w.get('provider') else ''}{w['message']}"
         for w in pack["warnings"]
     ]
+    lines += render_answer(pack)
     for n, entry in enumerate(pack["ranking"], start=1):
         row = pack[entry["list"]][entry["index"]]
         lines.append("")
@@ -121,6 +158,11 @@ def register(cli: click.Group) -> None:
     @click.option("--provider", multiple=True, help="Web provider(s) in fallback order, or all")
     @click.option("--freshness", help="Web results from the past pd/pw/pm/py or a date range")
     @click.option(
+        "--answer/--no-answer",
+        default=None,
+        help="Write an answer over the evidence, every citation checked (default: answer.default)",
+    )
+    @click.option(
         "-m",
         "--metadata",
         type=click.Path(exists=True, dir_okay=False),
@@ -140,6 +182,7 @@ def register(cli: click.Group) -> None:
         external: str | None,
         provider: tuple[str, ...],
         freshness: str | None,
+        answer: bool | None,
         metadata: str | None,
     ) -> None:
         """Research BRAIN.db for QUESTION without starting a server."""
@@ -158,6 +201,8 @@ def register(cli: click.Group) -> None:
         params["tag"] = list(tag)
         params["source_type"] = list(source_type)
         params["provider"] = list(provider)
+        if answer is not None:
+            params["answer"] = ["1" if answer else "0"]
         try:
             pack = asyncio.run(_run(brain, params, metadata))
         except (ConfigError, StartupError) as exc:

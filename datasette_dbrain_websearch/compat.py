@@ -16,11 +16,13 @@ from .config import PLUGIN_NAME, Settings
 RESEARCH = "dbrain-research"
 EXTERNAL = "dbrain-external-search"
 PROMOTE = "dbrain-promote"
+LLM_ANSWER = "dbrain-llm-answer"
 
 ACTIONS = {
     RESEARCH: "Search a dbrain brain and read its research page and JSON API",
     EXTERNAL: "Let a research run call web search providers (Brave, Exa, SearXNG, ...)",
     PROMOTE: "Write chosen web results into a brain as dbrain sources",
+    LLM_ANSWER: "Let a research run send its evidence to a language model to write the answer",
 }
 
 
@@ -48,6 +50,7 @@ def actions() -> list[Any]:
         ),
         Action(name=EXTERNAL, description=ACTIONS[EXTERNAL]),
         Action(name=PROMOTE, description=ACTIONS[PROMOTE]),
+        Action(name=LLM_ANSWER, description=ACTIONS[LLM_ANSWER]),
     ]
 
 
@@ -55,6 +58,15 @@ def external_granted(datasette: Any, actor: dict | None) -> bool:
     """The plugin config's ``external_search.allow`` block matches this actor."""
     allow = Settings.from_datasette(datasette).external.allow
     return allow is not None and bool(actor_matches_allow(actor, allow))
+
+
+def llm_answer_granted(datasette: Any, actor: dict | None) -> bool:
+    """The plugin config's ``answer.allow`` block matches this actor."""
+    allow = Settings.from_datasette(datasette).answer.allow
+    return allow is not None and bool(actor_matches_allow(actor, allow))
+
+
+GRANTS = {EXTERNAL: external_granted, LLM_ANSWER: llm_answer_granted}
 
 
 PLUGIN_DB_ACTIONS = ("view-database", "view-table", "view-query", "execute-sql")
@@ -72,16 +84,18 @@ def plugin_database_name(datasette: Any) -> str | None:
 
 def permission_sql(datasette: Any, actor: dict | None, action: str) -> Any:
     """1.0a: research is allowed by default (``also_requires`` keeps it behind view-database);
-    web search only for actors the plugin's ``external_search.allow`` block names (root with
-    ``--root`` and Datasette's own ``permissions:`` grants work without it)."""
+    web search and model answers only for actors the plugin's ``external_search.allow`` and
+    ``answer.allow`` blocks name (root with ``--root`` and Datasette's own ``permissions:``
+    grants work without them)."""
     if action == RESEARCH:
         from datasette.permissions import PermissionSQL
 
         return PermissionSQL.allow(reason=f"{RESEARCH} follows view-database")
-    if action == EXTERNAL and external_granted(datasette, actor):
+    if action in GRANTS and GRANTS[action](datasette, actor):
         from datasette.permissions import PermissionSQL
 
-        return PermissionSQL.allow(reason="external_search.allow in plugin config")
+        block = "external_search" if action == EXTERNAL else "answer"
+        return PermissionSQL.allow(reason=f"{block}.allow in plugin config")
     name = plugin_database_name(datasette)
     if action in PLUGIN_DB_ACTIONS and name and not may_view_plugin_database(datasette, actor):
         from datasette.permissions import PermissionSQL
@@ -95,10 +109,11 @@ def permission_sql(datasette: Any, actor: dict | None, action: str) -> Any:
 
 
 def legacy_permission(datasette: Any, actor: dict | None, action: str, resource: Any) -> Any:
-    """0.65: research wherever the actor may view the database; web search for root and for
-    actors the plugin's ``external_search.allow`` block names; promotion for root."""
-    if action == EXTERNAL:
-        if (actor or {}).get("id") == "root" or external_granted(datasette, actor):
+    """0.65: research wherever the actor may view the database; web search and model answers
+    for root and for actors the plugin's ``external_search.allow`` / ``answer.allow`` blocks
+    name; promotion for root."""
+    if action in GRANTS:
+        if (actor or {}).get("id") == "root" or GRANTS[action](datasette, actor):
             return True
         return None
     if action == PROMOTE:

@@ -17,6 +17,7 @@ from urllib.parse import urlsplit
 
 PLUGIN_NAME = "datasette-dbrain-websearch"
 MODES = ("never", "on_weak", "always")
+SYNTHESIZERS = ("extractive", "llm")
 FRESHNESS_RE = re.compile(r"^(pd|pw|pm|py|\d{4}-\d{2}-\d{2}to\d{4}-\d{2}-\d{2})$")
 MAX_EXTERNAL_COUNT = 10
 SECRET_KEYS = ("api_key",)
@@ -187,6 +188,65 @@ def parse_external(raw: Any) -> ExternalSettings:
 
 
 @dataclass(frozen=True)
+class AnswerSettings:
+    """The ``answer`` block: an answer over the run's evidence, off unless asked for.
+
+    ``extractive`` runs offline; ``llm`` sends the evidence to a model of the ``llm`` library
+    (or of ``datasette-llm`` where installed), for actors allowed ``dbrain-llm-answer``.
+    """
+
+    default: bool = False
+    synthesizer: str = "extractive"
+    model: str = ""
+    max_sentences: int = 6
+    max_evidence: int = 12
+    max_chars: int = 24_000
+    timeout: float = 60.0
+    min_support: float = 0.4
+    allow: Any = None
+    api_key: str = field(default="", repr=False)
+
+
+ANSWER_KEYS = {
+    "default",
+    "synthesizer",
+    "model",
+    "max_sentences",
+    "max_evidence",
+    "max_chars",
+    "timeout",
+    "min_support",
+    "allow",
+    "api_key",
+}
+
+
+def parse_answer(raw: Any) -> AnswerSettings:
+    """Validate the ``answer`` block."""
+    block = _Block(raw, "answer", ANSWER_KEYS)
+    allow = block.raw.get("allow")
+    if allow is not None and not isinstance(allow, bool | Mapping):
+        raise ConfigError(f"{PLUGIN_NAME}: 'answer.allow' must be an allow block like {{id: root}}")
+    model = block.raw.get("model") or ""
+    api_key = block.raw.get("api_key") or ""
+    for key, value in (("model", model), ("api_key", api_key)):
+        if not isinstance(value, str):
+            raise ConfigError(f"{PLUGIN_NAME}: 'answer.{key}' must be a string")
+    return AnswerSettings(
+        default=block.bool("default", False),
+        synthesizer=block.choice("synthesizer", "extractive", SYNTHESIZERS),
+        model=model.strip(),
+        max_sentences=block.int("max_sentences", 6, 1, 30),
+        max_evidence=block.int("max_evidence", 12, 1, 50),
+        max_chars=block.int("max_chars", 24_000, 1000, 400_000),
+        timeout=block.number("timeout", 60.0, 1, 600),
+        min_support=block.number("min_support", 0.4, 0, 1),
+        allow=allow,
+        api_key=api_key.strip(),
+    )
+
+
+@dataclass(frozen=True)
 class Settings:
     """Everything the plugin reads from its config block, validated."""
 
@@ -200,6 +260,11 @@ class Settings:
     traces_database: str = ""
     profiles: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
     feedback: RocchioSettings = field(default_factory=lambda: RocchioSettings())
+    answer: AnswerSettings = field(default_factory=AnswerSettings)
+
+    def secrets(self) -> list[str]:
+        """Every configured secret value (provider keys, the model key), for redaction."""
+        return [*self.external.secrets(), *([self.answer.api_key] if self.answer.api_key else [])]
 
     @classmethod
     def from_config(cls, raw: Mapping[str, Any] | None) -> Settings:
@@ -215,6 +280,7 @@ class Settings:
             "traces_database",
             "profiles",
             "feedback",
+            "answer",
         }
         block = _Block(raw, "", known)
         databases = None
@@ -239,6 +305,7 @@ class Settings:
             traces_database=_path(block, "traces_database"),
             profiles=_profiles(block.raw.get("profiles")),
             feedback=_rocchio(block.raw.get("feedback")),
+            answer=parse_answer(block.raw.get("answer")),
         )
 
     @classmethod

@@ -13,13 +13,14 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .brain import Filters, Hit, LocalResult, retrieve, sources_by_url
+from .answer import AnswerAccess, Passage, answer_stage, disabled
+from .brain import Filters, Hit, LocalResult, passage_text, retrieve, sources_by_url
 from .config import FRESHNESS_RE, MODES, Settings
 from .errors import ResearchError
 from .external import ALL, ExternalRequest, WebStage, decide, is_current_state, web_query
 from .fts import QueryPlan, plan_query
 from .judge import judge
-from .merge import MergeOutcome, merge_external
+from .merge import MergedResult, MergeOutcome, merge_external
 from .pack import (
     RowUrl,
     build_pack,
@@ -53,6 +54,7 @@ class Options:
     filters: Filters
     external: ExternalRequest
     profile: str = "general"
+    answer: bool = False
 
 
 def _one(params: Params, name: str) -> str:
@@ -70,6 +72,19 @@ def _many(params: Params, name: str) -> tuple[str, ...]:
     return tuple(found)
 
 
+ANSWER_VALUES = {"1": True, "true": True, "yes": True, "on": True}
+ANSWER_VALUES |= {"0": False, "false": False, "no": False, "off": False}
+
+
+def _bool(params: Params, name: str, default: bool) -> bool:
+    raw = _one(params, name).lower()
+    if not raw:
+        return default
+    if raw not in ANSWER_VALUES:
+        raise ResearchError(f"{name} must be 1 or 0.", code=f"bad_{name}")
+    return ANSWER_VALUES[raw]
+
+
 def _int(params: Params, name: str, default: int, most: int, code: str) -> int:
     """A whole number from 1 to ``most`` (ASCII digits only: ``²`` is a digit to Python)."""
     raw = _one(params, name)
@@ -82,7 +97,7 @@ def _int(params: Params, name: str, default: int, most: int, code: str) -> int:
 
 def parse_options(params: Params, settings: Settings) -> Options:
     """Validate request parameters (``q``, ``limit``, ``tag``, ``source_type``, ``kind``,
-    ``syntax``, ``since``, ``until``) into Options."""
+    ``syntax``, ``since``, ``until``, ``profile``, ``answer`` and the web ones) into Options."""
     question = _one(params, "q")
     if not question:
         raise ResearchError("Missing the question: pass it as ?q=...", code="missing_q")
@@ -123,6 +138,7 @@ def parse_options(params: Params, settings: Settings) -> Options:
         filters=filters,
         external=parse_external_request(params, settings),
         profile=profile,
+        answer=_bool(params, "answer", settings.answer.default),
     )
 
 
@@ -162,8 +178,10 @@ async def research(
     row_url: RowUrl,
     web: WebAccess | None = None,
     progress: Progress | None = None,
+    answering: AnswerAccess | None = None,
 ) -> dict[str, Any]:
-    """Run one research pass (local, then the web when allowed) and return the pack.
+    """Run one research pass (local, then the web when allowed, then an answer when asked for)
+    and return the pack.
 
     ``progress`` (optional) is awaited with a small dict as each stage starts or ends, so a
     surface can show live progress; it never changes the result.
@@ -241,8 +259,10 @@ async def research(
         web_part["external_search"]["current_state_question"],
     )
     timings.update(web_part.pop("timings_ms"))
+    passages = web_part.pop("passages", {})
     verdict_dict = verdict.as_dict()
-    surfaced = web_part.pop("surfaced_local_rows", 0)
+    credited = web_part.pop("surfaced_local_rows", [])
+    surfaced = len(credited)
     if surfaced:
         verdict_dict["message"] += (
             f" The web search pointed to {surfaced} more page(s) already in your brain "
@@ -255,7 +275,6 @@ async def research(
             if found
             else " The web search found nothing usable outside your brain (see warnings)."
         )
-    timings["total"] = round((time.perf_counter() - started) * 1000, 3)
     pack = build_pack(
         run_id=run_id,
         question=options.question,
@@ -271,7 +290,24 @@ async def research(
         web=web_part,
         profile=options.profile,
     )
-    return scrub(pack, settings.external.secrets())
+    pack["answer"] = disabled()
+    if options.answer:
+        for hit in [*local.hits, *credited]:
+            key = hit.row.get("source_key", "")
+            passages[key] = Passage(key, "local", passage_text(hit.kind, hit.row), "")
+        pack["answer"], answer_warnings = await answer_stage(
+            pack,
+            passages,
+            settings.answer,
+            settings.judge,
+            answering or AnswerAccess(),
+            {name: p.label for name, p in web.providers.items()},
+            emit,
+        )
+        warnings.extend(answer_warnings)
+        timings["answer"] = pack["answer"]["timings_ms"]["total"]
+    timings["total"] = round((time.perf_counter() - started) * 1000, 3)
+    return scrub(pack, settings.secrets())
 
 
 async def _web(
@@ -361,12 +397,22 @@ async def _web(
     merged = merge_external(
         outcome.hits, set(held), ext.allow_domains, ext.block_domains, request.count
     )
-    surfaced = _credit_local_sources(evidence, held, merged, plan, row_url, settings, labels)
-    part["surfaced_local_rows"] = surfaced
+    part["surfaced_local_rows"] = _credit_local_sources(
+        evidence, held, merged, plan, row_url, settings, labels
+    )
     text_chars = ext.max_tokens * 4 // max(1, len(merged.rows))
     part["external_evidence"] = [
         external_row(r, plan, settings.excerpt_chars, text_chars, labels) for r in merged.rows
     ]
+    part["passages"] = {
+        row["source_key"]: Passage(
+            row["source_key"],
+            "external",
+            "\n".join(dict.fromkeys(t for t in (_snippet(result), row["text"]) if t)),
+            row["title"],
+        )
+        for result, row in zip(merged.rows, part["external_evidence"], strict=True)
+    }
     part["merge_decisions"] = merged.decisions
     await emit(
         {
@@ -404,10 +450,10 @@ def _credit_local_sources(
     row_url: RowUrl,
     settings: Settings,
     labels: dict[str, str],
-) -> int:
+) -> list[Hit]:
     """Web hits for pages the brain holds credit the local row (added when the filters allow
-    it but local retrieval did not return it); returns how many rows were added."""
-    added = 0
+    it but local retrieval did not return it); returns the hits of the rows added."""
+    added: list[Hit] = []
     for url, hits in merged.collapsed.items():
         source = held.get(url)
         if source is None:  # held, but outside this request's filters
@@ -417,9 +463,13 @@ def _credit_local_sources(
         if row is None:
             row = evidence_row(source, plan, row_url, settings.excerpt_chars)
             evidence.append(row)
-            added += 1
+            added.append(source)
         credit_local(row, hits, labels)
     return added
+
+
+def _snippet(result: MergedResult) -> str:
+    return next((h.result.snippet for h in result.hits if h.result.snippet), "")
 
 
 async def _silent(event: dict[str, Any]) -> None:

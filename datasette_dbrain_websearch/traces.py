@@ -6,8 +6,9 @@ returned (bounded), every merge decision and the timings. The pack inside is the
 saw, already scrubbed of secrets. Events use dbrain-style names plus the web-stage names
 ``external_search_skipped``, ``external_query_built``, ``external_provider_request``,
 ``external_provider_response``, ``external_result_deduped``, ``external_evidence_selected`` and
-``external_merge_completed``. Retention keeps the newest 500 runs plus any run younger than
-180 days, as dbrain's does.
+``external_merge_completed``, and for answered runs ``answer_synthesized`` and
+``answer_verified`` (the verifier's decisions). Retention keeps the newest 500 runs plus any
+run younger than 180 days, as dbrain's does.
 """
 
 from __future__ import annotations
@@ -129,12 +130,59 @@ def events_for(pack: dict[str, Any], started: datetime) -> list[dict[str, Any]]:
                 "warnings": [w["code"] for w in pack["warnings"] if w.get("provider") is not None],
             },
         )
+    answer = pack.get("answer") or {}
+    if answer.get("status", "disabled") != "disabled":
+        answered = timings.get("total", 0.0)
+        add(
+            "answer_synthesized",
+            answered,
+            {
+                "synthesizer": answer["synthesizer"],
+                "status": answer["status"],
+                "sentences": len(answer["sentences"]),
+                "evidence": answer["evidence"],
+                "timings_ms": answer["timings_ms"],
+            },
+        )
+        add("answer_verified", answered, verifier_decisions(answer))
     add(
         "evidence_selected",
         timings.get("total", 0.0),
         {"local": len(pack["evidence"]), "external": len(pack["external_evidence"])},
     )
     return events
+
+
+def verifier_decisions(answer: dict[str, Any]) -> dict[str, Any]:
+    """What the citation verifier decided: kept keys by origin, rejected keys, unsupported
+    sentences and the conflicts it kept or dropped."""
+    return {
+        "citations": answer["citations"],
+        "rejected_citations": answer["rejected_citations"],
+        "unsupported_sentences": [
+            {"sentence": n, **s["support"]}
+            for n, s in enumerate(answer["sentences"], start=1)
+            if not s["supported"]
+        ],
+        "conflicts": {
+            "status": answer["conflicts"]["status"],
+            "kept": len(answer["conflicts"]["items"]),
+            "dropped": answer["conflicts"].get("dropped", []),
+        },
+        "gaps": [gap["code"] for gap in answer["gaps"]],
+    }
+
+
+def answer_metrics(answer: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "status": answer.get("status", "disabled"),
+        "synthesizer": answer.get("synthesizer", ""),
+        "sentences": len(answer.get("sentences", [])),
+        "unsupported_sentences": sum(1 for s in answer.get("sentences", []) if not s["supported"]),
+        "local_citations": len(answer.get("citations", {}).get("local", [])),
+        "external_citations": len(answer.get("citations", {}).get("external", [])),
+        "rejected_citations": len(answer.get("rejected_citations", [])),
+    }
 
 
 def build_trace(
@@ -161,6 +209,7 @@ def build_trace(
             "providers": pack["external_search"]["providers"],
             "warnings": [w["code"] for w in pack["warnings"]],
             "timings_ms": pack["timings_ms"],
+            "answer": answer_metrics(pack.get("answer") or {}),
         },
         "pack": pack,
         "stop_reason": pack["judge"]["verdict"],

@@ -16,8 +16,9 @@ from datasette.utils import tilde_decode
 from datasette.utils.asgi import AsgiStream
 
 from . import traces
+from .answer import AnswerAccess
 from .brain import TABLE, is_brain
-from .compat import EXTERNAL, PROMOTE, RESEARCH, can
+from .compat import EXTERNAL, LLM_ANSWER, PROMOTE, RESEARCH, can
 from .config import MODES, Settings
 from .errors import ResearchError
 from .feedback import (
@@ -156,13 +157,18 @@ async def run_research(
     surface: str,
     progress: Progress | None = None,
     lineage: dict[str, Any] | None = None,
+    model_permitted: bool | None = None,
 ) -> dict[str, Any]:
     """Parse, research, save the trace: the one path every surface (HTTP and CLI) takes.
 
-    ``lineage`` (from ``_refinement``) records a refined run's parent and refinement.
+    ``lineage`` (from ``_refinement``) records a refined run's parent and refinement;
+    ``model_permitted`` overrides the actor's ``dbrain-llm-answer`` check (the CLI's shell user).
     """
     options = parse_options(params, settings)
     db = datasette.get_database(database)
+    if model_permitted is None:
+        wants_model = options.answer and settings.answer.synthesizer == "llm"
+        model_permitted = wants_model and await can(datasette, actor, LLM_ANSWER)
     pack = await research(
         db.execute_fn,
         database,
@@ -171,6 +177,7 @@ async def run_research(
         row_url_for(datasette, database),
         web,
         progress=progress,
+        answering=AnswerAccess(model_permitted, datasette, actor),
     )
     pack.update(lineage or {})
     await traces.record(datasette, pack, surface=surface, actor=actor, permitted=web.permitted)
@@ -205,6 +212,7 @@ def inherited(pack: dict[str, Any]) -> dict[str, list[str]]:
         "limit": [str(plan["limit"])],
         "profile": [plan.get("profile", "general")],
         "external": [pack["external_search"]["mode"]],
+        "answer": ["0" if pack.get("answer", {}).get("status", "disabled") == "disabled" else "1"],
     }
     for name, value in plan["filters"].items():
         params[name] = [str(v) for v in value] if isinstance(value, list) else [str(value)]
@@ -308,6 +316,8 @@ async def research_view(request: Any, datasette: Any) -> Response:
             ("news", "News: recent first"),
         ],
         "external": external_controls(settings, web, params),
+        "answer_form": answer_controls(settings, params),
+        "anchors": citation_anchors(pack, {n: p.label for n, p in web.providers.items()}),
         "can_promote": await can(datasette, request.actor, PROMOTE)
         and await datasette.get_database(database).table_exists("sources_fts"),
         "promote_url": datasette.urls.path("/-/research/promote"),
@@ -348,6 +358,38 @@ def external_controls(settings: Settings, web: WebAccess, params: dict) -> dict[
     }
 
 
+def answer_controls(settings: Settings, params: dict[str, list[str]]) -> dict[str, Any]:
+    """The page's "Write an answer" box: ticked per request, else by ``answer.default``."""
+    answer = settings.answer
+    value = (params.get("answer") or [""])[-1].strip().lower()
+    llm = answer.synthesizer == "llm"
+    return {
+        "default": answer.default,
+        "checked": value in ("1", "true", "yes", "on") or (not value and answer.default),
+        "streams": llm,
+        "help": "A language model writes it from the evidence"
+        if llm
+        else "Sentences picked from the evidence, each citing its row",
+    }
+
+
+def citation_anchors(pack: dict[str, Any] | None, labels: dict[str, str]) -> dict[str, dict]:
+    """Where each row sits on the page (anchor, number, origin badge), for citation chips."""
+    anchors: dict[str, dict] = {}
+    for n, entry in enumerate((pack or {}).get("ranking", []), start=1):
+        row = pack[entry["list"]][entry["index"]]
+        local = entry["list"] == "evidence"
+        providers = " + ".join(labels.get(p, p) for p in row.get("providers", []))
+        anchors[row["source_key"]] = {
+            "id": f"evidence-{n}",
+            "n": n,
+            "local": local,
+            "title": row["title"],
+            "badge": "Your brain" if local else f"Outside dbrain corpus / {providers} / ephemeral",
+        }
+    return anchors
+
+
 def _form_values(params: dict[str, list[str]]) -> dict[str, str]:
     """What the form shows back to the user (last value of each field)."""
     names = (
@@ -364,6 +406,7 @@ def _form_values(params: dict[str, list[str]]) -> dict[str, str]:
         "freshness",
         "external_count",
         "profile",
+        "answer",
     )
     return {n: clean((params.get(n) or [""])[-1]) for n in names}
 
@@ -412,6 +455,7 @@ async def run_view(request: Any, datasette: Any) -> Response:
         raise page_error(exc) from exc
     if as_json:
         return Response.json(trace)
+    labels = {name: p.label for name, p in registered_providers(datasette).items()}
     context = {
         "trace": trace,
         "pack": trace["pack"],
@@ -420,7 +464,8 @@ async def run_view(request: Any, datasette: Any) -> Response:
         "research_url": research_path(datasette, None, False)
         + "?"
         + urllib.parse.urlencode({"q": trace["question"], "database": trace["database"]}),
-        "labels": {name: p.label for name, p in registered_providers(datasette).items()},
+        "labels": labels,
+        "anchors": citation_anchors(trace["pack"], labels),
         "is_web_url": is_web_url,
     }
     html = await datasette.render_template(RUN_TEMPLATE, context, request=request)
@@ -602,7 +647,7 @@ async def stream_view(request: Any, datasette: Any) -> Any:
     except ResearchError as exc:
         return error_response(exc)
     web = await web_access(datasette, request.actor)
-    secrets = settings.external.secrets()
+    secrets = settings.secrets()
 
     async def stream(writer: Any) -> None:
         async def progress(event: dict[str, Any]) -> None:

@@ -1,7 +1,8 @@
 /* datasette-dbrain-websearch: progressive enhancement for the research page.
  * Without this script the page works as a plain form; with it:
- * - a run that may search the web shows live stage progress (local search, judge, each web
- *   provider, merge) read from /-/research/stream, then opens the saved run;
+ * - a run that may search the web or ask a model shows live stage progress (local search,
+ *   judge, each web provider, merge, the model's draft answer as it is written) read from
+ *   /-/research/stream, then opens the saved run, where the answer is shown verified;
  * - keyboard: "/" focuses the question, "j"/"k" move between rows, "o" opens, "p" promotes.
  * All text from the server is inserted with textContent, never as HTML.
  */
@@ -65,9 +66,25 @@
     }
   });
 
-  function wantsWeb(form) {
+  function wantsStream(form) {
     var checked = form.querySelector('input[name="external"]:checked');
-    return checked && checked.value !== "never";
+    var answer = form.querySelector('input[type="checkbox"][name="answer"]');
+    var model = form.dataset.streamAnswer && answer && answer.checked;
+    return Boolean((checked && checked.value !== "never") || model);
+  }
+
+  function showDraft(panel, text) {
+    var draft = panel.querySelector(".dbrain-draft");
+    if (!draft) {
+      var label = document.createElement("p");
+      label.className = "dbrain-note";
+      label.textContent = "Draft answer (its citations are checked when it is finished):";
+      draft = document.createElement("p");
+      draft.className = "dbrain-draft";
+      panel.appendChild(label);
+      panel.appendChild(draft);
+    }
+    draft.textContent += text;
   }
 
   function showStep(panel, event) {
@@ -108,6 +125,10 @@
           window.location.assign(event.url);
           return;
         }
+        if (event.stage === "answer" && event.status === "delta") {
+          showDraft(panel, event.text || "");
+          continue;
+        }
         if (event.stage === "error") {
           showStep(panel, { stage: "error", status: "failed", message: event.error });
           return;
@@ -125,12 +146,15 @@
       return;
     }
     form.addEventListener("submit", function (event) {
-      if (!wantsWeb(form)) {
+      if (!wantsStream(form)) {
         return;
       }
       event.preventDefault();
       panel.hidden = false;
       panel.querySelector("ol").textContent = "";
+      Array.prototype.forEach.call(panel.querySelectorAll(".dbrain-draft, .dbrain-note"), function (el) {
+        el.remove();
+      });
       var seen = { count: 0 };
       streamRun(form, panel, seen).catch(function () {
         if (!seen.count) {

@@ -1,0 +1,138 @@
+"""What the answer cannot say, and what the web added to it (pure functions).
+
+Gaps are deterministic, whatever wrote the answer: question terms no row covers, how old the
+brain's evidence is for a question about now, a web lane that failed or was not used while the
+brain's evidence is weak, and an answer that rests on web rows alone.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..config import JudgeThresholds
+from ..judge import ENOUGH_EVIDENCE, judge
+
+SKIPPED = {
+    "disabled": "web search is turned off in this Datasette's config",
+    "not_permitted": "your account may not search the web",
+    "empty_query": "the question has no words to send to a web search",
+    "mode_never": "External web was set to Off",
+}
+
+Row = Mapping[str, Any]
+
+
+def covered_terms(rows: Sequence[Row]) -> set[str]:
+    return {t for row in rows for t in row["retrieval"]["matched_terms"]}
+
+
+def newest_local_date(local: Sequence[Row]) -> str:
+    """The newest date among local rows (published, else saved), as YYYY-MM-DD."""
+    dates = [str(r.get("published_at") or r.get("saved_at") or "")[:10] for r in local]
+    return max((d for d in dates if d), default="")
+
+
+def find_gaps(
+    terms: Sequence[str],
+    local: Sequence[Row],
+    external: Sequence[Row],
+    web: Mapping[str, Any],
+    local_verdict: str,
+    cited_local: Sequence[str],
+    cited_external: Sequence[str],
+) -> list[dict[str, Any]]:
+    """The answer's gaps, each ``{code, message, ...}``, in a fixed order."""
+    gaps: list[dict[str, Any]] = []
+    missing = [t for t in terms if t not in covered_terms([*local, *external])]
+    if missing:
+        gaps.append(
+            {
+                "code": "terms_not_covered",
+                "message": "No evidence row mentions " + ", ".join(f"“{t}”" for t in missing) + ".",
+                "terms": missing,
+            }
+        )
+    if web.get("current_state_question") and local:
+        newest = newest_local_date(local)
+        if newest:
+            gaps.append(
+                {
+                    "code": "local_evidence_dated",
+                    "message": f"Your brain's newest evidence on this is from {newest}.",
+                    "date": newest,
+                }
+            )
+    unavailable = web_unavailable(web, local_verdict, bool(external))
+    if unavailable:
+        gaps.append(unavailable)
+    if cited_external and not cited_local:
+        gaps.append(
+            {
+                "code": "external_only",
+                "message": "The answer rests only on web results outside your brain; nothing "
+                "in your brain confirms it.",
+            }
+        )
+    return gaps
+
+
+def web_unavailable(
+    web: Mapping[str, Any], local_verdict: str, found_web_rows: bool
+) -> dict[str, Any] | None:
+    """A web lane that failed, or was skipped while the brain's evidence is not enough."""
+    if web.get("ran"):
+        if web.get("providers") or found_web_rows:
+            return None
+        return {
+            "code": "web_unavailable",
+            "reason": "failed",
+            "message": "The web search failed (see warnings); the answer rests on your brain "
+            "alone.",
+        }
+    reason = web.get("skipped_reason", "")
+    if reason not in SKIPPED or (reason == "mode_never" and local_verdict == ENOUGH_EVIDENCE):
+        return None
+    return {
+        "code": "web_unavailable",
+        "reason": reason,
+        "message": f"The web was not searched: {SKIPPED[reason]}.",
+    }
+
+
+def web_contribution(
+    terms: Sequence[str],
+    ranked: Sequence[Row],
+    local_verdict: Mapping[str, Any],
+    web: Mapping[str, Any],
+    sentences: Sequence[Mapping[str, Any]],
+    external_keys: Sequence[str],
+    thresholds: JudgeThresholds,
+) -> dict[str, Any]:
+    """The local-only state beside the merged one: verdicts, newly covered terms, web rows,
+    answer sentences that cite the web. ``ranked`` is every row in the pack's reading order."""
+    local = [r for r in ranked if r["origin"] == "dbrain_corpus"]
+    external = [r for r in ranked if r["origin"] != "dbrain_corpus"]
+    after = judge(
+        rows_found=len(ranked),
+        exact_hits=local_verdict["inputs"]["exact_hits"],
+        query_terms=terms,
+        top_matched=[r["retrieval"]["matched_terms"] for r in ranked],
+        thresholds=thresholds,
+    )
+    web_keys = set(external_keys)
+    citing = [
+        n for n, s in enumerate(sentences, start=1) if any(k in web_keys for k in s["citations"])
+    ]
+    before_terms = covered_terms(local)
+    return {
+        "web_searched": bool(web.get("ran")),
+        "verdict_before": local_verdict["verdict"],
+        "verdict_after": after.verdict if external else local_verdict["verdict"],
+        "terms_newly_covered": [
+            t for t in terms if t not in before_terms and t in covered_terms(external)
+        ],
+        "web_rows_kept": len(external),
+        "local_rows_also_found_on_web": sum(1 for r in local if r.get("also_found_by")),
+        "sentences_citing_web": citing,
+    }

@@ -1,0 +1,255 @@
+"""The answer stage of a research run: choose the evidence, synthesize, verify, report gaps.
+
+It runs after the merge, only when the request asks for an answer, and can only add to the
+pack: a failing model leaves ``answer.status = "failed"`` and a warning, never fewer rows.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import AnswerSettings, JudgeThresholds
+from .extractive import Passage, extract
+from .gaps import find_gaps, web_contribution
+from .model import Labelled, ModelFailure, ask_model, build_prompt, resolve_model, split_reply
+from .verify import RunKeys, verify
+
+Progress = Callable[[dict[str, Any]], Awaitable[None]]
+EXTRACTIVE = "extractive"
+LOCAL_ORIGIN = "dbrain_corpus"
+
+
+@dataclass(frozen=True)
+class AnswerAccess:
+    """What the surface knows about answering for this actor: may the evidence go to a model,
+    and the Datasette (for datasette-llm) and actor to ask for it."""
+
+    model_permitted: bool = False
+    datasette: Any = None
+    actor: dict | None = None
+
+
+def disabled() -> dict[str, Any]:
+    """The pack's ``answer`` when none was asked for (same shape, nothing in it)."""
+    return _answer("disabled", "", "No answer was asked for (answer=1 writes one).")
+
+
+def _answer(status: str, synthesizer: str, message: str, **fields: Any) -> dict[str, Any]:
+    return {
+        "status": status,
+        "synthesizer": synthesizer,
+        "message": message,
+        "text": "",
+        "sentences": [],
+        "citations": {"local": [], "external": []},
+        "rejected_citations": [],
+        "gaps": [],
+        "conflicts": {"status": "not_assessed", "items": []},
+        "web_contribution": {},
+        "evidence": {},
+        "timings_ms": {},
+        **fields,
+    }
+
+
+def ranked_rows(pack: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Every evidence row (local and web) in the pack's reading order."""
+    return [pack[entry["list"]][entry["index"]] for entry in pack["ranking"]]
+
+
+def choose_rows(ranked: list[dict[str, Any]], most: int) -> list[dict[str, Any]]:
+    """Up to ``most`` rows for the answer, brain rows first, in reading order. Web rows keep at
+    least a third of the places when the run found some, so asking the web is never for
+    nothing."""
+    local = [r for r in ranked if r["origin"] == LOCAL_ORIGIN]
+    external = [r for r in ranked if r["origin"] != LOCAL_ORIGIN]
+    web_places = min(len(external), max(most // 3, most - len(local)))
+    return local[: most - web_places] + external[:web_places]
+
+
+def _label(row: Mapping[str, Any], labels: Mapping[str, str]) -> str:
+    if row["origin"] == LOCAL_ORIGIN:
+        facts = [f"{row['kind']} ({row['source_type']})" if row["source_type"] else row["kind"]]
+        date = row.get("published_at") or row.get("saved_at") or ""
+        if date:
+            facts.append(f"dated {date[:10]}")
+        where = "FROM THE USER'S BRAIN"
+    else:
+        names = " + ".join(labels.get(p, p) for p in row["providers"])
+        facts = [f"web result from {names}, not saved", row.get("domain", "")]
+        if row.get("published_at"):
+            facts.append(f"published {row['published_at'][:10]}")
+        where = "OUTSIDE THE USER'S BRAIN"
+    facts = [f for f in facts if f]
+    return f"{where}; {'; '.join(facts)}; title: {row['title']}"
+
+
+def _summary(sentences: list[dict[str, Any]], rejected: list[dict[str, Any]]) -> str:
+    unsupported = sum(1 for s in sentences if not s["supported"])
+    parts = [f"{len(sentences)} sentence{'s' if len(sentences) != 1 else ''}"]
+    parts.append(
+        f"{unsupported} not supported by the rows it cites"
+        if unsupported
+        else "every one cited and supported by this run's evidence"
+    )
+    if rejected:
+        parts.append(f"{len(rejected)} citation(s) to keys this run did not retrieve removed")
+    return "; ".join(parts) + "."
+
+
+async def answer_stage(
+    pack: Mapping[str, Any],
+    passages: Mapping[str, Passage],
+    settings: AnswerSettings,
+    thresholds: JudgeThresholds,
+    access: AnswerAccess,
+    labels: Mapping[str, str],
+    emit: Progress,
+) -> tuple[dict[str, Any], list[dict[str, str]]]:
+    """The pack's ``answer`` and the warnings the stage adds."""
+    started = time.perf_counter()
+    warnings: list[dict[str, str]] = []
+    ranked = ranked_rows(pack)
+    terms = pack["query_plan"]["query_terms"]
+    synthesizer = settings.synthesizer
+    if synthesizer == "llm" and not access.model_permitted:
+        synthesizer = EXTRACTIVE
+        warnings.append(
+            {
+                "code": "answer_model_not_permitted",
+                "message": "Your account may not send evidence to a language model (permission "
+                "dbrain-llm-answer); this answer was written offline from the evidence itself.",
+            }
+        )
+    rows = choose_rows(ranked, settings.max_evidence)
+    chosen = [_passage(row, passages) for row in rows]
+    keys = RunKeys(
+        local=tuple(r["source_key"] for r in pack["evidence"]),
+        external=tuple(r["source_key"] for r in pack["external_evidence"]),
+        passages={
+            **{r["source_key"]: f"{r['title']}\n{r['excerpt']}" for r in ranked},
+            **{p.key: f"{p.title}\n{p.text}" for p in chosen},
+        },
+    )
+    await emit({"stage": "answer", "status": "started", "message": "Writing an answer"})
+    draft, conflict_lines, extra = "", None, {}
+    name = EXTRACTIVE if synthesizer == EXTRACTIVE else f"llm:{settings.model or 'default'}"
+    failure = ""
+    synthesis_started = time.perf_counter()
+    if not rows:
+        pass
+    elif synthesizer == EXTRACTIVE:
+        draft = extract(terms, chosen, settings.max_sentences)
+    else:
+        try:
+            resolved = await resolve_model(
+                settings.model, settings.api_key, access.datasette, access.actor
+            )
+            name = f"llm:{resolved.model_id}"
+            await emit(
+                {"stage": "answer", "status": "model", "message": f"Asking {resolved.model_id}"}
+            )
+            system, prompt, budget = build_prompt(
+                pack["question"],
+                [
+                    Labelled(p.key, p.origin, p.text, p.title, _label(r, labels))
+                    for p, r in zip(chosen, rows, strict=True)
+                ],
+                settings.max_chars,
+                settings.max_sentences,
+            )
+            extra["evidence"] = budget.as_dict()
+
+            async def on_text(chunk: str) -> None:
+                await emit({"stage": "answer", "status": "delta", "text": chunk})
+
+            reply = await ask_model(
+                resolved.model, system, prompt, resolved.key, settings.timeout, on_text
+            )
+            draft, conflict_lines = split_reply(reply)
+        except ModelFailure as exc:
+            failure = str(exc)
+    synthesis_ms = _ms(synthesis_started)
+    verification_started = time.perf_counter()
+    verified = verify(draft, keys, settings.min_support, conflict_lines)
+    gaps = find_gaps(
+        terms,
+        pack["evidence"],
+        pack["external_evidence"],
+        pack["external_search"],
+        pack["judge"]["verdict"],
+        verified.local,
+        verified.external,
+    )
+    contribution = web_contribution(
+        terms,
+        ranked,
+        pack["judge"],
+        pack["external_search"],
+        verified.sentences,
+        keys.external,
+        thresholds,
+    )
+    verification_ms = _ms(verification_started)
+    if failure:
+        status, message = "failed", f"No answer: {failure}. The evidence below is complete."
+        warnings.append({"code": "answer_failed", "message": f"The answer failed: {failure}."})
+    elif not rows:
+        status, message = "no_evidence", "No answer: this run found no evidence to answer from."
+    elif not verified.sentences:
+        status = "no_evidence" if name == EXTRACTIVE else "failed"
+        message = (
+            "No answer: no sentence in the evidence mentions the question's words."
+            if name == EXTRACTIVE
+            else "No answer: the model's reply held no sentences."
+        )
+        if status == "failed":
+            warnings.append({"code": "answer_failed", "message": message})
+    else:
+        status, message = "ok", _summary(verified.sentences, verified.rejected)
+    conflicts: dict[str, Any] = (
+        {"status": "assessed", "items": verified.conflicts, "dropped": verified.dropped_conflicts}
+        if conflict_lines is not None
+        else {
+            "status": "not_assessed",
+            "items": [],
+            "reason": "the extractive synthesizer cannot compare sources"
+            if name == EXTRACTIVE
+            else "the model gave no answer",
+        }
+    )
+    answer = _answer(
+        status,
+        name,
+        message,
+        text=verified.text,
+        sentences=verified.sentences,
+        citations={"local": verified.local, "external": verified.external},
+        rejected_citations=verified.rejected,
+        gaps=gaps,
+        conflicts=conflicts,
+        web_contribution=contribution,
+        evidence=extra.get("evidence") or {"admitted_source_keys": [p.key for p in chosen]},
+        timings_ms={
+            "synthesis": synthesis_ms,
+            "verification": verification_ms,
+            "total": _ms(started),
+        },
+    )
+    await emit({"stage": "answer", "status": "done", "answer_status": status, "message": message})
+    return answer, warnings
+
+
+def _passage(row: Mapping[str, Any], passages: Mapping[str, Passage]) -> Passage:
+    key = row["source_key"]
+    origin = "local" if row["origin"] == LOCAL_ORIGIN else "external"
+    found = passages.get(key)
+    text = found.text if found and found.text else row.get("excerpt", "")
+    return Passage(key, origin, text, row["title"])
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 3)

@@ -1,0 +1,92 @@
+"""Sentences and content words: the text rules the extractive synthesizer and the verifier share
+(pure functions).
+
+Both sides must cut text the same way: the verifier re-reads what the extractive synthesizer
+wrote, so a sentence it picked is the sentence it checks.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from ..fts import STOP_WORDS, stem
+
+# A sentence ends at . ! ? (or a run of them, maybe closed by a quote or bracket) followed by
+# white space and a letter or digit (technical prose starts sentences with "bm25" too).
+# Abbreviations ("e.g.", "U.S.") and single initials are not ends.
+_BOUNDARY = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?\w)")
+_ABBREVIATIONS = frozenset(
+    "e.g i.e etc vs cf al mr mrs ms dr prof st jr sr no fig approx inc ltd co corp".split()
+)
+_WORD = re.compile(r"\w+")
+_BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+")
+
+# Words that say where a claim comes from rather than what it claims: a sentence is not less
+# supported for saying "according to your notes".
+ATTRIBUTION_WORDS = frozenset(
+    """
+    according also another answer article based brain cited cites describes describe
+    evidence explains explain however indicates mention mentions note notes noted page pages
+    report reports result results said saved says source sources state states suggests
+    suggest shows show web website while whereas which
+    """.split()
+)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Cut text into sentences: paragraphs and list items first, then sentence ends."""
+    sentences: list[str] = []
+    for line in text.splitlines():
+        line = _BULLET.sub("", line).strip()
+        if not line or line.startswith("#"):
+            continue
+        start = 0
+        for match in _BOUNDARY.finditer(line):
+            piece = line[start : match.start()].strip()
+            if _ends_with_abbreviation(piece):
+                continue
+            if piece:
+                sentences.append(line[start : match.end()].strip())
+            start = match.end()
+        rest = line[start:].strip()
+        if rest:
+            sentences.append(rest)
+    return sentences
+
+
+def _ends_with_abbreviation(piece: str) -> bool:
+    """Is the period at the end of ``piece`` part of an abbreviation or an initial?"""
+    last = piece.rsplit(None, 1)[-1] if piece.strip() else ""
+    word = last.rstrip(".").lower()
+    return bool(word) and (
+        word in _ABBREVIATIONS or "." in word or (len(word) == 1 and word.isalpha())
+    )
+
+
+def words(text: str) -> list[str]:
+    """Lowercased word tokens."""
+    return [w.lower() for w in _WORD.findall(text)]
+
+
+@lru_cache(maxsize=4096)
+def _content_stem(word: str) -> str:
+    return stem(word)
+
+
+def content_words(text: str, ignore: frozenset[str] = frozenset()) -> list[str]:
+    """The stems of the words that carry a sentence's claim: no stop words, no attribution
+    words, nothing shorter than three letters except numbers; in order, without repeats."""
+    found: dict[str, None] = {}
+    for word in words(text):
+        if word in STOP_WORDS or word in ignore or word in ATTRIBUTION_WORDS:
+            continue
+        if len(word) < 3 and not word.isdigit():
+            continue
+        found[_content_stem(word)] = None
+    return list(found)
+
+
+def stems(text: str) -> frozenset[str]:
+    """Every word stem in a text (what a cited row can support)."""
+    return frozenset(_content_stem(w) for w in words(text))
