@@ -3,6 +3,8 @@ PYTHON ?= python3
 DATASETTE_STABLE := datasette>=0.65,<1.0
 # The newest 1.0 alpha, bumped deliberately after running the suite against it.
 DATASETTE_ALPHA := datasette==1.0a41
+# datasette-llm installs on the 1.0 alphas only; its answer path is tested there.
+DATASETTE_LLM := datasette-llm==0.1a8
 PORT ?= 8001
 FAKEWEB_PORT := 8002  # metadata.yml points the demo providers here
 # The demo's web search goes to the offline fake provider server with these (fake) keys.
@@ -24,7 +26,7 @@ $(VENV)/.installed: pyproject.toml
 $(VENV_ALPHA)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV_ALPHA)
 	$(VENV_ALPHA)/bin/pip install --quiet --upgrade pip
-	$(VENV_ALPHA)/bin/pip install --quiet -e '.[test]' '$(DATASETTE_ALPHA)'
+	$(VENV_ALPHA)/bin/pip install --quiet -e '.[test]' '$(DATASETTE_ALPHA)' '$(DATASETTE_LLM)'
 	touch $@
 
 demo/brain.db: $(VENV)/.installed

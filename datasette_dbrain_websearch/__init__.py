@@ -76,3 +76,12 @@ def database_actions(datasette: Any, actor: Any, database: str, request: Any) ->
     from .views import research_database_actions
 
     return research_database_actions(datasette, actor, database)
+
+
+@hookimpl
+def register_llm_purposes(datasette: Any) -> list:
+    """datasette-llm (when installed): the purpose answers are written for, so its config can
+    choose and restrict the model (``purposes.dbrain-research-answer``)."""
+    from .answer.model import llm_purposes
+
+    return llm_purposes()

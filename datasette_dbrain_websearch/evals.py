@@ -13,7 +13,9 @@ default never), ``providers`` (the configured providers, in fallback order; defa
 ``fixtures`` keys), ``fixtures`` (``{"brave": [{"url", "title", "snippet", "text",
 "published_at", "rank"}, ...]}``, or ``{"brave": {"error": "provider_failed", "message": ...}}``
 to replay a failure), ``expect_external_urls``, ``expect_providers``, ``forbid_provider_calls``,
-``expect_warnings``, ``expect_verdict``. Request fields, as the JSON API takes them: ``tag``,
+``expect_warnings``, ``expect_verdict``. Answer fields: ``answer`` (true to write one; implied
+by the others), ``expected_citations`` and ``forbidden_citations`` (keys, or URLs of web rows),
+``expect_answer_status``. Request fields, as the JSON API takes them: ``tag``,
 ``source_type``, ``kind``, ``syntax``, ``since``, ``until``, ``profile``, ``provider``
 (``all`` = in parallel), ``freshness``, ``external_count``. Any other field is an error: a
 check that cannot run must not pass silently.
@@ -36,6 +38,12 @@ Metrics (per case, then averaged over the cases that have expectations):
 - recall@k = |expected found in the top k rows| / |expected|, with k = the case's ``limit``
   (the configured ``default_limit``, 10, when the case has none);
 - MRR = the mean RR; recall@k overall = the mean per-case recall@k.
+
+Answer metrics (over the cases that asked for an answer, summed before dividing):
+
+- citation precision = valid cited keys / cited keys (valid + rejected by the verifier);
+- supported-sentence rate = supported sentences / sentences;
+- invented keys rejected = citations the verifier removed because the run never retrieved them.
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ from typing import Any
 
 import click
 
+from .answer import AnswerAccess
 from .config import MODES, PLUGIN_NAME, ConfigError, Settings
 from .errors import ResearchError
 from .judge import ENOUGH_EVIDENCE, NO_EVIDENCE, WEAK_EVIDENCE
@@ -63,6 +72,7 @@ from .urls import UnsupportedURL, normalize_url, try_normalize_url
 EXPECT_VALUES = ("relevant", "more")
 FORBID_VALUES = ("irrelevant", "less")
 VERDICTS = (NO_EVIDENCE, WEAK_EVIDENCE, ENOUGH_EVIDENCE)
+ANSWER_STATUSES = ("ok", "no_evidence", "failed")
 PROPOSE_TOP = 3  # rows a proposal without feedback takes from the run's top evidence
 KEY_LISTS = (
     "expect_any_source_keys",
@@ -73,6 +83,8 @@ KEY_LISTS = (
     "expect_providers",
     "expect_warnings",
     "providers",
+    "expected_citations",
+    "forbidden_citations",
 )
 REQUEST_STRINGS = ("kind", "syntax", "since", "until", "freshness", "profile")
 REQUEST_LISTS = ("tag", "source_type", "provider")
@@ -88,6 +100,8 @@ CASE_FIELDS = frozenset(
         "fixtures",
         "forbid_provider_calls",
         "expect_verdict",
+        "answer",
+        "expect_answer_status",
         *KEY_LISTS,
         *REQUEST_STRINGS,
         *REQUEST_LISTS,
@@ -110,6 +124,8 @@ CASES.json is an array of objects with these fields (any other is refused):
             expect_providers, forbid_provider_calls, expect_warnings, expect_verdict,
             fixtures {"brave": [{"url", "title", "snippet", "text", "published_at", "rank"}],
                       "exa": {"error": "provider_failed", "message": "..."}}
+  answer    answer (true), expected_citations, forbidden_citations (keys or web URLs),
+            expect_answer_status (ok|no_evidence|failed)
   request   tag, source_type, kind, syntax, since, until, profile, provider, freshness,
             external_count
 
@@ -120,6 +136,8 @@ Metrics, per case and averaged over the cases with expectations:
   rank      = 1-based position in pack["ranking"] of the first expected row
   RR        = 1/rank, 0 when no expected row is ranked; MRR = mean RR
   recall@k  = |expected in the top k rows| / |expected|, k = the case's limit (default 10)
+  citation precision = valid cited keys / cited keys; supported = supported sentences /
+  sentences; rejected = invented keys the verifier removed (cases with an answer, summed)
 """
 
 
@@ -149,6 +167,9 @@ class Case:
     forbid_provider_calls: bool = False
     expect_warnings: tuple[str, ...] = ()
     expect_verdict: str = ""
+    expected_citations: tuple[str, ...] = ()
+    forbidden_citations: tuple[str, ...] = ()
+    expect_answer_status: str = ""
 
     @property
     def expected(self) -> frozenset[str]:
@@ -167,6 +188,32 @@ class Score:
     recall_at_k: float
 
 
+@dataclass(frozen=True)
+class CitationCounts:
+    """What the verifier made of one case's answer."""
+
+    valid: int
+    rejected: int
+    sentences: int
+    supported: int
+
+    @classmethod
+    def of(cls, answer: Mapping[str, Any]) -> CitationCounts:
+        sentences = answer["sentences"]
+        return cls(
+            valid=sum(len(s["citations"]) for s in sentences)
+            + sum(len(c["citations"]) for c in answer["conflicts"]["items"]),
+            rejected=len(answer["rejected_citations"]),
+            sentences=len(sentences),
+            supported=sum(1 for s in sentences if s["supported"]),
+        )
+
+    @property
+    def precision(self) -> float | None:
+        cited = self.valid + self.rejected
+        return round(self.valid / cited, 4) if cited else None
+
+
 @dataclass
 class CaseResult:
     """The outcome of one case, as the table and ``--json`` report it."""
@@ -181,6 +228,8 @@ class CaseResult:
     providers_called: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     top: list[str] = field(default_factory=list)
+    citations: CitationCounts | None = None
+    answer_status: str = ""
 
     @property
     def passed(self) -> bool:
@@ -201,6 +250,11 @@ class CaseResult:
             "providers_called": self.providers_called,
             "warnings": self.warnings,
             "top": self.top,
+            "answer_status": self.answer_status,
+            "citation_precision": self.citations.precision if self.citations else None,
+            "sentences": self.citations.sentences if self.citations else None,
+            "supported_sentences": self.citations.supported if self.citations else None,
+            "rejected_citations": self.citations.rejected if self.citations else None,
         }
 
 
@@ -231,12 +285,22 @@ def ranked_ids(pack: Mapping[str, Any]) -> list[frozenset[str]]:
 def summarize(results: Sequence[CaseResult]) -> dict[str, Any]:
     """Overall metrics: means over the cases with expectations, and the pass/fail counts."""
     scored = [r.score for r in results if r.score is not None]
+    answered = [r.citations for r in results if r.citations is not None]
+    valid = sum(c.valid for c in answered)
+    cited = valid + sum(c.rejected for c in answered)
+    sentences = sum(c.sentences for c in answered)
     return {
         "recall_at_k": _mean([s.recall_at_k for s in scored]),
         "mrr": _mean([s.reciprocal_rank for s in scored]),
         "passed": sum(1 for r in results if r.passed),
         "failed": sum(1 for r in results if not r.passed),
         "scored": len(scored),
+        "answered": len(answered),
+        "citation_precision": round(valid / cited, 4) if cited else None,
+        "supported_sentence_rate": (
+            round(sum(c.supported for c in answered) / sentences, 4) if sentences else None
+        ),
+        "invented_keys_rejected": sum(c.rejected for c in answered),
     }
 
 
@@ -318,6 +382,15 @@ def parse_case(raw: Any) -> Case:
     forbid_calls = raw.get("forbid_provider_calls", False)
     if not isinstance(forbid_calls, bool):
         raise ValueError("'forbid_provider_calls' must be true or false")
+    answer_status = _string(raw, "expect_answer_status")
+    if answer_status and answer_status not in ANSWER_STATUSES:
+        raise ValueError(f"'expect_answer_status' must be one of {', '.join(ANSWER_STATUSES)}")
+    answer = raw.get("answer")
+    if answer is not None and not isinstance(answer, bool):
+        raise ValueError("'answer' must be true or false")
+    if answer is None:
+        answer = bool(answer_status or lists["expected_citations"] or lists["forbidden_citations"])
+    params["answer"] = ["1" if answer else "0"]
     latency = raw.get("max_latency_ms")
     if latency is not None and (
         isinstance(latency, bool) or not isinstance(latency, int | float) or latency <= 0
@@ -340,6 +413,9 @@ def parse_case(raw: Any) -> Case:
         forbid_provider_calls=forbid_calls,
         expect_warnings=lists["expect_warnings"],
         expect_verdict=verdict,
+        expected_citations=tuple(_citation(c) for c in lists["expected_citations"]),
+        forbidden_citations=tuple(_citation(c) for c in lists["forbidden_citations"]),
+        expect_answer_status=answer_status,
     )
 
 
@@ -363,6 +439,13 @@ def _integer(raw: Mapping[str, Any], key: str, least: int) -> int:
     value = raw[key]
     if isinstance(value, bool) or not isinstance(value, int) or value < least:
         raise ValueError(f"'{key}' must be a whole number from {least}")
+    return value
+
+
+def _citation(value: str) -> str:
+    """A cited key as given, or a web row's URL canonicalized the way its row records it."""
+    if value.lower().startswith(("http://", "https://")):
+        return _canonical(value)
     return value
 
 
@@ -458,7 +541,15 @@ async def _run_one(item: _Prepared, execute_fn: Any, database: str, row_url: Any
     k = item.options.limit
     started = time.perf_counter()
     try:
-        pack = await research(execute_fn, database, item.options, item.settings, row_url, web)
+        pack = await research(
+            execute_fn,
+            database,
+            item.options,
+            item.settings,
+            row_url,
+            web,
+            answering=AnswerAccess(model_permitted=True),
+        )
     except ResearchError as exc:
         latency = round((time.perf_counter() - started) * 1000, 1)
         reason = f"research failed ({exc.code}): {exc.message}"
@@ -477,6 +568,8 @@ async def _run_one(item: _Prepared, execute_fn: Any, database: str, row_url: Any
         providers_called=called,
         warnings=[w["code"] for w in pack["warnings"]],
         top=[e["source_key"] for e in pack["ranking"][:k]],
+        citations=CitationCounts.of(pack["answer"]) if item.options.answer else None,
+        answer_status=pack["answer"]["status"],
     )
 
 
@@ -533,6 +626,27 @@ def check_case(
     verdict = pack["judge"]["verdict"]
     if case.expect_verdict and verdict != case.expect_verdict:
         reasons.append(f"verdict={verdict}, want {case.expect_verdict}")
+    return reasons + check_answer(case, pack)
+
+
+def cited_ids(pack: Mapping[str, Any]) -> set[str]:
+    """The valid citations of a pack's answer: keys, plus the canonical URL of a cited web row."""
+    citations = pack["answer"]["citations"]
+    urls = {row["source_key"]: row["canonical_url"] for row in pack["external_evidence"]}
+    return set(citations["local"]) | {
+        value for key in citations["external"] for value in (key, urls.get(key, ""))
+    } - {""}
+
+
+def check_answer(case: Case, pack: Mapping[str, Any]) -> list[str]:
+    """The answer's expectations: status, and keys it must or must not cite."""
+    answer = pack["answer"]
+    reasons: list[str] = []
+    if case.expect_answer_status and answer["status"] != case.expect_answer_status:
+        reasons.append(f"answer_status={answer['status']}, want {case.expect_answer_status}")
+    cited = cited_ids(pack)
+    reasons += [f"missing expected citation {c}" for c in case.expected_citations if c not in cited]
+    reasons += [f"forbidden citation cited {c}" for c in case.forbidden_citations if c in cited]
     return reasons
 
 
@@ -561,6 +675,13 @@ def render_table(results: Sequence[CaseResult]) -> str:
         f"recall@k {number(totals['recall_at_k'])}, MRR {number(totals['mrr'])} "
         f"(over {totals['scored']} case(s) with expected keys)"
     )
+    if totals["answered"]:
+        lines.append(
+            f"answers: citation precision {number(totals['citation_precision'])}, "
+            f"supported sentences {number(totals['supported_sentence_rate'])}, "
+            f"{totals['invented_keys_rejected']} invented key(s) rejected "
+            f"(over {totals['answered']} case(s) with an answer)"
+        )
     return terminal_safe("\n".join(lines))
 
 
@@ -632,6 +753,9 @@ def propose_case(
     case["external"] = web["mode"]
     if web["ran"]:
         case.update(_recorded_web(pack))
+    answer_status = pack.get("answer", {}).get("status", "disabled")
+    if answer_status != "disabled":
+        case.update(answer=True, expect_answer_status=answer_status)
     urls = {row["source_key"]: row["canonical_url"] for row in pack["external_evidence"]}
     marked = {k: v for k, v in (feedback or {}).items() if v in EXPECT_VALUES + FORBID_VALUES}
     if marked:

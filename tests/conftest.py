@@ -189,15 +189,19 @@ def make_datasette(
     plugin_config: dict | None = None,
     permissions: dict | None = None,
     databases: dict | None = None,
+    other_plugins: dict | None = None,
     **kwargs: Any,
 ) -> Datasette:
     """Datasette with plugin config and permission blocks, on either Datasette line.
 
     1.0a reads permissions and ``allow`` blocks from ``config=``; 0.65 from ``metadata=``.
+    ``other_plugins`` configures other plugins (``{"datasette-llm": {...}}``).
     """
     block: dict[str, Any] = {}
+    if plugin_config is not None or other_plugins:
+        block["plugins"] = dict(other_plugins or {})
     if plugin_config is not None:
-        block["plugins"] = {"datasette-dbrain-websearch": plugin_config}
+        block["plugins"]["datasette-dbrain-websearch"] = plugin_config
     if databases:
         block["databases"] = databases
     if DATASETTE_1:
@@ -283,3 +287,10 @@ def registered(provider: Any) -> Iterator[Any]:
         yield provider
     finally:
         pm.unregister(name=plugin.__name__)
+
+
+@pytest.fixture(autouse=True)
+def llm_user_dir(tmp_path_factory, monkeypatch):
+    """Every test runs with an empty llm directory: no real keys, no logs, no default model."""
+    monkeypatch.setenv("LLM_USER_PATH", str(tmp_path_factory.getbasetemp() / "llm-user"))
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)

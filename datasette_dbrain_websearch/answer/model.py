@@ -123,6 +123,13 @@ def split_reply(reply: str) -> tuple[str, list[str]]:
     return "\n".join(answer).strip(), [c for c in lines if c]
 
 
+def llm_purposes() -> list[Any]:
+    """datasette-llm's Purpose for answers (only called where datasette-llm is installed)."""
+    from datasette_llm import Purpose
+
+    return [Purpose(PURPOSE, PURPOSE_DESCRIPTION)]
+
+
 OnText = Callable[[str], Awaitable[None]]
 
 
@@ -208,11 +215,20 @@ async def resolve_model(
 
 
 async def _datasette_llm_model(wrapper: Any, model_id: str, actor: dict | None) -> Any:
+    import llm
+
     allowed = {m.model_id for m in await wrapper.models(actor=actor, purpose=PURPOSE)}
     try:
         model = await wrapper.model(model_id=model_id or None, purpose=PURPOSE, actor=actor)
+    except llm.UnknownModelError as exc:
+        raise ModelFailure(
+            f"unknown model {model_id!r}: `llm models` lists the installed ones"
+        ) from exc
     except Exception as exc:
-        raise ModelFailure(f"datasette-llm has no model for this ({type(exc).__name__})") from exc
+        raise ModelFailure(
+            f"datasette-llm has no model for {PURPOSE} ({type(exc).__name__}): set answer.model "
+            f"or datasette-llm's purposes.{PURPOSE}.model"
+        ) from exc
     if model.model_id not in allowed:
         raise ModelFailure(
             f"datasette-llm does not allow model {model.model_id!r} for {PURPOSE} "

@@ -41,6 +41,7 @@ def _answer(status: str, synthesizer: str, message: str, **fields: Any) -> dict[
     return {
         "status": status,
         "synthesizer": synthesizer,
+        "via": "",
         "message": message,
         "text": "",
         "sentences": [],
@@ -149,6 +150,7 @@ async def answer_stage(
                 settings.model, settings.api_key, access.datasette, access.actor
             )
             name = f"llm:{resolved.model_id}"
+            extra["via"] = resolved.via
             await emit(
                 {"stage": "answer", "status": "model", "message": f"Asking {resolved.model_id}"}
             )
@@ -232,6 +234,7 @@ async def answer_stage(
         gaps=gaps,
         conflicts=conflicts,
         web_contribution=contribution,
+        via=extra.get("via", ""),
         evidence=extra.get("evidence") or {"admitted_source_keys": [p.key for p in chosen]},
         timings_ms={
             "synthesis": synthesis_ms,

@@ -1,0 +1,335 @@
+"""The answer's pure parts: the citation verifier, the extractive synthesizer, gaps, the web's
+contribution and the model prompt."""
+
+from __future__ import annotations
+
+from datasette_dbrain_websearch.answer.extractive import Passage, extract
+from datasette_dbrain_websearch.answer.gaps import find_gaps, web_contribution
+from datasette_dbrain_websearch.answer.model import Labelled, allot, build_prompt, split_reply
+from datasette_dbrain_websearch.answer.stage import choose_rows
+from datasette_dbrain_websearch.answer.text import split_sentences
+from datasette_dbrain_websearch.answer.verify import RunKeys, verify
+from datasette_dbrain_websearch.config import JudgeThresholds
+
+LOCAL = "src:0123456789ab"
+NOTE = "apple-note:espresso-1"
+WEB = "ext:brave:a1b2c3d4e5f6"
+KEYS = RunKeys(
+    local=(LOCAL, NOTE),
+    external=(WEB,),
+    passages={
+        LOCAL: "Heat pumps\nCold climate heat pumps keep working at minus 25 degrees.",
+        NOTE: "Espresso notes\nThe grinder matters more than the machine.",
+        WEB: "Rebates\nThe 2026 federal rebate covers 30 percent of a heat pump install.",
+    },
+)
+
+
+def check(draft: str, conflicts: list[str] | None = None):
+    return verify(draft, KEYS, 0.4, conflicts)
+
+
+# ---------------------------------------------------------------------------------------------
+# The verifier
+
+
+def test_invented_key_is_removed_from_the_text_and_reported():
+    out = check(f"Cold climate heat pumps keep working [src:ffffffffffff] [{LOCAL}].")
+    assert out.rejected == [{"key": "src:ffffffffffff", "reason": "not_in_run", "sentence": 1}]
+    assert "ffffffffffff" not in out.text
+    assert out.sentences[0]["citations"] == [LOCAL]
+    assert out.sentences[0]["supported"] is True
+
+
+def test_a_sentence_whose_only_citation_is_invented_is_unsupported():
+    out = check("Cold climate heat pumps keep working [src:ffffffffffff].")
+    assert out.sentences[0]["citations"] == []
+    assert out.sentences[0]["supported"] is False
+    assert out.sentences[0]["support"]["reason"] == "no_citation"
+    assert out.local == [] and out.external == []
+
+
+def test_local_and_external_citations_are_split():
+    out = check(
+        f"Cold climate heat pumps keep working at minus 25 degrees [{LOCAL}]. "
+        f"A federal rebate covers 30 percent of the install [{WEB}]. "
+        f"The grinder matters more than the machine [{NOTE}]."
+    )
+    assert out.local == [LOCAL, NOTE]
+    assert out.external == [WEB]
+    assert [s["citations"] for s in out.sentences] == [[LOCAL], [WEB], [NOTE]]
+    assert all(s["supported"] for s in out.sentences)
+
+
+def test_a_sentence_without_citation_is_unsupported():
+    out = check(f"Heat pumps work in the cold [{LOCAL}]. The moon is made of cheese.")
+    second = out.sentences[1]
+    assert second["text"] == "The moon is made of cheese."
+    assert (second["supported"], second["support"]["reason"]) == (False, "no_citation")
+
+
+def test_a_sentence_its_citation_barely_covers_is_unsupported_with_the_overlap():
+    out = check(f"Penguins migrate across volcanic glaciers every winter [{LOCAL}].")
+    sentence = out.sentences[0]
+    assert sentence["supported"] is False
+    assert sentence["support"]["reason"] == "low_overlap"
+    assert sentence["support"]["overlap"] < 0.4
+    assert "penguin" in sentence["support"]["unmatched_words"]
+    assert sentence["citations"] == [LOCAL]  # the citation is valid; the claim is not backed
+
+
+def test_support_counts_words_not_attribution():
+    """ "According to your notes" is framing, not a claim the row has to hold."""
+    out = check(f"According to your notes, the grinder matters more than the machine [{NOTE}].")
+    assert out.sentences[0]["support"]["overlap"] == 1.0
+
+
+def test_citations_after_the_full_stop_belong_to_the_sentence_before():
+    out = check(f"Heat pumps keep working in the cold. [{LOCAL}] The grinder matters. [{NOTE}]")
+    assert [s["citations"] for s in out.sentences] == [[LOCAL], [NOTE]]
+    assert [s["text"] for s in out.sentences] == [
+        "Heat pumps keep working in the cold.",
+        "The grinder matters.",
+    ]
+
+
+def test_grouped_and_numbered_markers():
+    out = check(f"Heat pumps work in the cold and the grinder matters [{LOCAL}, {NOTE}; 3].")
+    assert out.sentences[0]["citations"] == [LOCAL, NOTE]
+    assert out.rejected == [{"key": "3", "reason": "not_a_key", "sentence": 1}]
+
+
+def test_brackets_that_are_not_citations_stay_text():
+    out = check(f"The grinder [sic] matters, see [the docs](https://example.com) [{NOTE}].")
+    assert (
+        out.sentences[0]["text"]
+        == "The grinder [sic] matters, see [the docs](https://example.com)."
+    )
+    assert out.rejected == []
+
+
+def test_the_answer_text_carries_only_valid_keys():
+    out = check(f"Heat pumps keep working [{LOCAL}] [x:999]. Rebates exist [{WEB}].")
+    assert out.text == f"Heat pumps keep working. [{LOCAL}] Rebates exist. [{WEB}]"
+
+
+def test_conflicts_need_two_valid_keys():
+    out = check(
+        f"Heat pumps keep working [{LOCAL}].",
+        [
+            f"The brain says minus 25, the web says nothing of it [{LOCAL}] [{WEB}]",
+            f"One source only [{LOCAL}]",
+            f"One real and one invented [{LOCAL}] [src:ffffffffffff]",
+        ],
+    )
+    assert out.conflicts == [
+        {"text": "The brain says minus 25, the web says nothing of it", "citations": [LOCAL, WEB]}
+    ]
+    assert [d["text"] for d in out.dropped_conflicts] == [
+        "One source only",
+        "One real and one invented",
+    ]
+    assert {"key": "src:ffffffffffff", "reason": "not_in_run", "conflict": True} in out.rejected
+
+
+def test_sentences_split_on_abbreviations_and_lists_correctly():
+    text = (
+        "FTS5 ranks rows, e.g. with bm25. The U.S. team agreed.\n"
+        "- bm25 is negative. Lower is better.\n## Notes"
+    )
+    assert split_sentences(text) == [
+        "FTS5 ranks rows, e.g. with bm25.",
+        "The U.S. team agreed.",
+        "bm25 is negative.",
+        "Lower is better.",
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# The extractive synthesizer
+
+PASSAGES = [
+    Passage(
+        LOCAL,
+        "local",
+        "Cold climate heat pumps keep working at minus 25 degrees. "
+        "What is a heat pump? "
+        "Good write-up: https://example.com/cold-climate-heat-pump-guide "
+        "Cold climate heat pumps keep working at minus 25 degrees outside. "
+        "Defrost cycles cost a little energy in cold climate installs.",
+        "Heat pumps in the cold",
+    ),
+    Passage(
+        WEB, "external", "A cold climate heat pump rebate covers 30 percent of the cost.", "Rebate"
+    ),
+    Passage(
+        NOTE, "local", "Heat pump brands differ in cold climate warranties and service.", "Notes"
+    ),
+]
+TERMS = ("cold", "climate", "heat", "pump")
+
+
+def test_extractive_answer_is_deterministic_and_every_sentence_cites_its_row():
+    first = extract(TERMS, PASSAGES, 6)
+    assert first == extract(TERMS, PASSAGES, 6)
+    out = verify(first, RunKeys((LOCAL, NOTE), (WEB,), {p.key: p.text for p in PASSAGES}), 0.4)
+    assert out.sentences and all(s["supported"] for s in out.sentences)
+    by_key = {p.key: p.text for p in PASSAGES}
+    for sentence in out.sentences:
+        assert len(sentence["citations"]) == 1
+        assert sentence["text"] in by_key[sentence["citations"][0]]
+    assert out.rejected == []
+
+
+def test_extractive_answer_puts_brain_rows_first_and_skips_near_duplicates_and_non_claims():
+    lines = extract(TERMS, PASSAGES, 6).splitlines()
+    keys = [line.rsplit("[", 1)[1].rstrip("]") for line in lines]
+    assert keys.index(WEB) == len(keys) - 1  # the web row's sentence comes after the brain's
+    text = "\n".join(lines)
+    assert "What is a heat pump?" not in text  # a question is not a claim
+    assert "Good write-up" not in text  # a link is not a claim
+    assert text.count("keep working at minus 25 degrees") == 1  # near-duplicate skipped
+    assert lines == [
+        f"Cold climate heat pumps keep working at minus 25 degrees. [{LOCAL}]",
+        f"Defrost cycles cost a little energy in cold climate installs. [{LOCAL}]",
+        f"Heat pump brands differ in cold climate warranties and service. [{NOTE}]",
+        f"A cold climate heat pump rebate covers 30 percent of the cost. [{WEB}]",
+    ]
+
+
+def test_extractive_answer_respects_max_sentences_and_needs_question_words():
+    assert len(extract(TERMS, PASSAGES, 2).splitlines()) == 2
+    assert extract(("quantum", "chromodynamics"), PASSAGES, 6) == ""
+
+
+def test_extractive_answer_skips_a_sentence_that_repeats_the_title():
+    passages = [
+        Passage(
+            LOCAL,
+            "local",
+            "Heat pumps in the cold climate. Heat pumps work in cold climate homes too.",
+            "Heat pumps in the cold climate",
+        )
+    ]
+    assert extract(TERMS, passages, 6) == f"Heat pumps work in cold climate homes too. [{LOCAL}]"
+
+
+def test_web_rows_keep_a_third_of_the_answer_evidence():
+    local = [{"origin": "dbrain_corpus", "source_key": f"l{i}"} for i in range(20)]
+    web = [{"origin": "outside_dbrain_corpus", "source_key": f"w{i}"} for i in range(5)]
+    chosen = [r["source_key"] for r in choose_rows(local + web, 12)]
+    assert chosen == [f"l{i}" for i in range(8)] + [f"w{i}" for i in range(4)]
+    assert [r["source_key"] for r in choose_rows(local[:3] + web, 12)] == ["l0", "l1", "l2"] + [
+        f"w{i}" for i in range(5)
+    ]
+
+
+# ---------------------------------------------------------------------------------------------
+# Gaps and what the web added (hand-checked)
+
+
+def row(key, origin, matched, **extra):
+    return {
+        "source_key": key,
+        "origin": origin,
+        "retrieval": {"matched_terms": matched},
+        **extra,
+    }
+
+
+def test_gaps_name_uncovered_terms_the_brains_date_and_a_failed_web_lane():
+    local = [
+        row("l1", "dbrain_corpus", ["heat", "pump"], published_at="2025-11-02T08:00:00Z"),
+        row("l2", "dbrain_corpus", ["heat"], saved_at="2026-03-15T10:00:00Z", published_at=""),
+    ]
+    web = {"ran": True, "providers": [], "current_state_question": True, "mode": "always"}
+    gaps = find_gaps(
+        ("latest", "heat", "pump", "rebate"), local, [], web, "weak_evidence", ["l1"], []
+    )
+    assert [g["code"] for g in gaps] == [
+        "terms_not_covered",
+        "local_evidence_dated",
+        "web_unavailable",
+    ]
+    assert gaps[0]["terms"] == ["latest", "rebate"]
+    assert gaps[1]["message"] == "Your brain's newest evidence on this is from 2026-03-15."
+    assert gaps[2]["reason"] == "failed"
+
+
+def test_web_skipped_is_a_gap_only_when_the_brain_is_not_enough():
+    web = {"ran": False, "skipped_reason": "mode_never"}
+    local = [row("l1", "dbrain_corpus", ["heat"])]
+    assert find_gaps(("heat",), local, [], web, "enough_evidence", ["l1"], []) == []
+    weak = find_gaps(("heat",), local, [], web, "weak_evidence", ["l1"], [])
+    assert [(g["code"], g["reason"]) for g in weak] == [("web_unavailable", "mode_never")]
+    denied = {"ran": False, "skipped_reason": "not_permitted"}
+    assert find_gaps(("heat",), local, [], denied, "enough_evidence", ["l1"], [])[0]["reason"] == (
+        "not_permitted"
+    )
+    enough = {"ran": False, "skipped_reason": "local_evidence_enough"}
+    assert find_gaps(("heat",), local, [], enough, "enough_evidence", ["l1"], []) == []
+
+
+def test_an_answer_resting_on_web_rows_alone_says_so():
+    web_rows = [row("w1", "outside_dbrain_corpus", ["lattice"])]
+    web = {"ran": True, "providers": ["brave"]}
+    gaps = find_gaps(("lattice",), [], web_rows, web, "no_evidence", [], ["w1"])
+    assert [g["code"] for g in gaps] == ["external_only"]
+
+
+def test_web_contribution_compares_local_only_with_merged():
+    ranked = [
+        row("l1", "dbrain_corpus", ["heat"]),
+        row("w1", "outside_dbrain_corpus", ["heat", "rebate"]),
+        row("w2", "outside_dbrain_corpus", ["rebate"]),
+    ]
+    local_verdict = {"verdict": "weak_evidence", "inputs": {"exact_hits": 0}}
+    sentences = [{"citations": ["l1"]}, {"citations": ["w1", "l1"]}, {"citations": []}]
+    out = web_contribution(
+        ("heat", "rebate"),
+        ranked,
+        local_verdict,
+        {"ran": True},
+        sentences,
+        ["w1", "w2"],
+        JudgeThresholds(min_evidence=2, min_term_coverage=0.75, top_k=3),
+    )
+    assert out == {
+        "web_searched": True,
+        "verdict_before": "weak_evidence",
+        "verdict_after": "enough_evidence",
+        "terms_newly_covered": ["rebate"],
+        "web_rows_kept": 2,
+        "local_rows_also_found_on_web": 0,
+        "sentences_citing_web": [2],
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# The model prompt
+
+
+def test_prompt_labels_every_row_with_its_key_and_origin_within_the_budget():
+    passages = [
+        Labelled(LOCAL, "local", "a" * 5000, "Heat", "FROM THE USER'S BRAIN; source"),
+        Labelled(WEB, "external", "b" * 100, "Rebate", "OUTSIDE THE USER'S BRAIN; web result"),
+    ]
+    system, prompt, budget = build_prompt("heat pumps?", passages, 1100, 4)
+    assert f"[{LOCAL}] FROM THE USER'S BRAIN" in prompt
+    assert f"[{WEB}] OUTSIDE THE USER'S BRAIN" in prompt
+    assert prompt.index("Evidence FROM THE USER'S BRAIN") < prompt.index("Evidence OUTSIDE")
+    assert "at most 4 short sentences" in system and "CONFLICTS:" in system
+    assert budget.used_chars == 1100 and budget.trimmed == (LOCAL,) and budget.dropped == ()
+    assert "a" * 1001 not in prompt and "b" * 100 in prompt
+
+
+def test_budget_sharing_gives_short_texts_all_they_need():
+    assert allot([100, 5000, 5000], 3100) == [100, 1500, 1500]
+    assert allot([10, 20], 1000) == [10, 20]
+
+
+def test_model_reply_is_split_into_answer_and_conflicts():
+    answer, conflicts = split_reply("One [a].\nTwo [b].\n\n**CONFLICTS:**\n- X vs Y [a] [b]\n")
+    assert answer == "One [a].\nTwo [b]."
+    assert conflicts == ["X vs Y [a] [b]"]
+    assert split_reply("One [a].\nCONFLICTS: none") == ("One [a].", [])

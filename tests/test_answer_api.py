@@ -1,0 +1,351 @@
+"""Grounded answers through the public surfaces: the JSON API, the page, the stream, the CLI,
+the saved trace, with the extractive synthesizer and with fake ``llm`` models."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from datasette.cli import cli
+
+from .conftest import DATASETTE_1, actor_cookies, make_datasette, web_config
+from .fake_models import INVENTED, KEY_ENV, FakeKeyModelAsync, fake_models
+
+QUESTION = "espresso grinder"
+MODEL_SECRET = "sk-model-SECRET-9f8e7d"
+
+
+async def datasette_for(brain, fake=None, answer=None, **extra):
+    config = web_config(fake) if fake else {}
+    if answer is not None:
+        config["answer"] = answer
+    ds = make_datasette([str(brain[0])], plugin_config=config, **extra)
+    await ds.invoke_startup()
+    return ds
+
+
+async def ask(ds, actor="root", **params):
+    cookies = actor_cookies(ds, actor) if actor else {}
+    response = await ds.client.get("/-/research.json", params=params, cookies=cookies)
+    assert MODEL_SECRET not in response.text
+    return response.status_code, response.json()
+
+
+def run_keys(pack):
+    local = {r["source_key"] for r in pack["evidence"]}
+    return local, {r["source_key"] for r in pack["external_evidence"]}
+
+
+def assert_grounded(pack):
+    """The invariant: every kept citation is a key this run retrieved, in the right list."""
+    answer = pack["answer"]
+    local, external = run_keys(pack)
+    cited = [k for s in answer["sentences"] for k in s["citations"]]
+    assert set(cited) <= local | external
+    assert set(answer["citations"]["local"]) <= local
+    assert set(answer["citations"]["external"]) <= external
+    for rejected in answer["rejected_citations"]:
+        assert rejected["key"] not in answer["text"]
+        assert rejected["key"] not in local | external
+
+
+# ---------------------------------------------------------------------------------------------
+# Extractive answers
+
+
+async def test_no_answer_unless_asked(brain):
+    ds = await datasette_for(brain)
+    status, pack = await ask(ds, q=QUESTION)
+    assert status == 200
+    assert pack["answer"]["status"] == "disabled"
+    assert pack["answer"]["sentences"] == [] and "answer" not in pack["timings_ms"]
+
+
+async def test_extractive_answer_is_fully_cited_deterministic_and_recorded(brain):
+    ds = await datasette_for(brain)
+    status, pack = await ask(ds, q=QUESTION, answer="1")
+    assert status == 200
+    answer = pack["answer"]
+    assert answer["status"] == "ok" and answer["synthesizer"] == "extractive"
+    assert answer["sentences"], answer
+    assert all(s["supported"] and len(s["citations"]) == 1 for s in answer["sentences"])
+    assert answer["rejected_citations"] == []
+    assert answer["conflicts"]["status"] == "not_assessed"
+    assert_grounded(pack)
+    grinder = next(s for s in answer["sentences"] if "machine" in s["text"])
+    assert grinder["text"] == "The grinder matters more than the machine."
+    assert grinder["citations"] == ["apple-note:espresso-1"]
+    assert "The grinder matters more than the machine. [apple-note:espresso-1]" in answer["text"]
+    _, again = await ask(ds, q=QUESTION, answer="1")
+    assert again["answer"]["text"] == answer["text"]
+    assert pack["timings_ms"]["answer"] == answer["timings_ms"]["total"]
+    trace = (
+        await ds.client.get(pack["trace_url"] + ".json", cookies=actor_cookies(ds, "root"))
+    ).json()
+    names = [e["name"] for e in trace["events"]]
+    assert names[-3:] == ["answer_synthesized", "answer_verified", "evidence_selected"]
+    verified = trace["events"][-2]["data"]
+    assert verified["citations"] == answer["citations"] and verified["rejected_citations"] == []
+    assert trace["metrics"]["answer"]["status"] == "ok"
+    assert trace["pack"]["answer"] == answer
+
+
+async def test_answer_default_from_config_and_answer_0_turns_it_off(brain):
+    ds = await datasette_for(brain, answer={"default": True})
+    assert (await ask(ds, q=QUESTION))[1]["answer"]["status"] == "ok"
+    assert (await ask(ds, q=QUESTION, answer="0"))[1]["answer"]["status"] == "disabled"
+
+
+@pytest.mark.parametrize("value", ["2", "maybe", "1' or 1=1"])
+async def test_a_bad_answer_value_is_a_400(brain, value):
+    ds = await datasette_for(brain)
+    status, body = await ask(ds, q=QUESTION, answer=value)
+    assert status == 400 and body["code"] == "bad_answer"
+
+
+async def test_no_evidence_gives_no_answer_and_names_the_gaps(brain):
+    ds = await datasette_for(brain)
+    status, pack = await ask(ds, q="quantum chromodynamics", answer="1")
+    assert status == 200
+    answer = pack["answer"]
+    assert answer["status"] == "no_evidence" and answer["sentences"] == []
+    gaps = {g["code"]: g for g in answer["gaps"]}
+    assert gaps["terms_not_covered"]["terms"] == ["quantum", "chromodynamics"]
+    assert gaps["web_unavailable"]["reason"] == "mode_never"
+
+
+async def test_answer_with_web_rows_splits_local_and_external_citations(brain, fake):
+    ds = await datasette_for(brain, fake)
+    status, pack = await ask(
+        ds, q="espresso grinder", external="always", provider="all", answer="1"
+    )
+    assert status == 200 and pack["external_evidence"], pack["warnings"]
+    answer = pack["answer"]
+    assert_grounded(pack)
+    assert answer["citations"]["local"] and answer["citations"]["external"]
+    web = answer["web_contribution"]
+    assert web["web_searched"] is True
+    assert web["web_rows_kept"] == len(pack["external_evidence"])
+    assert web["sentences_citing_web"] == [
+        n
+        for n, s in enumerate(answer["sentences"], start=1)
+        if set(s["citations"]) & set(answer["citations"]["external"])
+    ]
+    assert web["verdict_before"] == pack["judge"]["verdict"]
+
+
+async def test_page_renders_the_answer_with_chips_that_jump_to_their_rows(brain, fake):
+    ds = await datasette_for(brain, fake)
+    response = await ds.client.get(
+        "/-/research",
+        params={"q": "espresso grinder", "external": "always", "provider": "all", "answer": "1"},
+        cookies=actor_cookies(ds, "root"),
+    )
+    assert response.status_code == 200
+    html = response.text
+    assert 'id="dbrain-answer"' in html
+    assert html.index('id="dbrain-answer"') < html.index('class="dbrain-evidence"')
+    pack = (
+        await ds.client.get(
+            "/-/research.json",
+            params={
+                "q": "espresso grinder",
+                "external": "always",
+                "provider": "all",
+                "answer": "1",
+            },
+            cookies=actor_cookies(ds, "root"),
+        )
+    ).json()
+    positions = {e["source_key"]: n for n, e in enumerate(pack["ranking"], start=1)}
+    for key in pack["answer"]["citations"]["local"]:
+        assert f'class="dbrain-cite dbrain-cite-local" href="#evidence-{positions[key]}"' in html
+        assert f'id="evidence-{positions[key]}" data-source-key="{key}"' in html
+    for key in pack["answer"]["citations"]["external"]:
+        assert f'class="dbrain-cite dbrain-cite-external" href="#evidence-{positions[key]}"' in html
+    assert "dbrain-sentence-unsupported" not in html
+
+
+# ---------------------------------------------------------------------------------------------
+# Model answers (fake llm models, no network, no real key)
+
+
+def llm_answer(model="dbrain-fake", **extra):
+    """An answer block for a fake model; root may use it (1.0a grants nothing by default)."""
+    return {"synthesizer": "llm", "model": model, "allow": {"id": "root"}, **extra}
+
+
+@pytest.fixture
+def models():
+    with fake_models():
+        yield
+
+
+async def test_model_answer_is_verified_like_any_other(brain, fake, models):
+    ds = await datasette_for(brain, fake, answer=llm_answer())
+    status, pack = await ask(ds, q="espresso grinder", external="always", answer="1")
+    assert status == 200
+    answer = pack["answer"]
+    assert answer["status"] == "ok" and answer["synthesizer"] == "llm:dbrain-fake"
+    assert answer["via"] == ("datasette-llm" if DATASETTE_1 else "llm")
+    assert_grounded(pack)
+    assert answer["rejected_citations"] == [
+        {"key": INVENTED, "reason": "not_in_run", "sentence": 3}
+    ]
+    assert INVENTED not in json.dumps(pack["evidence"]) and INVENTED not in answer["text"]
+    first_local, first_web = answer["sentences"][0], answer["sentences"][1]
+    assert first_local["supported"] and first_local["citations"] == answer["citations"]["local"]
+    assert first_web["supported"] and first_web["citations"] == answer["citations"]["external"]
+    invented, uncited, penguins = answer["sentences"][2:5]
+    assert (invented["supported"], invented["support"]["reason"]) == (False, "no_citation")
+    assert (uncited["supported"], uncited["support"]["reason"]) == (False, "no_citation")
+    assert (penguins["supported"], penguins["support"]["reason"]) == (False, "low_overlap")
+    conflicts = answer["conflicts"]
+    assert conflicts["status"] == "assessed"
+    assert [c["citations"] for c in conflicts["items"]] == [
+        [first_local["citations"][0], first_web["citations"][0]]
+    ]
+    assert conflicts["dropped"][0]["reason"] == "fewer_than_two_valid_citations"
+    assert answer["evidence"]["admitted_source_keys"]
+    assert "3 not supported" in answer["message"] and "removed" in answer["message"]
+
+
+async def test_model_answer_page_marks_unsupported_sentences_and_rejected_keys(brain, fake, models):
+    ds = await datasette_for(brain, fake, answer=llm_answer())
+    response = await ds.client.get(
+        "/-/research",
+        params={"q": "espresso grinder", "external": "always", "answer": "1"},
+        cookies=actor_cookies(ds, "root"),
+    )
+    html = response.text
+    assert response.status_code == 200
+    assert html.count('class="dbrain-sentence dbrain-sentence-unsupported"') == 3
+    assert 'data-unsupported="low_overlap"' in html and 'data-unsupported="no_citation"' in html
+    assert f"<del><code>{INVENTED}</code></del>" in html
+    assert "Where the sources disagree" in html
+    sentences = html.split('id="dbrain-answer"')[1].split('class="dbrain-rejected"')[0]
+    assert INVENTED not in sentences  # shown only as removed, never as a chip or in the text
+
+
+async def test_actor_without_the_model_permission_gets_an_extractive_answer(brain, models):
+    ds = await datasette_for(brain, answer=llm_answer())
+    status, pack = await ask(ds, actor="mallory", q=QUESTION, answer="1")
+    assert status == 200
+    assert pack["answer"]["synthesizer"] == "extractive" and pack["answer"]["status"] == "ok"
+    assert "answer_model_not_permitted" in [w["code"] for w in pack["warnings"]]
+
+
+async def test_answer_allow_block_grants_the_model(brain, models):
+    ds = await datasette_for(brain, answer=llm_answer(allow={"id": "alice"}))
+    _, pack = await ask(ds, actor="alice", q=QUESTION, answer="1")
+    assert pack["answer"]["synthesizer"] == "llm:dbrain-fake"
+
+
+@pytest.mark.parametrize(
+    "model, extra, fragment",
+    [
+        ("dbrain-fake-error", {}, "the model failed (RuntimeError)"),
+        ("dbrain-fake-slow", {"timeout": 1}, "did not finish within 1 s"),
+        ("dbrain-fake-empty", {}, "empty reply"),
+        ("no-such-model", {}, "unknown model"),
+    ],
+)
+async def test_model_failures_keep_the_evidence(brain, models, monkeypatch, model, extra, fragment):
+    monkeypatch.setenv(KEY_ENV, MODEL_SECRET)
+    ds = await datasette_for(brain, answer=llm_answer(model, api_key={"$env": KEY_ENV}, **extra))
+    _, plain = await ask(ds, q=QUESTION)
+    status, pack = await ask(ds, q=QUESTION, answer="1")
+    assert status == 200
+    answer = pack["answer"]
+    assert answer["status"] == "failed" and answer["sentences"] == []
+    assert fragment in answer["message"]
+    warning = next(w for w in pack["warnings"] if w["code"] == "answer_failed")
+    assert fragment in warning["message"]
+    assert [r["source_key"] for r in pack["evidence"]] == [
+        r["source_key"] for r in plain["evidence"]
+    ]
+    assert MODEL_SECRET not in json.dumps(pack)
+
+
+@pytest.mark.skipif(DATASETTE_1, reason="datasette-llm (installed on 1.0a) brings its own keys")
+async def test_the_configured_key_reaches_the_model_and_nothing_else(brain, models, monkeypatch):
+    monkeypatch.setenv(KEY_ENV, MODEL_SECRET)
+    ds = await datasette_for(brain, answer=llm_answer("dbrain-fake-key", api_key={"$env": KEY_ENV}))
+    status, pack = await ask(ds, q=QUESTION, answer="1")
+    assert status == 200 and FakeKeyModelAsync.keys_seen == [MODEL_SECRET]
+    assert pack["answer"]["status"] == "ok"
+    assert MODEL_SECRET not in json.dumps(pack)  # the reply echoed it; the pack is scrubbed
+    trace = await ds.client.get(pack["trace_url"] + ".json", cookies=actor_cookies(ds, "root"))
+    assert MODEL_SECRET not in trace.text
+
+
+@pytest.mark.skipif(not DATASETTE_1, reason="datasette-llm installs on Datasette 1.0a only")
+async def test_datasette_llm_chooses_the_model_for_the_purpose(brain, models):
+    ds = make_datasette(
+        [str(brain[0])],
+        plugin_config={"answer": {"synthesizer": "llm", "allow": {"id": "root"}}},
+        other_plugins={
+            "datasette-llm": {"purposes": {"dbrain-research-answer": {"model": "dbrain-fake"}}}
+        },
+    )
+    await ds.invoke_startup()
+    _, pack = await ask(ds, q=QUESTION, answer="1")
+    assert pack["answer"]["synthesizer"] == "llm:dbrain-fake"
+    assert pack["answer"]["via"] == "datasette-llm"
+
+
+@pytest.mark.skipif(not DATASETTE_1, reason="datasette-llm installs on Datasette 1.0a only")
+async def test_datasette_llm_allow_list_refuses_a_model(brain, models):
+    ds = make_datasette(
+        [str(brain[0])],
+        plugin_config={"answer": llm_answer()},
+        other_plugins={"datasette-llm": {"models": ["echo"]}},
+    )
+    await ds.invoke_startup()
+    _, pack = await ask(ds, q=QUESTION, answer="1")
+    assert pack["answer"]["status"] == "failed"
+    assert "does not allow model 'dbrain-fake'" in pack["answer"]["message"]
+
+
+async def test_stream_sends_the_models_draft_then_the_verified_run(brain, fake, models):
+    ds = await datasette_for(brain, fake, answer=llm_answer())
+    response = await ds.client.get(
+        "/-/research/stream",
+        params={"q": "espresso grinder", "external": "always", "answer": "1"},
+        cookies=actor_cookies(ds, "root"),
+    )
+    events = [json.loads(line) for line in response.text.splitlines()]
+    answer_events = [e for e in events if e["stage"] == "answer"]
+    assert answer_events[0]["status"] == "started"
+    drafts = [e["text"] for e in answer_events if e["status"] == "delta"]
+    assert len(drafts) > 1 and INVENTED in "".join(drafts)  # the draft is raw, the run is not
+    assert answer_events[-1]["status"] == "done" and answer_events[-1]["answer_status"] == "ok"
+    assert events[-1]["stage"] == "done"
+    page = await ds.client.get(events[-1]["url"], cookies=actor_cookies(ds, "root"))
+    assert 'id="dbrain-answer"' in page.text
+    assert f"<del><code>{INVENTED}</code></del>" in page.text
+
+
+# ---------------------------------------------------------------------------------------------
+# The command line
+
+
+def test_cli_prints_the_answer_with_its_citations(brain):
+    result = CliRunner().invoke(cli, ["dbrain-research", str(brain[0]), QUESTION, "--answer"])
+    assert result.exit_code == 0, result.output
+    assert "Answer (extractive; every citation checked against this run):" in result.output
+    line = next(x for x in result.output.splitlines() if "grinder matters" in x)
+    number = line.split("[brain ")[1].split(":")[0]
+    assert "apple-note:espresso-1" in line
+    assert f"\n {number}. [item/apple_note] Espresso grinder notes" in result.output
+    plain = CliRunner().invoke(cli, ["dbrain-research", str(brain[0]), QUESTION])
+    assert "Answer (" not in plain.output
+
+
+def test_cli_json_answer(brain):
+    result = CliRunner().invoke(
+        cli, ["dbrain-research", str(brain[0]), QUESTION, "--answer", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["answer"]["status"] == "ok"
