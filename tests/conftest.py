@@ -294,3 +294,21 @@ def llm_user_dir(tmp_path_factory, monkeypatch):
     """Every test runs with an empty llm directory: no real keys, no logs, no default model."""
     monkeypatch.setenv("LLM_USER_PATH", str(tmp_path_factory.getbasetemp() / "llm-user"))
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+@pytest.fixture(scope="session")
+def browser():
+    """Headless Debian Chromium driven by Playwright (``make browser-deps`` installs it)."""
+    import os
+    import shutil
+
+    chromium = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(chromium).exists():
+        message = f"{chromium} not found: run `make browser-deps`"
+        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = playwright.chromium.launch(executable_path=chromium)
+        yield launched
+        launched.close()

@@ -8,45 +8,14 @@ Screenshots go to ``screenshots/`` (git-ignored) for people to look at.
 from __future__ import annotations
 
 import json
-import os
 import re
-import shutil
-import socket
-import subprocess
-import sys
-import time
-import urllib.request
-from pathlib import Path
 
 import pytest
-from datasette.app import Datasette
 
 from datasette_dbrain_websearch.fakeweb import FakeWeb
 
+from .browser import no_horizontal_overflow, root_page, serve, shot
 from .conftest import BRAVE_KEY, DATASETTE_1, EXA_KEY, build_fixture_brain
-
-CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
-SCREENSHOTS = Path(__file__).resolve().parent.parent / "screenshots"
-SECRET = "browser-test-secret"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def wait_http(url: str, process: subprocess.Popen, log: Path, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"server exited {process.returncode}:\n{log.read_text()}")
-        try:
-            urllib.request.urlopen(url, timeout=1).read()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"{url} not answering after {timeout}s:\n{log.read_text()}")
 
 
 @pytest.fixture(scope="module")
@@ -67,82 +36,16 @@ def server(tmp_path_factory):
         config = {"plugins": {"datasette-dbrain-websearch": plugin}}
         if DATASETTE_1:
             config["permissions"] = {"dbrain-promote": {"id": "root"}}
-        config_file = tmp / "config.json"
-        config_file.write_text(json.dumps(config))
-        port = free_port()
-        log = tmp / "server.log"
-        env = {**os.environ, "TEST_BRAVE_KEY": BRAVE_KEY, "TEST_EXA_KEY": EXA_KEY}
-        with open(log, "wb") as out:
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "datasette",
-                    "serve",
-                    str(brain),
-                    "-h",
-                    "127.0.0.1",
-                    "-p",
-                    str(port),
-                    "--secret",
-                    SECRET,
-                    "-c" if DATASETTE_1 else "-m",
-                    str(config_file),
-                ],
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                env=env,
-            )
-        url = f"http://127.0.0.1:{port}"
-        try:
-            wait_http(url + "/-/versions.json", process, log)
-            yield {"url": url, "brain": brain, "log": log}
-        finally:
-            process.terminate()
-            process.wait(10)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        message = f"{CHROMIUM} not found: run `make browser-deps`"
-        pytest.fail(message) if os.environ.get("CI") else pytest.skip(message)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM)
-        yield launched
-        launched.close()
+        env = {"TEST_BRAVE_KEY": BRAVE_KEY, "TEST_EXA_KEY": EXA_KEY}
+        with serve(brain, tmp, config, env) as running:
+            yield running
 
 
 @pytest.fixture
 def page(browser, server):
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
-    root = Datasette([], secret=SECRET).sign({"a": {"id": "root"}}, "actor")
-    context.add_cookies([{"name": "ds_actor", "value": root, "url": server["url"]}])
-    pg = context.new_page()
-    pg.set_default_timeout(15_000)
-    errors: list[str] = []
-    pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-    pg.on("pageerror", lambda e: errors.append(str(e)))
-    pg.console_errors = errors
+    pg = root_page(browser, server)
     yield pg
-    context.close()
-
-
-def shot(page, name: str) -> Path:
-    SCREENSHOTS.mkdir(exist_ok=True)
-    path = SCREENSHOTS / name
-    page.screenshot(path=str(path), full_page=True)
-    assert path.read_bytes()[:4] == b"\x89PNG"
-    return path
-
-
-def no_horizontal_overflow(page) -> None:
-    scroll, client = page.evaluate(
-        "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
-    )
-    assert scroll <= client, f"horizontal overflow: {scroll}px of content in {client}px"
+    pg.context.close()
 
 
 def test_web_search_promote_and_find_it_locally(page, server):

@@ -15,6 +15,7 @@ from datasette.cli import cli
 from datasette_dbrain_websearch.demo import build_demo_brain
 from datasette_dbrain_websearch.evals import (
     CaseResult,
+    CitationCounts,
     Score,
     propose_case,
     register_eval_commands,
@@ -25,6 +26,7 @@ from datasette_dbrain_websearch.providers.base import SearchRequest
 from datasette_dbrain_websearch.providers.replay import ReplayError, ReplayProvider
 
 from .conftest import actor_cookies
+from .fake_models import fake_models
 from .test_promote import csrf
 from .test_web_search import ask, web_ds
 
@@ -106,7 +108,25 @@ def test_overall_metrics_average_only_scored_cases():
         "passed": 2,
         "failed": 1,
         "scored": 2,
+        "answered": 0,
+        "citation_precision": None,
+        "supported_sentence_rate": None,
+        "invented_keys_rejected": 0,
     }
+
+
+def test_answer_metrics_sum_over_answered_cases_hand_checked():
+    results = [
+        CaseResult("a", "q", [], 1.0, 10, None, citations=CitationCounts(3, 1, 4, 3)),
+        CaseResult("b", "q", [], 1.0, 10, None, citations=CitationCounts(1, 0, 2, 1)),
+        CaseResult("c", "q", [], 1.0, 10, None),
+    ]
+    totals = summarize(results)
+    assert totals["answered"] == 2
+    assert totals["citation_precision"] == 0.8  # (3 + 1) valid of (4 + 1) cited
+    assert totals["supported_sentence_rate"] == 0.6667  # (3 + 1) of (4 + 2)
+    assert totals["invented_keys_rejected"] == 1
+    assert results[0].as_dict()["citation_precision"] == 0.75
 
 
 def test_a_passing_and_a_failing_case_with_exact_metrics(group, tmp_path, brain):
@@ -161,6 +181,10 @@ def test_a_passing_and_a_failing_case_with_exact_metrics(group, tmp_path, brain)
         "passed": 1,
         "failed": 1,
         "scored": 2,
+        "answered": 0,
+        "citation_precision": None,
+        "supported_sentence_rate": None,
+        "invented_keys_rejected": 0,
     }
 
 
@@ -381,8 +405,92 @@ def test_bad_brain_or_missing_file_exits_2(group, tmp_path, brain):
 def test_help_documents_the_metrics(group):
     result = CliRunner().invoke(group, ["eval", "--help"])
     assert result.exit_code == 0
-    for text in ("recall@k", "1/rank", "MRR", "CASES.json BRAIN.db", "propose --run RUN_ID"):
+    for text in (
+        "recall@k",
+        "1/rank",
+        "MRR",
+        "CASES.json BRAIN.db",
+        "propose --run RUN_ID",
+        "expected_citations",
+        "citation precision",
+    ):
         assert text in result.output
+
+
+# ---------------------------------------------------------------------------------------------
+# Answers: expected and forbidden citations, and the citation metrics
+
+
+def test_expected_and_forbidden_citations_with_an_extractive_answer(group, tmp_path, brain):
+    path, ids = brain
+    espresso = ids["src_espresso_key"]
+    cases = [
+        {
+            "name": "cites the note and the guide",
+            "question": "espresso grinder",
+            "expected_citations": ["apple-note:espresso-1", espresso],
+            "forbidden_citations": ["gh-star:simonw/datasette"],
+            "expect_answer_status": "ok",
+        },
+        {
+            "name": "wrong expectations",
+            "question": "espresso grinder",
+            "expected_citations": ["gh-star:simonw/datasette"],
+            "forbidden_citations": [espresso],
+            "expect_answer_status": "no_evidence",
+        },
+    ]
+    code, report = run_eval(group, tmp_path, path, cases)
+    assert code == 1
+    good, bad = (
+        by_name(report)["cites the note and the guide"],
+        by_name(report)["wrong expectations"],
+    )
+    assert good["passed"] is True and good["answer_status"] == "ok"
+    assert (good["citation_precision"], good["rejected_citations"]) == (1.0, 0)
+    assert good["sentences"] == good["supported_sentences"] == 3
+    assert bad["reasons"] == [
+        "answer_status=ok, want no_evidence",
+        "missing expected citation gh-star:simonw/datasette",
+        f"forbidden citation cited {espresso}",
+    ]
+    metrics = report["metrics"]
+    assert (metrics["answered"], metrics["citation_precision"]) == (2, 1.0)
+    assert (metrics["supported_sentence_rate"], metrics["invented_keys_rejected"]) == (1.0, 0)
+
+
+def test_citation_metrics_of_a_model_answer_hand_checked(group, tmp_path, demo_brain, offline):
+    """The fake model cites the first brain row twice (one claim its row holds, one it does
+    not), invents a key, writes a sentence without a citation and a conflict with one key:
+    2 valid of 3 cited keys, 1 of 4 sentences supported, 1 invented key rejected."""
+    metadata = tmp_path / "metadata.json"
+    metadata.write_text(
+        json.dumps(
+            {
+                "plugins": {
+                    "datasette-dbrain-websearch": {
+                        "answer": {"synthesizer": "llm", "model": "dbrain-fake"}
+                    }
+                }
+            }
+        )
+    )
+    cases = [{"name": "model", "question": "cold climate heat pump", "answer": True}]
+    with fake_models():
+        code, report = run_eval(group, tmp_path, demo_brain, cases, "-m", str(metadata))
+    (case,) = report["cases"]
+    assert code == 0 and case["answer_status"] == "ok"
+    assert (case["citation_precision"], case["sentences"], case["supported_sentences"]) == (
+        0.6667,
+        4,
+        1,
+    )
+    metrics = report["metrics"]
+    assert metrics["citation_precision"] == 0.6667
+    assert metrics["supported_sentence_rate"] == 0.25
+    assert metrics["invented_keys_rejected"] == 1
+    text = CliRunner().invoke(group, ["eval", str(tmp_path / "cases.json"), str(demo_brain)])
+    assert "answers: citation precision" in text.output
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Property test: no question or parameter, however hostile, gets a 500 from the page or the API.
+"""Property test: no question or parameter, however hostile, gets a 500 from the page or the API,
+and no answer ever cites a key its run did not retrieve.
 
 The web stage is live here (against the fake provider server), so parameter combinations that
 reach it are fuzzed too.
@@ -92,6 +93,7 @@ PARAMS = st.sampled_from(
         "freshness",
         "external_count",
         "database",
+        "answer",
     ]
 )
 
@@ -110,7 +112,10 @@ def fuzz_ds(tmp_path_factory):
                 "brave": {"api_key": {"$env": "FUZZ_BRAVE_KEY"}, "base_url": fake.brave_base_url},
                 "exa": {"api_key": {"$env": "FUZZ_EXA_KEY"}, "base_url": fake.exa_base_url},
                 "searxng": {"base_url": fake.searxng_base_url},
-            }
+            },
+            # Every run answers unless the fuzzed ``answer`` says otherwise: the synthesizer
+            # and the verifier read hostile questions and hostile web text too.
+            "answer": {"default": True},
         }
         patch = pytest.MonkeyPatch()
         patch.setenv("FUZZ_BRAVE_KEY", "fuzz-brave")
@@ -137,4 +142,8 @@ def test_no_input_gets_a_500(fuzz_ds, q, extra, path):
         assert body["ok"] is (response.status_code == 200)
         if response.status_code != 200:
             assert body["status"] == response.status_code and body["error"]
+        else:
+            keys = {r["source_key"] for r in [*body["evidence"], *body["external_evidence"]]}
+            cited = {k for s in body["answer"]["sentences"] for k in s["citations"]}
+            assert cited <= keys, (params, cited - keys)
     assert "fuzz-brave" not in response.text and "fuzz-exa" not in response.text

@@ -1,0 +1,107 @@
+"""Helpers for the real-browser tests: a real ``datasette serve`` in a subprocess, screenshots
+and layout checks. The ``browser`` fixture lives in conftest.py.
+
+Browser test modules use sync Playwright only: keep async tests out of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from datasette.app import Datasette
+
+from .conftest import DATASETTE_1
+
+CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+SCREENSHOTS = Path(__file__).resolve().parent.parent / "screenshots"
+SECRET = "browser-test-secret"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_http(url: str, process: subprocess.Popen, log: Path, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited {process.returncode}:\n{log.read_text()}")
+        try:
+            urllib.request.urlopen(url, timeout=1).read()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise RuntimeError(f"{url} not answering after {timeout}s:\n{log.read_text()}")
+
+
+@contextmanager
+def serve(
+    brain: Path,
+    tmp: Path,
+    config: dict[str, Any],
+    env: dict[str, str] | None = None,
+    plugins_dir: Path | None = None,
+) -> Iterator[dict[str, Any]]:
+    """``datasette serve BRAIN`` on a free loopback port with ``config`` (given as ``-c`` on
+    1.0a, ``-m`` on 0.65); yields ``{"url", "brain", "log"}``."""
+    config_file = tmp / "config.json"
+    config_file.write_text(json.dumps(config))
+    port = free_port()
+    log = tmp / "server.log"
+    args = [sys.executable, "-m", "datasette", "serve", str(brain), "-h", "127.0.0.1"]
+    args += ["-p", str(port), "--secret", SECRET, "-c" if DATASETTE_1 else "-m", str(config_file)]
+    if plugins_dir is not None:
+        args += ["--plugins-dir", str(plugins_dir)]
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            args, stdout=out, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})}
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_http(url + "/-/versions.json", process, log)
+        yield {"url": url, "brain": brain, "log": log}
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def root_page(browser: Any, server: dict[str, Any], width: int = 1280, height: int = 900) -> Any:
+    """A page signed in as root that records console errors in ``page.console_errors``."""
+    context = browser.new_context(viewport={"width": width, "height": height})
+    root = Datasette([], secret=SECRET).sign({"a": {"id": "root"}}, "actor")
+    context.add_cookies([{"name": "ds_actor", "value": root, "url": server["url"]}])
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    errors: list[str] = []
+    page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.console_errors = errors
+    return page
+
+
+def shot(page: Any, name: str, full_page: bool = True) -> Path:
+    SCREENSHOTS.mkdir(exist_ok=True)
+    path = SCREENSHOTS / name
+    page.screenshot(path=str(path), full_page=full_page)
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    return path
+
+
+def no_horizontal_overflow(page: Any) -> None:
+    scroll, client = page.evaluate(
+        "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
+    )
+    assert scroll <= client, f"horizontal overflow: {scroll}px of content in {client}px"

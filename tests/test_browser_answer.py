@@ -1,0 +1,132 @@
+"""The answer in a real browser: the model's draft streams in, then the verified answer sits
+above the evidence with citation chips that jump to their rows, badged like them, and the
+unsupported sentences and removed citations visibly marked. At 1280 px and 375 px.
+
+A real ``datasette serve`` with the fake provider server and a fake ``llm`` model (registered
+by a plugin file in ``--plugins-dir``). Sync Playwright only.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from datasette_dbrain_websearch.fakeweb import FakeWeb
+
+from .browser import no_horizontal_overflow, root_page, serve, shot
+from .conftest import BRAVE_KEY, EXA_KEY, build_fixture_brain
+from .fake_models import INVENTED
+
+REPO = Path(__file__).resolve().parent.parent
+FAKE_MODEL_PLUGIN = f"""
+import sys
+sys.path.insert(0, {str(REPO)!r})
+import llm
+from tests.fake_models import FakeModels
+
+llm.plugins.pm.register(FakeModels(), name="dbrain-fake-models")
+"""
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("browser-answer")
+    brain = tmp / "brain.db"
+    build_fixture_brain(brain)
+    plugins = tmp / "plugins"
+    plugins.mkdir()
+    (plugins / "fake_llm_models.py").write_text(FAKE_MODEL_PLUGIN)
+    with FakeWeb(brave_keys=(BRAVE_KEY,), exa_keys=(EXA_KEY,)) as fake:
+        plugin = {
+            "external_search": {
+                "enabled": True,
+                "providers": ["brave"],
+                "allow": {"id": "root"},
+                "brave": {"api_key": {"$env": "TEST_BRAVE_KEY"}, "base_url": fake.brave_base_url},
+            },
+            "answer": {"synthesizer": "llm", "model": "dbrain-fake", "allow": {"id": "root"}},
+        }
+        config = {"plugins": {"datasette-dbrain-websearch": plugin}}
+        env = {"TEST_BRAVE_KEY": BRAVE_KEY, "LLM_USER_PATH": str(tmp / "llm")}
+        with serve(brain, tmp, config, env, plugins_dir=plugins) as running:
+            yield running
+
+
+@pytest.fixture
+def page(browser, server):
+    pg = root_page(browser, server)
+    yield pg
+    pg.context.close()
+
+
+def ask_with_answer(page, server) -> None:
+    page.goto(server["url"] + "/-/research")
+    page.evaluate(
+        """() => {
+            const panel = document.getElementById("dbrain-progress");
+            new MutationObserver(() => {
+                const draft = panel.querySelector(".dbrain-draft");
+                if (draft) sessionStorage.setItem("draft", draft.textContent);
+            }).observe(panel, {childList: true, subtree: true, characterData: true});
+        }"""
+    )
+    page.fill("#dbrain-q", "espresso grinder")
+    page.check('input[name="external"][value="always"]')
+    page.check('input[type="checkbox"][name="answer"]')
+    page.click("button[type=submit]:has-text('Research')")
+    page.wait_for_url(re.compile(r"run=\d{8}T"))
+
+
+def test_answer_chips_jump_to_their_rows_and_marks_show(page, server):
+    ask_with_answer(page, server)
+    draft = page.evaluate("sessionStorage.getItem('draft')") or ""
+    assert INVENTED in draft  # the raw draft streamed in; the saved run shows it verified
+    answer = page.locator("#dbrain-answer")
+    assert answer.is_visible()
+    assert answer.bounding_box()["y"] < page.locator(".dbrain-evidence").bounding_box()["y"]
+    local_chip = answer.locator(".dbrain-answer-text .dbrain-cite-local").first
+    web_chip = answer.locator(".dbrain-answer-text .dbrain-cite-external").first
+    assert local_chip.inner_text().startswith("brain ")
+    assert web_chip.inner_text().startswith("web ")
+    colours = [
+        chip.evaluate("el => getComputedStyle(el).backgroundColor")
+        for chip in (local_chip, web_chip)
+    ]
+    assert colours[0] != colours[1]
+    unsupported = answer.locator(".dbrain-sentence-unsupported")
+    assert unsupported.count() == 3
+    assert "unsupported" in unsupported.first.locator(".dbrain-unsupported").inner_text()
+    assert INVENTED in answer.locator(".dbrain-rejected del").inner_text()
+    assert INVENTED not in answer.locator(".dbrain-answer-text").inner_text()
+    shot(page, "answer-1280.png", full_page=False)
+
+    target = web_chip.get_attribute("href")
+    web_chip.click()
+    assert page.evaluate("location.hash") == target
+    row = page.locator(target)
+    assert "dbrain-row-external" in row.get_attribute("class")
+    assert "Outside dbrain corpus" in row.inner_text()
+    assert row.evaluate("el => el.matches(':target')")
+    box, height = row.bounding_box(), page.viewport_size["height"]
+    assert 0 <= box["y"] < height
+
+    target = local_chip.get_attribute("href")
+    local_chip.click()
+    row = page.locator(target)
+    assert "dbrain-row-external" not in row.get_attribute("class")
+    assert "dbrain " in row.locator(".dbrain-badge-local").inner_text()
+    assert page.console_errors == []
+
+
+def test_answer_at_375px(page, server):
+    page.set_viewport_size({"width": 375, "height": 800})
+    ask_with_answer(page, server)
+    no_horizontal_overflow(page)
+    answer = page.locator("#dbrain-answer")
+    assert answer.is_visible()
+    assert answer.locator(".dbrain-cite").count() >= 2
+    answer.evaluate("el => el.scrollIntoView()")
+    shot(page, "answer-375.png", full_page=False)
+    assert page.console_errors == []
