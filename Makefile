@@ -78,6 +78,7 @@ eval: $(VENV)/.installed
 bench: $(VENV)/.installed
 	$(VENV)/bin/python bench/bench_research.py
 	$(VENV)/bin/python bench/bench_web.py
+	$(VENV)/bin/python bench/bench_answer.py
 
 clean:
 	rm -rf $(VENV) $(VENV_ALPHA) demo/brain.db .pytest_cache

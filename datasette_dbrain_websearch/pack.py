@@ -10,7 +10,7 @@ import hashlib
 import secrets
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -332,10 +332,13 @@ def credit_local(row: dict[str, Any], hits: list[ExternalHit], labels: dict) -> 
     )
 
 
+def is_exact(row: Mapping[str, Any]) -> bool:
+    """Did the question name this row exactly (key, URL, id or note path)?"""
+    return any(lane["name"] == "exact_lookup" for lane in row["retrieval"]["lanes"])
+
+
 def is_strong_local(row: dict[str, Any]) -> bool:
-    lanes = row["retrieval"]["lanes"]
-    exact = any(lane["name"] == "exact_lookup" for lane in lanes)
-    return exact or not row["retrieval"]["missing_terms"]
+    return is_exact(row) or not row["retrieval"]["missing_terms"]
 
 
 def merged_ranking(

@@ -228,11 +228,11 @@ def test_web_rows_keep_a_third_of_the_answer_evidence():
 # Gaps and what the web added (hand-checked)
 
 
-def row(key, origin, matched, **extra):
+def row(key, origin, matched, lanes=(), **extra):
     return {
         "source_key": key,
         "origin": origin,
-        "retrieval": {"matched_terms": matched},
+        "retrieval": {"matched_terms": matched, "lanes": [{"name": n} for n in lanes]},
         **extra,
     }
 
@@ -268,6 +268,26 @@ def test_web_skipped_is_a_gap_only_when_the_brain_is_not_enough():
     )
     enough = {"ran": False, "skipped_reason": "local_evidence_enough"}
     assert find_gaps(("heat",), local, [], enough, "enough_evidence", ["l1"], []) == []
+
+
+def test_a_row_the_question_names_exactly_covers_its_terms():
+    exact = row("src:1", "dbrain_corpus", [], lanes=("exact_lookup",))
+    terms = ("https://sqlite.org/fts5.html",)
+    assert find_gaps(terms, [exact], [], {"ran": False}, "enough_evidence", ["src:1"], []) == []
+
+
+def test_extractive_answer_of_an_exact_lookup_takes_the_rows_leading_claims():
+    named = Passage(
+        LOCAL,
+        "local",
+        "FTS5 is a virtual table module. It ranks rows with the bm25 function.",
+        "",
+        True,
+    )
+    assert extract(("https://sqlite.org/fts5.html",), [named], 6).splitlines() == [
+        f"FTS5 is a virtual table module. [{LOCAL}]",
+        f"It ranks rows with the bm25 function. [{LOCAL}]",
+    ]
 
 
 def test_an_answer_resting_on_web_rows_alone_says_so():
@@ -311,8 +331,10 @@ def test_web_contribution_compares_local_only_with_merged():
 
 def test_prompt_labels_every_row_with_its_key_and_origin_within_the_budget():
     passages = [
-        Labelled(LOCAL, "local", "a" * 5000, "Heat", "FROM THE USER'S BRAIN; source"),
-        Labelled(WEB, "external", "b" * 100, "Rebate", "OUTSIDE THE USER'S BRAIN; web result"),
+        Labelled(LOCAL, "local", "a" * 5000, "Heat", label="FROM THE USER'S BRAIN; source"),
+        Labelled(
+            WEB, "external", "b" * 100, "Rebate", label="OUTSIDE THE USER'S BRAIN; web result"
+        ),
     ]
     system, prompt, budget = build_prompt("heat pumps?", passages, 1100, 4)
     assert f"[{LOCAL}] FROM THE USER'S BRAIN" in prompt

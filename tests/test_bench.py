@@ -44,3 +44,14 @@ def test_web_bench_runs_and_prints_ratios():
     assert result.returncode == 0, result.stderr
     assert "all / single" in result.stdout
     assert "plugin time on top" in result.stdout
+
+
+def test_answer_bench_runs_and_prints_what_answering_adds():
+    result = subprocess.run(
+        [sys.executable, str(BENCH.parent / "bench_answer.py"), "--reps", "1", "--questions", "2"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "answering adds" in result.stdout and "answer stage (in the pack)" in result.stdout

@@ -4,7 +4,8 @@ deterministic).
 Sentences that mention the question's terms are picked greedily, MMR-style: each pick favours
 terms no earlier pick covered (rarer terms weigh more), higher-ranked rows and rows from the
 brain, and skips near-duplicates of what is already picked. Each sentence cites the row it was
-taken from, so the verifier finds every word of it in the cited row.
+taken from, so the verifier finds every word of it in the cited row. A row the question names
+exactly (a URL, a key) answers with its leading claims.
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ class Passage:
     origin: str  # "local" or "external"
     text: str
     title: str = ""
+    exact: bool = False  # the question names this row: its leading claims answer it
 
 
 @dataclass(frozen=True)
@@ -75,7 +77,9 @@ def _candidates(terms: Sequence[str], passages: Sequence[Passage]) -> list[_Cand
             claim = _claim(sentence, title_words)
             if claim is None:
                 continue
-            hits = frozenset(matched_terms(terms, [URL.sub(" ", sentence)]))
+            hits = frozenset(
+                terms if passage.exact else matched_terms(terms, [URL.sub(" ", sentence)])
+            )
             if hits:
                 found.append(
                     _Candidate(

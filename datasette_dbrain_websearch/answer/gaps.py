@@ -12,6 +12,7 @@ from typing import Any
 
 from ..config import JudgeThresholds
 from ..judge import ENOUGH_EVIDENCE, judge
+from ..pack import is_exact
 
 SKIPPED = {
     "disabled": "web search is turned off in this Datasette's config",
@@ -23,7 +24,10 @@ SKIPPED = {
 Row = Mapping[str, Any]
 
 
-def covered_terms(rows: Sequence[Row]) -> set[str]:
+def covered_terms(rows: Sequence[Row], terms: Sequence[str]) -> set[str]:
+    """The question terms some row mentions; a row the question names exactly covers all."""
+    if any(is_exact(row) for row in rows):
+        return set(terms)
     return {t for row in rows for t in row["retrieval"]["matched_terms"]}
 
 
@@ -44,7 +48,7 @@ def find_gaps(
 ) -> list[dict[str, Any]]:
     """The answer's gaps, each ``{code, message, ...}``, in a fixed order."""
     gaps: list[dict[str, Any]] = []
-    missing = [t for t in terms if t not in covered_terms([*local, *external])]
+    missing = [t for t in terms if t not in covered_terms([*local, *external], terms)]
     if missing:
         gaps.append(
             {
@@ -124,13 +128,13 @@ def web_contribution(
     citing = [
         n for n, s in enumerate(sentences, start=1) if any(k in web_keys for k in s["citations"])
     ]
-    before_terms = covered_terms(local)
+    before_terms = covered_terms(local, terms)
     return {
         "web_searched": bool(web.get("ran")),
         "verdict_before": local_verdict["verdict"],
         "verdict_after": after.verdict if external else local_verdict["verdict"],
         "terms_newly_covered": [
-            t for t in terms if t not in before_terms and t in covered_terms(external)
+            t for t in terms if t not in before_terms and t in covered_terms(external, terms)
         ],
         "web_rows_kept": len(external),
         "local_rows_also_found_on_web": sum(1 for r in local if r.get("also_found_by")),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import AnswerSettings, JudgeThresholds
+from ..pack import is_exact
 from .extractive import Passage, extract
 from .gaps import find_gaps, web_contribution
 from .model import Labelled, ModelFailure, ask_model, build_prompt, resolve_model, split_reply
@@ -157,7 +158,7 @@ async def answer_stage(
             system, prompt, budget = build_prompt(
                 pack["question"],
                 [
-                    Labelled(p.key, p.origin, p.text, p.title, _label(r, labels))
+                    Labelled(p.key, p.origin, p.text, p.title, label=_label(r, labels))
                     for p, r in zip(chosen, rows, strict=True)
                 ],
                 settings.max_chars,
@@ -204,7 +205,8 @@ async def answer_stage(
     elif not verified.sentences:
         status = "no_evidence" if name == EXTRACTIVE else "failed"
         message = (
-            "No answer: no sentence in the evidence mentions the question's words."
+            "No answer: no sentence in the evidence addresses the question (the rows have "
+            "no text yet, or their text lacks the question's words)."
             if name == EXTRACTIVE
             else "No answer: the model's reply held no sentences."
         )
@@ -251,7 +253,7 @@ def _passage(row: Mapping[str, Any], passages: Mapping[str, Passage]) -> Passage
     origin = "local" if row["origin"] == LOCAL_ORIGIN else "external"
     found = passages.get(key)
     text = found.text if found and found.text else row.get("excerpt", "")
-    return Passage(key, origin, text, row["title"])
+    return Passage(key, origin, text, row["title"], is_exact(row))
 
 
 def _ms(since: float) -> float:
