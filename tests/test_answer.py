@@ -134,12 +134,13 @@ def test_conflicts_need_two_valid_keys():
 
 def test_sentences_split_on_abbreviations_and_lists_correctly():
     text = (
-        "FTS5 ranks rows, e.g. with bm25. The U.S. team agreed.\n"
+        "FTS5 ranks rows, e.g. with bm25. The U.S. team agreed. Use CREATE TABLE ... USING it.\n"
         "- bm25 is negative. Lower is better.\n## Notes"
     )
     assert split_sentences(text) == [
         "FTS5 ranks rows, e.g. with bm25.",
         "The U.S. team agreed.",
+        "Use CREATE TABLE ... USING it.",
         "bm25 is negative.",
         "Lower is better.",
     ]

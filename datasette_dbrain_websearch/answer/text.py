@@ -14,7 +14,7 @@ from ..fts import STOP_WORDS, stem
 
 # A sentence ends at . ! ? (or a run of them, maybe closed by a quote or bracket) followed by
 # white space and a letter or digit (technical prose starts sentences with "bm25" too).
-# Abbreviations ("e.g.", "U.S.") and single initials are not ends.
+# Abbreviations ("e.g.", "U.S."), single initials and a free-standing "..." are not ends.
 _BOUNDARY = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\[]?\w)")
 _ABBREVIATIONS = frozenset(
     "e.g i.e etc vs cf al mr mrs ms dr prof st jr sr no fig approx inc ltd co corp".split()
@@ -58,10 +58,10 @@ def split_sentences(text: str) -> list[str]:
 def _ends_with_abbreviation(piece: str) -> bool:
     """Is the period at the end of ``piece`` part of an abbreviation or an initial?"""
     last = piece.rsplit(None, 1)[-1] if piece.strip() else ""
+    if last.strip(".\u2026") == "":  # a free-standing ellipsis: "CREATE TABLE ... USING"
+        return bool(last)
     word = last.rstrip(".").lower()
-    return bool(word) and (
-        word in _ABBREVIATIONS or "." in word or (len(word) == 1 and word.isalpha())
-    )
+    return word in _ABBREVIATIONS or "." in word or (len(word) == 1 and word.isalpha())
 
 
 def words(text: str) -> list[str]:

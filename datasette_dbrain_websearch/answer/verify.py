@@ -23,6 +23,7 @@ NUMBER = re.compile(r"^#?\d{1,4}$")
 LEADING_MARKERS = re.compile(r"^(?:\[[^\[\]\n]{1,300}\](?!\()\s*)+")
 MAX_SHOWN_UNMATCHED = 8
 
+REMOVED = "\x00"  # marks where a marker was taken out; a NUL the text held becomes a space
 NOT_IN_RUN = "not_in_run"
 NOT_A_KEY = "not_a_key"
 
@@ -102,10 +103,11 @@ def read_markers(text: str, keys: RunKeys) -> tuple[str, list[str], list[dict[st
             else:
                 reason = NOT_A_KEY if NUMBER.match(part) else NOT_IN_RUN
                 rejected.append({"key": part, "reason": reason})
-        return ""
+        return REMOVED
 
     stripped = MARKER.sub(replace, text)
-    stripped = re.sub(r"\s+([.,;:!?])", r"\1", stripped)
+    # "works [key]." reads "works." once the marker is gone; other spacing stays as written.
+    stripped = re.sub(rf"(?:\s*{REMOVED})+\s*(?=[.,;:!?])", "", stripped).replace(REMOVED, " ")
     return " ".join(stripped.split()), valid, rejected
 
 
