@@ -296,9 +296,12 @@ def llm_user_dir(tmp_path_factory, monkeypatch):
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser():
-    """Headless Debian Chromium driven by Playwright (``make browser-deps`` installs it)."""
+    """Headless Debian Chromium driven by Playwright (``make browser-deps`` installs it).
+
+    One per module: sync Playwright keeps an event loop running while it is open, and the
+    async tests of later modules need theirs."""
     import os
     import shutil
 

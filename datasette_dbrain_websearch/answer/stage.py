@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import AnswerSettings, JudgeThresholds
@@ -16,7 +16,7 @@ from ..pack import is_exact
 from .extractive import Passage, extract
 from .gaps import find_gaps, web_contribution
 from .model import Labelled, ModelFailure, ask_model, build_prompt, resolve_model, split_reply
-from .verify import RunKeys, verify
+from .verify import RunKeys, Verified, verify
 
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
 EXTRACTIVE = "extractive"
@@ -102,6 +102,18 @@ def _summary(sentences: list[dict[str, Any]], rejected: list[dict[str, Any]]) ->
     return "; ".join(parts) + "."
 
 
+@dataclass
+class Draft:
+    """What a synthesizer wrote, before the verifier reads it."""
+
+    synthesizer: str
+    text: str = ""
+    conflicts: list[str] | None = None  # None: sources were not compared
+    via: str = ""
+    evidence: dict[str, Any] = field(default_factory=dict)
+    failure: str = ""
+
+
 async def answer_stage(
     pack: Mapping[str, Any],
     passages: Mapping[str, Passage],
@@ -116,9 +128,9 @@ async def answer_stage(
     warnings: list[dict[str, str]] = []
     ranked = ranked_rows(pack)
     terms = pack["query_plan"]["query_terms"]
-    synthesizer = settings.synthesizer
-    if synthesizer == "llm" and not access.model_permitted:
-        synthesizer = EXTRACTIVE
+    use_model = settings.synthesizer == "llm"
+    if use_model and not access.model_permitted:
+        use_model = False
         warnings.append(
             {
                 "code": "answer_model_not_permitted",
@@ -137,47 +149,14 @@ async def answer_stage(
         },
     )
     await emit({"stage": "answer", "status": "started", "message": "Writing an answer"})
-    draft, conflict_lines, extra = "", None, {}
-    name = EXTRACTIVE if synthesizer == EXTRACTIVE else f"llm:{settings.model or 'default'}"
-    failure = ""
     synthesis_started = time.perf_counter()
-    if not rows:
-        pass
-    elif synthesizer == EXTRACTIVE:
-        draft = extract(terms, chosen, settings.max_sentences)
+    if use_model:
+        draft = await _ask(pack["question"], rows, chosen, settings, access, labels, emit)
     else:
-        try:
-            resolved = await resolve_model(
-                settings.model, settings.api_key, access.datasette, access.actor
-            )
-            name = f"llm:{resolved.model_id}"
-            extra["via"] = resolved.via
-            await emit(
-                {"stage": "answer", "status": "model", "message": f"Asking {resolved.model_id}"}
-            )
-            system, prompt, budget = build_prompt(
-                pack["question"],
-                [
-                    Labelled(p.key, p.origin, p.text, p.title, label=_label(r, labels))
-                    for p, r in zip(chosen, rows, strict=True)
-                ],
-                settings.max_chars,
-                settings.max_sentences,
-            )
-            extra["evidence"] = budget.as_dict()
-
-            async def on_text(chunk: str) -> None:
-                await emit({"stage": "answer", "status": "delta", "text": chunk})
-
-            reply = await ask_model(
-                resolved.model, system, prompt, resolved.key, settings.timeout, on_text
-            )
-            draft, conflict_lines = split_reply(reply)
-        except ModelFailure as exc:
-            failure = str(exc)
+        draft = Draft(EXTRACTIVE, extract(terms, chosen, settings.max_sentences) if rows else "")
     synthesis_ms = _ms(synthesis_started)
     verification_started = time.perf_counter()
-    verified = verify(draft, keys, settings.min_support, conflict_lines)
+    verified = verify(draft.text, keys, settings.min_support, draft.conflicts)
     gaps = find_gaps(
         terms,
         pack["evidence"],
@@ -197,47 +176,22 @@ async def answer_stage(
         thresholds,
     )
     verification_ms = _ms(verification_started)
-    if failure:
-        status, message = "failed", f"No answer: {failure}. The evidence below is complete."
-        warnings.append({"code": "answer_failed", "message": f"The answer failed: {failure}."})
-    elif not rows:
-        status, message = "no_evidence", "No answer: this run found no evidence to answer from."
-    elif not verified.sentences:
-        status = "no_evidence" if name == EXTRACTIVE else "failed"
-        message = (
-            "No answer: no sentence in the evidence addresses the question (the rows have "
-            "no text yet, or their text lacks the question's words)."
-            if name == EXTRACTIVE
-            else "No answer: the model's reply held no sentences."
-        )
-        if status == "failed":
-            warnings.append({"code": "answer_failed", "message": message})
-    else:
-        status, message = "ok", _summary(verified.sentences, verified.rejected)
-    conflicts: dict[str, Any] = (
-        {"status": "assessed", "items": verified.conflicts, "dropped": verified.dropped_conflicts}
-        if conflict_lines is not None
-        else {
-            "status": "not_assessed",
-            "items": [],
-            "reason": "the extractive synthesizer cannot compare sources"
-            if name == EXTRACTIVE
-            else "the model gave no answer",
-        }
-    )
+    status, message = _outcome(draft, verified, bool(rows))
+    if status == "failed":
+        warnings.append({"code": "answer_failed", "message": message})
     answer = _answer(
         status,
-        name,
+        draft.synthesizer,
         message,
+        via=draft.via,
         text=verified.text,
         sentences=verified.sentences,
         citations={"local": verified.local, "external": verified.external},
         rejected_citations=verified.rejected,
         gaps=gaps,
-        conflicts=conflicts,
+        conflicts=_conflicts(draft, verified),
         web_contribution=contribution,
-        via=extra.get("via", ""),
-        evidence=extra.get("evidence") or {"admitted_source_keys": [p.key for p in chosen]},
+        evidence=draft.evidence or {"admitted_source_keys": [p.key for p in chosen]},
         timings_ms={
             "synthesis": synthesis_ms,
             "verification": verification_ms,
@@ -246,6 +200,81 @@ async def answer_stage(
     )
     await emit({"stage": "answer", "status": "done", "answer_status": status, "message": message})
     return answer, warnings
+
+
+async def _ask(
+    question: str,
+    rows: list[dict[str, Any]],
+    chosen: list[Passage],
+    settings: AnswerSettings,
+    access: AnswerAccess,
+    labels: Mapping[str, str],
+    emit: Progress,
+) -> Draft:
+    """The model's draft, streamed to ``emit`` as it is written; a failure is recorded in
+    the draft, never raised."""
+    draft = Draft(f"llm:{settings.model or 'default'}")
+    if not rows:
+        return draft
+    try:
+        resolved = await resolve_model(
+            settings.model, settings.api_key, access.datasette, access.actor
+        )
+        draft.synthesizer, draft.via = f"llm:{resolved.model_id}", resolved.via
+        await emit({"stage": "answer", "status": "model", "message": f"Asking {resolved.model_id}"})
+        system, prompt, budget = build_prompt(
+            question,
+            [
+                Labelled(p.key, p.origin, p.text, p.title, label=_label(r, labels))
+                for p, r in zip(chosen, rows, strict=True)
+            ],
+            settings.max_chars,
+            settings.max_sentences,
+        )
+        draft.evidence = budget.as_dict()
+
+        async def on_text(chunk: str) -> None:
+            await emit({"stage": "answer", "status": "delta", "text": chunk})
+
+        reply = await ask_model(
+            resolved.model, system, prompt, resolved.key, settings.timeout, on_text
+        )
+        draft.text, draft.conflicts = split_reply(reply)
+    except ModelFailure as exc:
+        draft.failure = str(exc)
+    return draft
+
+
+def _outcome(draft: Draft, verified: Verified, had_rows: bool) -> tuple[str, str]:
+    """The answer's status and the sentence that explains it."""
+    if draft.failure:
+        return "failed", f"No answer: {draft.failure}. The evidence below is complete."
+    if not had_rows:
+        return "no_evidence", "No answer: this run found no evidence to answer from."
+    if verified.sentences:
+        return "ok", _summary(verified.sentences, verified.rejected)
+    if draft.synthesizer == EXTRACTIVE:
+        return (
+            "no_evidence",
+            "No answer: no sentence in the evidence addresses the question (the rows have "
+            "no text yet, or their text lacks the question's words).",
+        )
+    return "failed", "No answer: the model's reply held no sentences."
+
+
+def _conflicts(draft: Draft, verified: Verified) -> dict[str, Any]:
+    if draft.conflicts is not None:
+        return {
+            "status": "assessed",
+            "items": verified.conflicts,
+            "dropped": verified.dropped_conflicts,
+        }
+    reason = (
+        "the extractive synthesizer cannot compare sources"
+        if draft.synthesizer == EXTRACTIVE
+        else "the model gave no answer"
+    )
+    return {"status": "not_assessed", "items": [], "reason": reason}
 
 
 def _passage(row: Mapping[str, Any], passages: Mapping[str, Passage]) -> Passage:
