@@ -8,6 +8,7 @@ import json
 import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
+from datasette.utils import StartupError
 
 from .conftest import DATASETTE_1, actor_cookies, make_datasette, web_config
 from .fake_models import INVENTED, KEY_ENV, FakeKeyModelAsync, fake_models
@@ -349,3 +350,51 @@ def test_cli_json_answer(brain):
     )
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["answer"]["status"] == "ok"
+
+
+async def test_run_page_shows_the_answer_with_chips_to_its_rows(brain):
+    ds = await datasette_for(brain)
+    _, pack = await ask(ds, q=QUESTION, answer="1")
+    page = await ds.client.get(pack["trace_url"], cookies=actor_cookies(ds, "root"))
+    assert page.status_code == 200
+    html = page.text
+    assert 'id="dbrain-answer"' in html
+    for n, entry in enumerate(pack["ranking"], start=1):
+        if entry["source_key"] in pack["answer"]["citations"]["local"]:
+            assert f'class="dbrain-cite dbrain-cite-local" href="#evidence-{n}"' in html
+            assert f'id="evidence-{n}"' in html
+
+
+@pytest.mark.skipif(DATASETTE_1, reason="0.65 publishes raw metadata; 1.0 redacts api_key")
+async def test_a_literal_model_key_stops_startup_on_0_65(brain):
+    ds = make_datasette([str(brain[0])], plugin_config={"answer": llm_answer(api_key="sk-lit")})
+    with pytest.raises(StartupError) as info:
+        await ds.invoke_startup()
+    assert "answer.api_key" in str(info.value)
+
+
+async def test_what_the_model_is_sent_end_to_end_with_llm_echo(brain, fake):
+    """llm-echo's ``echo`` model replies with its prompt: the stream shows what went out."""
+    ds = await datasette_for(brain, fake, answer=llm_answer("echo"))
+    response = await ds.client.get(
+        "/-/research/stream",
+        params={"q": "espresso grinder", "external": "always", "answer": "1"},
+        cookies=actor_cookies(ds, "root"),
+    )
+    events = [json.loads(line) for line in response.text.splitlines()]
+    sent = json.loads("".join(e["text"] for e in events if e.get("status") == "delta"))
+    assert "never cite anything else" in sent["system"].lower()
+    prompt = sent["prompt"]
+    pack = (
+        await ds.client.get(
+            "/-/research.json",
+            params={"q": "espresso grinder", "external": "always", "answer": "1"},
+            cookies=actor_cookies(ds, "root"),
+        )
+    ).json()
+    for row in pack["evidence"]:
+        assert f"[{row['source_key']}] FROM THE USER'S BRAIN" in prompt
+    for row in pack["external_evidence"]:
+        assert f"[{row['source_key']}] OUTSIDE THE USER'S BRAIN" in prompt
+    assert prompt.index("FROM THE USER'S BRAIN") < prompt.index("OUTSIDE THE USER'S BRAIN")
+    assert_grounded(pack)

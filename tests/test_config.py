@@ -36,3 +36,38 @@ def test_invalid_config_names_the_key(raw, fragment):
     with pytest.raises(ConfigError) as info:
         Settings.from_config(raw)
     assert fragment in str(info.value)
+
+
+def test_answer_block_defaults_and_values():
+    answer = Settings.from_config(None).answer
+    assert (answer.default, answer.synthesizer, answer.model) == (False, "extractive", "")
+    assert (answer.max_sentences, answer.max_evidence, answer.min_support) == (6, 12, 0.4)
+    s = Settings.from_config(
+        {
+            "answer": {
+                "default": True,
+                "synthesizer": "llm",
+                "model": " gpt-4.1-mini ",
+                "api_key": "k",
+            }
+        }
+    )
+    assert (s.answer.default, s.answer.synthesizer, s.answer.model) == (True, "llm", "gpt-4.1-mini")
+    assert "k" in s.secrets() and "k" not in repr(s.answer)
+
+
+@pytest.mark.parametrize(
+    "raw, fragment",
+    [
+        ({"answer": {"synthesizer": "gpt"}}, "'answer.synthesizer' must be one of extractive, llm"),
+        ({"answer": {"max_sentences": 0}}, "'answer.max_sentences' must be an integer"),
+        ({"answer": {"min_support": 2}}, "'answer.min_support' must be a number"),
+        ({"answer": {"model": 4}}, "'answer.model' must be a string"),
+        ({"answer": {"allow": "alice"}}, "'answer.allow' must be an allow block"),
+        ({"answer": {"modle": "x"}}, "unknown config key(s) modle in 'answer'"),
+    ],
+)
+def test_invalid_answer_config_names_the_key(raw, fragment):
+    with pytest.raises(ConfigError) as info:
+        Settings.from_config(raw)
+    assert fragment in str(info.value)
