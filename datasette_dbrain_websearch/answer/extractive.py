@@ -54,38 +54,30 @@ class _Candidate:
     words: frozenset[str]
 
 
-def _claim(sentence: str, title_words: frozenset[str]) -> frozenset[str] | None:
-    """The content words of a sentence that reads as a claim; None for questions, link-only
-    lines, repeats of the row's title and fragments."""
-    if sentence.endswith("?") or not MIN_CHARS <= len(sentence) <= MAX_CHARS:
-        return None
-    prose = URL.sub(" ", sentence)
-    if len(prose.split()) < MIN_WORDS:
-        return None
-    found = frozenset(content_words(prose))
-    if not found or (title_words and _similarity(found, title_words) >= SAME_AS_TITLE):
-        return None
-    return found
-
-
 def _candidates(terms: Sequence[str], passages: Sequence[Passage]) -> list[_Candidate]:
+    """Sentences that read as claims and mention the question's terms (cheapest tests first):
+    no questions, link-only lines, fragments or repeats of the row's title."""
     found: list[_Candidate] = []
     for row, passage in enumerate(passages):
         title_words = frozenset(content_words(passage.title))
         for position, raw in enumerate(split_sentences(passage.text)):
             sentence = strip_citations(raw)
-            claim = _claim(sentence, title_words)
-            if claim is None:
+            if sentence.endswith("?") or not MIN_CHARS <= len(sentence) <= MAX_CHARS:
                 continue
-            hits = frozenset(
-                terms if passage.exact else matched_terms(terms, [URL.sub(" ", sentence)])
-            )
-            if hits:
-                found.append(
-                    _Candidate(
-                        row, position, passage.key, passage.origin == "local", sentence, hits, claim
-                    )
+            prose = URL.sub(" ", sentence)
+            if len(prose.split()) < MIN_WORDS:
+                continue
+            hits = frozenset(terms if passage.exact else matched_terms(terms, [prose]))
+            if not hits:
+                continue
+            claim = frozenset(content_words(prose))
+            if not claim or (title_words and _similarity(claim, title_words) >= SAME_AS_TITLE):
+                continue
+            found.append(
+                _Candidate(
+                    row, position, passage.key, passage.origin == "local", sentence, hits, claim
                 )
+            )
     return found
 
 
@@ -107,26 +99,29 @@ def extract(terms: Sequence[str], passages: Sequence[Passage], max_sentences: in
     picked: list[_Candidate] = []
     covered: set[str] = set()
     per_row: Counter[int] = Counter()
+    overlap = [0.0] * len(pool)  # each candidate's highest similarity to a picked sentence
     while len(picked) < max_sentences:
         best: tuple[float, int, int] | None = None
-        choice: _Candidate | None = None
-        for c in pool:
-            if c in picked or per_row[c.row] >= MAX_PER_ROW:
-                continue
-            overlap = max((_similarity(c.words, p.words) for p in picked), default=0.0)
-            if overlap >= NEAR_DUPLICATE:
+        choice: int | None = None
+        for i, c in enumerate(pool):
+            if overlap[i] >= NEAR_DUPLICATE or per_row[c.row] >= MAX_PER_ROW:
                 continue
             gain = sum(weight[t] for t in c.terms - covered) + COVERED_WEIGHT * sum(
                 weight[t] for t in c.terms & covered
             )
-            score = gain + ROW_PRIOR / (1 + c.row) + (LOCAL_PRIOR if c.local else 0.0) - overlap
-            rank = (score, -c.row, -c.position)
+            score = ROW_PRIOR / (1 + c.row) + (LOCAL_PRIOR if c.local else 0.0) - overlap[i]
+            rank = (gain + score, -c.row, -c.position)
             if best is None or rank > best:
-                best, choice = rank, c
+                best, choice = rank, i
         if choice is None:
             break
-        picked.append(choice)
-        covered |= choice.terms
-        per_row[choice.row] += 1
+        chosen = pool[choice]
+        picked.append(chosen)
+        covered |= chosen.terms
+        per_row[chosen.row] += 1
+        overlap = [
+            max(o, _similarity(c.words, chosen.words)) for o, c in zip(overlap, pool, strict=True)
+        ]
+        overlap[choice] = 1.0  # picked: never again
     picked.sort(key=lambda c: (not c.local, c.row, c.position))
     return "\n".join(f"{c.sentence} [{c.key}]" for c in picked)

@@ -35,6 +35,14 @@ class RunKeys:
     local: tuple[str, ...]
     external: tuple[str, ...]
     passages: Mapping[str, str] = field(default_factory=dict)
+    _stems: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
+
+    def stems(self, key: str) -> frozenset[str]:
+        """The word stems of a row's text, read once per run however often it is cited."""
+        cache = self._stems
+        if key not in cache:
+            cache[key] = stems(self.passages.get(key, ""))
+        return cache[key]
 
     def origin(self, key: str) -> str:
         if key in self.local:
@@ -118,7 +126,7 @@ def support(sentence: str, cited: list[str], keys: RunKeys, min_support: float) 
     wanted = content_words(sentence)
     if not wanted:
         return {"reason": "ok", "overlap": 1.0, "content_words": 0, "matched_words": 0}
-    held = frozenset().union(*(stems(keys.passages.get(k, "")) for k in cited))
+    held = frozenset().union(*(keys.stems(k) for k in cited))
     matched = [w for w in wanted if w in held]
     overlap = round(len(matched) / len(wanted), 3)
     return {
