@@ -315,3 +315,13 @@ def browser():
         launched = playwright.chromium.launch(executable_path=chromium)
         yield launched
         launched.close()
+
+
+@pytest.fixture
+def page(browser, server):
+    """A browser page signed in as root, on the ``server`` fixture of the browser module."""
+    from .browser import root_page
+
+    pg = root_page(browser, server)
+    yield pg
+    pg.context.close()

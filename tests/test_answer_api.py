@@ -33,6 +33,11 @@ async def ask(ds, actor="root", **params):
     return response.status_code, response.json()
 
 
+async def get_as_root(ds, path, **params):
+    """GET as root; a path that carries its own query string keeps it (no params given)."""
+    return await ds.client.get(path, params=params or None, cookies=actor_cookies(ds, "root"))
+
+
 def run_keys(pack):
     local = {r["source_key"] for r in pack["evidence"]}
     return local, {r["source_key"] for r in pack["external_evidence"]}
@@ -81,9 +86,7 @@ async def test_extractive_answer_is_fully_cited_deterministic_and_recorded(brain
     _, again = await ask(ds, q=QUESTION, answer="1")
     assert again["answer"]["text"] == answer["text"]
     assert pack["timings_ms"]["answer"] == answer["timings_ms"]["total"]
-    trace = (
-        await ds.client.get(pack["trace_url"] + ".json", cookies=actor_cookies(ds, "root"))
-    ).json()
+    trace = (await get_as_root(ds, pack["trace_url"] + ".json")).json()
     names = [e["name"] for e in trace["events"]]
     assert names[-3:] == ["answer_synthesized", "answer_verified", "evidence_selected"]
     verified = trace["events"][-2]["data"]
@@ -138,25 +141,21 @@ async def test_answer_with_web_rows_splits_local_and_external_citations(brain, f
 
 async def test_page_renders_the_answer_with_chips_that_jump_to_their_rows(brain, fake):
     ds = await datasette_for(brain, fake)
-    response = await ds.client.get(
-        "/-/research",
-        params={"q": "espresso grinder", "external": "always", "provider": "all", "answer": "1"},
-        cookies=actor_cookies(ds, "root"),
+    response = await get_as_root(
+        ds, "/-/research", q="espresso grinder", external="always", provider="all", answer="1"
     )
     assert response.status_code == 200
     html = response.text
     assert 'id="dbrain-answer"' in html
     assert html.index('id="dbrain-answer"') < html.index('class="dbrain-evidence"')
     pack = (
-        await ds.client.get(
+        await get_as_root(
+            ds,
             "/-/research.json",
-            params={
-                "q": "espresso grinder",
-                "external": "always",
-                "provider": "all",
-                "answer": "1",
-            },
-            cookies=actor_cookies(ds, "root"),
+            q="espresso grinder",
+            external="always",
+            provider="all",
+            answer="1",
         )
     ).json()
     positions = {e["source_key"]: n for n, e in enumerate(pack["ranking"], start=1)}
@@ -214,10 +213,8 @@ async def test_model_answer_is_verified_like_any_other(brain, fake, models):
 
 async def test_model_answer_page_marks_unsupported_sentences_and_rejected_keys(brain, fake, models):
     ds = await datasette_for(brain, fake, answer=llm_answer())
-    response = await ds.client.get(
-        "/-/research",
-        params={"q": "espresso grinder", "external": "always", "answer": "1"},
-        cookies=actor_cookies(ds, "root"),
+    response = await get_as_root(
+        ds, "/-/research", q="espresso grinder", external="always", answer="1"
     )
     html = response.text
     assert response.status_code == 200
@@ -277,7 +274,7 @@ async def test_the_configured_key_reaches_the_model_and_nothing_else(brain, mode
     assert status == 200 and FakeKeyModelAsync.keys_seen == [MODEL_SECRET]
     assert pack["answer"]["status"] == "ok"
     assert MODEL_SECRET not in json.dumps(pack)  # the reply echoed it; the pack is scrubbed
-    trace = await ds.client.get(pack["trace_url"] + ".json", cookies=actor_cookies(ds, "root"))
+    trace = await get_as_root(ds, pack["trace_url"] + ".json")
     assert MODEL_SECRET not in trace.text
 
 
@@ -311,10 +308,8 @@ async def test_datasette_llm_allow_list_refuses_a_model(brain, models):
 
 async def test_stream_sends_the_models_draft_then_the_verified_run(brain, fake, models):
     ds = await datasette_for(brain, fake, answer=llm_answer())
-    response = await ds.client.get(
-        "/-/research/stream",
-        params={"q": "espresso grinder", "external": "always", "answer": "1"},
-        cookies=actor_cookies(ds, "root"),
+    response = await get_as_root(
+        ds, "/-/research/stream", q="espresso grinder", external="always", answer="1"
     )
     events = [json.loads(line) for line in response.text.splitlines()]
     answer_events = [e for e in events if e["stage"] == "answer"]
@@ -323,7 +318,7 @@ async def test_stream_sends_the_models_draft_then_the_verified_run(brain, fake, 
     assert len(drafts) > 1 and INVENTED in "".join(drafts)  # the draft is raw, the run is not
     assert answer_events[-1]["status"] == "done" and answer_events[-1]["answer_status"] == "ok"
     assert events[-1]["stage"] == "done"
-    page = await ds.client.get(events[-1]["url"], cookies=actor_cookies(ds, "root"))
+    page = await get_as_root(ds, events[-1]["url"])
     assert 'id="dbrain-answer"' in page.text
     assert f"<del><code>{INVENTED}</code></del>" in page.text
 
@@ -355,7 +350,7 @@ def test_cli_json_answer(brain):
 async def test_run_page_shows_the_answer_with_chips_to_its_rows(brain):
     ds = await datasette_for(brain)
     _, pack = await ask(ds, q=QUESTION, answer="1")
-    page = await ds.client.get(pack["trace_url"], cookies=actor_cookies(ds, "root"))
+    page = await get_as_root(ds, pack["trace_url"])
     assert page.status_code == 200
     html = page.text
     assert 'id="dbrain-answer"' in html
@@ -376,20 +371,16 @@ async def test_a_literal_model_key_stops_startup_on_0_65(brain):
 async def test_what_the_model_is_sent_end_to_end_with_llm_echo(brain, fake):
     """llm-echo's ``echo`` model replies with its prompt: the stream shows what went out."""
     ds = await datasette_for(brain, fake, answer=llm_answer("echo"))
-    response = await ds.client.get(
-        "/-/research/stream",
-        params={"q": "espresso grinder", "external": "always", "answer": "1"},
-        cookies=actor_cookies(ds, "root"),
+    response = await get_as_root(
+        ds, "/-/research/stream", q="espresso grinder", external="always", answer="1"
     )
     events = [json.loads(line) for line in response.text.splitlines()]
     sent = json.loads("".join(e["text"] for e in events if e.get("status") == "delta"))
     assert "never cite anything else" in sent["system"].lower()
     prompt = sent["prompt"]
     pack = (
-        await ds.client.get(
-            "/-/research.json",
-            params={"q": "espresso grinder", "external": "always", "answer": "1"},
-            cookies=actor_cookies(ds, "root"),
+        await get_as_root(
+            ds, "/-/research.json", q="espresso grinder", external="always", answer="1"
         )
     ).json()
     for row in pack["evidence"]:

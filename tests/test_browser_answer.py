@@ -15,7 +15,7 @@ import pytest
 
 from datasette_dbrain_websearch.fakeweb import FakeWeb
 
-from .browser import no_horizontal_overflow, root_page, serve, shot
+from .browser import no_horizontal_overflow, serve, shot
 from .conftest import BRAVE_KEY, EXA_KEY, build_fixture_brain
 from .fake_models import INVENTED
 
@@ -52,13 +52,6 @@ def server(tmp_path_factory):
         env = {"TEST_BRAVE_KEY": BRAVE_KEY, "LLM_USER_PATH": str(tmp / "llm")}
         with serve(brain, tmp, config, env, plugins_dir=plugins) as running:
             yield running
-
-
-@pytest.fixture
-def page(browser, server):
-    pg = root_page(browser, server)
-    yield pg
-    pg.context.close()
 
 
 def ask_with_answer(page, server) -> None:

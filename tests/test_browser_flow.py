@@ -14,7 +14,7 @@ import pytest
 
 from datasette_dbrain_websearch.fakeweb import FakeWeb
 
-from .browser import no_horizontal_overflow, root_page, serve, shot
+from .browser import no_horizontal_overflow, serve, shot
 from .conftest import BRAVE_KEY, DATASETTE_1, EXA_KEY, build_fixture_brain
 
 
@@ -39,13 +39,6 @@ def server(tmp_path_factory):
         env = {"TEST_BRAVE_KEY": BRAVE_KEY, "TEST_EXA_KEY": EXA_KEY}
         with serve(brain, tmp, config, env) as running:
             yield running
-
-
-@pytest.fixture
-def page(browser, server):
-    pg = root_page(browser, server)
-    yield pg
-    pg.context.close()
 
 
 def test_web_search_promote_and_find_it_locally(page, server):
