@@ -72,17 +72,17 @@ def _many(params: Params, name: str) -> tuple[str, ...]:
     return tuple(found)
 
 
-ANSWER_VALUES = {"1": True, "true": True, "yes": True, "on": True}
-ANSWER_VALUES |= {"0": False, "false": False, "no": False, "off": False}
+BOOLEAN_VALUES = {"1": True, "true": True, "yes": True, "on": True}
+BOOLEAN_VALUES |= {"0": False, "false": False, "no": False, "off": False}
 
 
 def _bool(params: Params, name: str, default: bool) -> bool:
     raw = _one(params, name).lower()
     if not raw:
         return default
-    if raw not in ANSWER_VALUES:
+    if raw not in BOOLEAN_VALUES:
         raise ResearchError(f"{name} must be 1 or 0.", code=f"bad_{name}")
-    return ANSWER_VALUES[raw]
+    return BOOLEAN_VALUES[raw]
 
 
 def _int(params: Params, name: str, default: int, most: int, code: str) -> int:
@@ -168,6 +168,11 @@ class WebAccess:
     permitted: bool
     providers: Mapping[str, Provider]
     cache_db: Any | None = None
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """Each provider's name as people read it (``brave`` -> ``Brave``)."""
+        return {name: p.label for name, p in self.providers.items()}
 
 
 async def research(
@@ -301,7 +306,7 @@ async def research(
             settings.answer,
             settings.judge,
             answering or AnswerAccess(),
-            {name: p.label for name, p in web.providers.items()},
+            web.labels,
             emit,
         )
         warnings.extend(answer_warnings)
@@ -382,7 +387,7 @@ async def _web(
             }
         )
         return part
-    labels = {name: p.label for name, p in web.providers.items()}
+    labels = web.labels
     part["external_search"]["providers"] = list(dict.fromkeys(outcome.providers_answered))
     part["external_search"]["returned"] = [
         {"provider": h.provider, "rank": h.rank, "url": h.result.url, "title": h.result.title[:200]}

@@ -31,7 +31,7 @@ from .feedback import (
 from .promote import parse_request, promote, promoted_in_run
 from .providers import registered_providers
 from .providers.base import clean
-from .research import Progress, WebAccess, parse_options, research, scrub
+from .research import BOOLEAN_VALUES, Progress, WebAccess, parse_options, research, scrub
 from .store import feedback_for, plugin_database, save_feedback
 from .urls import is_web_url
 
@@ -317,7 +317,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
         ],
         "external": external_controls(settings, web, params),
         "answer_form": answer_controls(settings, params),
-        "anchors": citation_anchors(pack, {n: p.label for n, p in web.providers.items()}),
+        "anchors": citation_anchors(pack, web.labels),
         "can_promote": await can(datasette, request.actor, PROMOTE)
         and await datasette.get_database(database).table_exists("sources_fts"),
         "promote_url": datasette.urls.path("/-/research/promote"),
@@ -346,7 +346,7 @@ FRESHNESS_LABELS = [
 def external_controls(settings: Settings, web: WebAccess, params: dict) -> dict[str, Any]:
     """What the page's "External web" controls show for this actor and config."""
     ext = settings.external
-    labels = {name: p.label for name, p in web.providers.items()}
+    labels = web.labels
     return {
         "enabled": ext.enabled,
         "permitted": web.permitted,
@@ -365,7 +365,7 @@ def answer_controls(settings: Settings, params: dict[str, list[str]]) -> dict[st
     llm = answer.synthesizer == "llm"
     return {
         "default": answer.default,
-        "checked": value in ("1", "true", "yes", "on") or (not value and answer.default),
+        "checked": BOOLEAN_VALUES.get(value, answer.default),
         "streams": llm,
         "help": "A language model writes it from the evidence"
         if llm
