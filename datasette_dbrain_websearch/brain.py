@@ -434,7 +434,11 @@ def retrieve(
             for hit in exact:
                 hits[hit.key] = hit
             mark = lap("exact", started)
-            lanes, errors = _run_lanes(conn, plan.fts_query, kinds, filters, shape, depth)
+            lanes, errors = (
+                _run_lanes(conn, plan.fts_query, kinds, filters, shape, depth)
+                if plan.searchable
+                else ({}, [])
+            )
             mark = lap("fts", mark)
             if errors and len(errors) == len(kinds):
                 raise ResearchError(f"FTS5 query error: {errors[0][1]}", code="fts_query_error")

@@ -22,7 +22,7 @@ import httpx
 
 from . import store
 from .config import ExternalSettings
-from .fts import QueryPlan
+from .fts import CURRENT_STATE_WORDS, QueryPlan
 from .judge import ENOUGH_EVIDENCE
 from .providers.base import (
     FAILED,
@@ -41,7 +41,6 @@ from .providers.brave import MAX_QUERY_CHARS, MAX_QUERY_WORDS
 from .urls import NormalizedURL, is_web_url, try_normalize_url
 
 ALL = "all"
-CURRENT_STATE_WORDS = ("latest", "today", "current", "currently", "recent", "recently")
 CURRENT_STATE_PHRASES = ("as of now", "right now", "this week", "this month")
 
 
@@ -89,9 +88,7 @@ def is_current_state(question: str) -> bool:
     """Does the question ask how things are now ("latest", "today", "as of now" ...)?"""
     words = {w.strip(".,;:!?()\"'").lower() for w in question.split()}
     lowered = question.lower()
-    return bool(words & set(CURRENT_STATE_WORDS)) or any(
-        p in lowered for p in CURRENT_STATE_PHRASES
-    )
+    return bool(words & CURRENT_STATE_WORDS) or any(p in lowered for p in CURRENT_STATE_PHRASES)
 
 
 def decide(mode: str, settings: ExternalSettings, permitted: bool, verdict: str) -> Decision:
@@ -124,8 +121,11 @@ def decide(mode: str, settings: ExternalSettings, permitted: bool, verdict: str)
 
 
 def web_query(plan: QueryPlan) -> str:
-    """The provider query: the question's keywords, within Brave's limits for every provider."""
-    return clamp_query(" ".join(plan.query_terms), MAX_QUERY_CHARS, MAX_QUERY_WORDS)
+    """The provider query: the question's keywords (current-state words such as "latest"
+    included), within Brave's limits for every provider."""
+    return clamp_query(
+        " ".join(plan.web_terms or plan.query_terms), MAX_QUERY_CHARS, MAX_QUERY_WORDS
+    )
 
 
 def provider_order(

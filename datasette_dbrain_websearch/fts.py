@@ -3,7 +3,8 @@
 dbrain (``internal/store/search_helpers.go`` ``buildFTSQueryWithOperator``) splits on white space,
 trims non-letter/digit characters from both ends of each token, and emits ``"token"*`` prefix
 matches joined with AND (strict) or OR (relaxed). We add its query-term rules on top: lowercase,
-stop words dropped, ``not``/``without``/``exclude``/``wrong`` drop the word after them. Quoting
+stop words and conversational fillers dropped, ``not``/``without``/``exclude``/``wrong`` drop
+the word after them, and current-state words ("latest", "today") are not required locally. Quoting
 every token makes FTS5 operators, column filters and stray quotes plain text, so a simple-syntax
 question can never be an FTS5 syntax error.
 """
@@ -28,7 +29,15 @@ STOP_WORDS = frozenset(
     they this those through to too under until up very was we were what when where which while who
     whom why will with would you your yours yourself yourselves
     tell show find give get know anything something everything please vs versus
+    dbrain brain info information stuff remember recall
     """.split()
+)
+
+# Words that ask how things are *now*. They mark a question as current-state (so the web may
+# be worth asking) but are not required of local rows: "latest sqlite" finds what "sqlite"
+# finds. Web providers still receive them.
+CURRENT_STATE_WORDS = frozenset(
+    "latest current currently today recent recently now new newest".split()
 )
 
 NEGATIONS = frozenset({"not", "without", "exclude", "wrong"})
@@ -46,6 +55,13 @@ class QueryPlan:
     syntax: str
     excluded_terms: tuple[str, ...] = ()
     truncated_terms: int = 0
+    web_terms: tuple[str, ...] = ()  # query_terms plus the current-state words, in order
+    common_words: tuple[str, ...] = ()  # a question of common words only: what it held
+
+    @property
+    def searchable(self) -> bool:
+        """False when the question held only common words: nothing local to search for."""
+        return bool(self.query_terms) or self.syntax == "raw"
 
 
 def trim_token(token: str) -> str:
@@ -67,15 +83,19 @@ def _possessive(token: str) -> str:
 
 
 def extract_terms(question: str) -> tuple[list[str], list[str]]:
-    """Question -> (search terms, excluded terms): lowercased, trimmed, deduplicated, no stop words.
+    """Question -> (search terms, excluded terms): lowercased, trimmed, deduplicated, no stop
+    words and no current-state words ("latest"); either list may be empty."""
+    terms, excluded, _ = _read(question)
+    return terms, excluded
 
-    When every token is a stop word ("The Who") the tokens themselves are searched, since a
-    question made only of common words is still a question.
-    """
+
+def _read(question: str) -> tuple[list[str], list[str], list[str]]:
+    """(search terms, excluded terms, every content word including current-state ones)."""
     tokens = [_possessive(trim_token(t).lower()) for t in question.split()]
     tokens = [t for t in tokens if t]
     terms: list[str] = []
     excluded: list[str] = []
+    content: list[str] = []
     skip_next = False
     for token in tokens:
         if skip_next:
@@ -86,12 +106,12 @@ def extract_terms(question: str) -> tuple[list[str], list[str]]:
         if token in NEGATIONS:
             skip_next = True
             continue
-        if token in STOP_WORDS or token in terms:
+        if token in STOP_WORDS or token in content:
             continue
-        terms.append(token)
-    if not terms and not excluded:
-        terms = list(dict.fromkeys(t for t in tokens if t not in NEGATIONS))
-    return terms, excluded
+        content.append(token)
+        if token not in CURRENT_STATE_WORDS:
+            terms.append(token)
+    return terms, excluded, content
 
 
 def quote_term(term: str) -> str:
@@ -120,8 +140,9 @@ def raw_terms(raw_query: str) -> list[str]:
 def plan_query(question: str, syntax: str = "simple") -> QueryPlan:
     """Build the strict, relaxed (or raw) MATCH strings for a question.
 
-    Raises ResearchError(400) when a simple question has nothing searchable left (only
-    punctuation or emoji) or a raw query is empty.
+    Raises ResearchError(400) when a simple question has no letters or digits at all (only
+    punctuation or emoji) or a raw query is empty. A question of common words only ("the and
+    of", "what is new") is a plan with no terms: nothing to search, and the judge says so.
     """
     if syntax == "raw":
         if not question.strip():
@@ -133,9 +154,10 @@ def plan_query(question: str, syntax: str = "simple") -> QueryPlan:
             relaxed_query="",
             query_terms=tuple(terms),
             syntax="raw",
+            web_terms=tuple(terms),
         )
-    terms, excluded = extract_terms(question)
-    if not terms:
+    terms, excluded, content = _read(question)
+    if not terms and not any(ch.isalnum() for ch in question):
         raise ResearchError(
             "Nothing searchable in the question: it has no letters or digits once punctuation "
             "is removed.",
@@ -143,6 +165,7 @@ def plan_query(question: str, syntax: str = "simple") -> QueryPlan:
         )
     truncated = max(0, len(terms) - MAX_TERMS)
     terms = terms[:MAX_TERMS]
+    common = () if terms else tuple(dict.fromkeys(trim_token(t).lower() for t in question.split()))
     return QueryPlan(
         text_query=" ".join(terms),
         fts_query=build_match(terms, "AND"),
@@ -151,6 +174,8 @@ def plan_query(question: str, syntax: str = "simple") -> QueryPlan:
         syntax="simple",
         excluded_terms=tuple(excluded),
         truncated_terms=truncated,
+        web_terms=tuple(content[:MAX_TERMS]),
+        common_words=tuple(w for w in common if w),
     )
 
 

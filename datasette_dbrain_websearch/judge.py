@@ -1,6 +1,7 @@
 """Is the local evidence enough? A deterministic verdict with the numbers that decided it.
 
 Modelled on dbrain's judge (``internal/researchrun/judge.go``): the first rule that applies wins.
+0. only common words, no exact hit           -> no_evidence      (``no_content_words``)
 1. no rows                                   -> no_evidence      (``no_rows``)
 2. an exact key/URL/id/path hit              -> enough_evidence  (``exact_match``)
 3. fewer rows than ``min_evidence``          -> weak_evidence    (``too_few_rows``)
@@ -43,6 +44,7 @@ def judge(
     query_terms: Sequence[str],
     top_matched: Sequence[Sequence[str]],
     thresholds: JudgeThresholds,
+    common_words: Sequence[str] = (),
 ) -> Verdict:
     """Decide from counts and the matched terms of the rows in ranked order."""
     top = [set(m) for m in top_matched[: thresholds.top_k]]
@@ -61,6 +63,15 @@ def judge(
         "min_evidence": thresholds.min_evidence,
         "min_term_coverage": thresholds.min_term_coverage,
     }
+    if common_words and not exact_hits:
+        return Verdict(
+            NO_EVIDENCE,
+            "no_content_words",
+            "The question has only common words ("
+            + ", ".join(common_words[:6])
+            + "): nothing specific to search for. Add a word that names what you want.",
+            inputs,
+        )
     if rows_found == 0:
         message = "Nothing in the brain matches this question."
         return Verdict(NO_EVIDENCE, "no_rows", message, inputs)

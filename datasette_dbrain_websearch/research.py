@@ -11,6 +11,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from typing import Any
 
 from .answer import AnswerAccess, Passage, answer_stage, disabled
@@ -55,6 +56,17 @@ class Options:
     external: ExternalRequest
     profile: str = "general"
     answer: bool = False
+
+
+def is_date(value: str) -> bool:
+    """A real calendar date written YYYY-MM-DD (2026-02-30 is not)."""
+    if not DATE_RE.match(value):
+        return False
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        return False
+    return True
 
 
 def _one(params: Params, name: str) -> str:
@@ -116,9 +128,13 @@ def parse_options(params: Params, settings: Settings) -> Options:
     dates = {}
     for name in ("since", "until"):
         value = _one(params, name)
-        if value and not DATE_RE.match(value):
-            raise ResearchError(f"{name} must be a date like 2026-01-31.", code="bad_date")
+        if value and not is_date(value):
+            raise ResearchError(
+                f"{name} must be a real date like 2026-01-31 (got {value[:20]!r}).", code="bad_date"
+            )
         dates[name] = value
+    if dates["since"] and dates["until"] and dates["since"] > dates["until"]:
+        raise ResearchError("since must not be after until.", code="bad_date")
     filters = Filters(
         tags=_many(params, "tag"),
         source_types=_many(params, "source_type"),
@@ -152,9 +168,14 @@ def parse_external_request(params: Params, settings: Settings) -> ExternalReques
     if ALL in providers:
         providers = (ALL,)
     freshness = _one(params, "freshness") or ext.freshness
-    if freshness and not FRESHNESS_RE.match(freshness):
+    start, _, end = freshness.partition("to")
+    if freshness and (
+        not FRESHNESS_RE.match(freshness)
+        or (end and not (is_date(start) and is_date(end) and start <= end))
+    ):
         raise ResearchError(
-            "freshness must be pd, pw, pm, py or a range like 2026-01-01to2026-06-30.",
+            "freshness must be pd, pw, pm, py or a range of real dates like "
+            "2026-01-01to2026-06-30.",
             code="bad_freshness",
         )
     count = _int(params, "external_count", ext.count, ext.max_count, "bad_external_count")
@@ -234,6 +255,7 @@ async def research(
         query_terms=plan.query_terms,
         top_matched=[e["retrieval"]["matched_terms"] for e in evidence],
         thresholds=settings.judge,
+        common_words=plan.common_words,
     )
     await emit(
         {

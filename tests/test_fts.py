@@ -40,8 +40,26 @@ def test_negation_drops_the_next_word():
     assert excluded == ["tokio"]
 
 
-def test_only_stop_words_are_searched_as_themselves():
-    assert extract_terms("The Who")[0] == ["the", "who"]
+def test_a_question_of_common_words_only_has_nothing_to_search():
+    for question in ("the and of", "AND OR", "what is new?"):
+        plan = plan_query(question)
+        assert plan.query_terms == () and not plan.searchable
+        assert plan.common_words, question
+    assert plan_query("the and of").common_words == ("the", "and", "of")
+
+
+def test_current_state_words_are_not_required_locally_but_go_to_the_web():
+    plan = plan_query("What is the latest SQLite release today?")
+    assert plan.query_terms == ("sqlite", "release")
+    assert plan.web_terms == ("latest", "sqlite", "release", "today")
+    assert plan.fts_query == '"sqlite"* AND "release"*'
+
+
+def test_conversational_filler_is_not_a_term():
+    assert extract_terms("What do we know about Mark Carney from dbrain?")[0] == [
+        "mark",
+        "carney",
+    ]
 
 
 def test_build_match_quotes_prefix_terms():

@@ -269,6 +269,11 @@ async def test_raw_syntax_errors_are_400_with_sqlite_message(ds, query, sqlite_m
         ({"q": "x", "kind": "notes"}, "bad_kind"),
         ({"q": "x", "syntax": "regex"}, "bad_syntax"),
         ({"q": "x", "since": "yesterday"}, "bad_date"),
+        ({"q": "x", "since": "2026-02-30"}, "bad_date"),
+        ({"q": "x", "until": "2026-13-01"}, "bad_date"),
+        ({"q": "x", "since": "2026-03-01", "until": "2026-02-01"}, "bad_date"),
+        ({"q": "x", "freshness": "2026-02-30to2026-03-01"}, "bad_freshness"),
+        ({"q": "x", "freshness": "2026-03-01to2026-02-01"}, "bad_freshness"),
         ({"q": "x" * 20_001}, "question_too_long"),
     ],
 )
@@ -393,3 +398,23 @@ async def test_judge_thresholds_come_from_config(brain):
     _, pack = await get(ds, "/-/research.json", q="espresso grinder")
     assert pack["judge"]["verdict"] == "weak_evidence"
     assert pack["judge"]["inputs"]["min_evidence"] == 5
+
+
+@pytest.mark.parametrize("question", ["the and of", "AND OR", "what is new?"])
+async def test_a_question_of_common_words_is_no_evidence_not_enough(ds, question):
+    status, pack = await get(ds, "/-/research.json", q=question)
+    assert status == 200
+    assert pack["evidence"] == []
+    assert pack["judge"]["verdict"] == "no_evidence"
+    assert pack["judge"]["reason"] == "no_content_words"
+    assert "only common words" in pack["judge"]["message"]
+
+
+async def test_current_state_words_are_not_required_of_local_rows(ds):
+    _, plain = await get(ds, "/-/research.json", q="espresso")
+    _, latest = await get(ds, "/-/research.json", q="latest espresso news today")
+    assert latest["query_plan"]["query_terms"] == ["espresso", "news"]
+    _, current = await get(ds, "/-/research.json", q="latest espresso")
+    assert keys(current) == keys(plain) and keys(plain)
+    assert current["external_search"]["current_state_question"] is True
+    assert current["judge"]["verdict"] == plain["judge"]["verdict"]
