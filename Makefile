@@ -14,6 +14,8 @@ VENV := .venv
 VENV_ALPHA := .venv-alpha
 
 CHROMIUM ?= /usr/bin/chromium
+# The page's 👍 / 👎 need a colour emoji font to show in the screenshots.
+EMOJI_FONT := /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
 
 .PHONY: demo test test-stable test-alpha lint bench eval clean browser-deps
 
@@ -61,9 +63,10 @@ test-alpha: $(VENV_ALPHA)/.installed
 
 # The browser tests drive Debian's Chromium through Playwright (no browser download).
 browser-deps:
-	@if [ ! -x "$(CHROMIUM)" ]; then \
+	@if [ ! -x "$(CHROMIUM)" ] || [ ! -e "$(EMOJI_FONT)" ]; then \
 	  apt-get update -q && \
-	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends chromium fonts-liberation; \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+	    chromium fonts-liberation fonts-noto-color-emoji; \
 	fi
 	@$(CHROMIUM) --version 2>/dev/null
 

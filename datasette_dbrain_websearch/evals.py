@@ -63,7 +63,7 @@ import click
 from .answer import AnswerAccess
 from .config import MODES, PLUGIN_NAME, ConfigError, Settings
 from .errors import ResearchError
-from .judge import ENOUGH_EVIDENCE, NO_EVIDENCE, WEAK_EVIDENCE
+from .judge import VERDICTS
 from .providers.replay import ERROR_CODES, ReplayError, ReplayProvider
 from .research import Options, WebAccess, parse_options, research
 from .store import DEFAULT_FILENAME, FEEDBACK_TABLE, RUNS_TABLE
@@ -71,7 +71,6 @@ from .urls import UnsupportedURL, normalize_url, try_normalize_url
 
 EXPECT_VALUES = ("relevant", "more")
 FORBID_VALUES = ("irrelevant", "less")
-VERDICTS = (NO_EVIDENCE, WEAK_EVIDENCE, ENOUGH_EVIDENCE)
 ANSWER_STATUSES = ("ok", "no_evidence", "failed")
 PROPOSE_TOP = 3  # rows a proposal without feedback takes from the run's top evidence
 KEY_LISTS = (

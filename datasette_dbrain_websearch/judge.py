@@ -20,6 +20,7 @@ from .config import JudgeThresholds
 NO_EVIDENCE = "no_evidence"
 WEAK_EVIDENCE = "weak_evidence"
 ENOUGH_EVIDENCE = "enough_evidence"
+VERDICTS = (NO_EVIDENCE, WEAK_EVIDENCE, ENOUGH_EVIDENCE)
 
 
 @dataclass(frozen=True)
@@ -86,7 +87,8 @@ def judge(
         return Verdict(
             WEAK_EVIDENCE,
             "too_few_rows",
-            f"Only {rows_found} row(s) found; at least {thresholds.min_evidence} are wanted.",
+            f"Only {rows_found} row{'' if rows_found == 1 else 's'} found; at least "
+            f"{thresholds.min_evidence} are wanted.",
             inputs,
         )
     if coverage < thresholds.min_term_coverage:

@@ -215,6 +215,9 @@ def _result(item: Candidate, status: str, row_id: int, columns: Mapping[str, Any
         "local_source_key": columns["source_key"],
         "row_id": row_id,
         "content_hash": columns.get("content_hash", ""),
+        "title": item.columns.get("title", ""),
+        # "fetched", "failed" (the provider's text was kept) or "not_fetched" (not asked for)
+        "fetch": "fetched" if item.fetched else "failed" if item.extract_error else "not_fetched",
     }
 
 

@@ -159,7 +159,8 @@ def parse_options(params: Params, settings: Settings) -> Options:
 
 
 def parse_external_request(params: Params, settings: Settings) -> ExternalRequest:
-    """``external``, ``provider`` (repeatable, or ``all``), ``freshness``, ``external_count``."""
+    """``external``, ``provider`` (repeatable, or ``all``), ``freshness`` (or ``custom`` with
+    ``freshness_since`` and ``freshness_until``), ``external_count``."""
     ext = settings.external
     mode = _one(params, "external").lower() or ext.default_mode
     if mode not in MODES:
@@ -168,6 +169,14 @@ def parse_external_request(params: Params, settings: Settings) -> ExternalReques
     if ALL in providers:
         providers = (ALL,)
     freshness = _one(params, "freshness") or ext.freshness
+    if freshness == "custom":  # the page's custom range: two date fields
+        since, until = _one(params, "freshness_since"), _one(params, "freshness_until")
+        if not (since and until):
+            raise ResearchError(
+                "A custom freshness range needs both dates (freshness_since, freshness_until).",
+                code="bad_freshness",
+            )
+        freshness = f"{since}to{until}"
     start, _, end = freshness.partition("to")
     if freshness and (
         not FRESHNESS_RE.match(freshness)

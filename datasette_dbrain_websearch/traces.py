@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -301,11 +302,58 @@ RUN_COLUMNS = (
 )
 
 
-async def recent(db: Any, limit: int = 100) -> list[dict[str, Any]]:
-    """The newest runs, summary columns only."""
+@dataclass(frozen=True)
+class RunFilter:
+    """Which runs a list shows: on these brains, by this actor (None: anyone's), and the
+    filters of the runs page."""
+
+    databases: tuple[str, ...]
+    actor_id: str | None = None
+    verdict: str = ""
+    mode: str = ""
+    web: str = ""  # "yes": the web was searched; "no": it was not
+    since: str = ""  # YYYY-MM-DD, inclusive
+    until: str = ""
+    q: str = ""  # words the question contains
+
+    @property
+    def narrowed(self) -> bool:
+        """Does the page's filter narrow the list (beyond brains and actor)?"""
+        return any((self.verdict, self.mode, self.web, self.since, self.until, self.q))
+
+    def sql(self) -> tuple[str, list[Any]]:
+        marks = ", ".join("?" for _ in self.databases) or "null"
+        clauses, params = [f"database_name in ({marks})"], list(self.databases)
+        if self.actor_id is not None:
+            clauses.append("actor_id = ?")
+            params.append(self.actor_id)
+        for column, value in (("verdict", self.verdict), ("external_mode", self.mode)):
+            if value:
+                clauses.append(f"{column} = ?")
+                params.append(value)
+        if self.web in ("yes", "no"):
+            clauses.append(f"external_ran = {1 if self.web == 'yes' else 0}")
+        if self.since:
+            clauses.append("started_at >= ?")
+            params.append(self.since)
+        if self.until:
+            clauses.append("started_at < date(?, '+1 day')")
+            params.append(self.until)
+        for word in self.q.split()[:8]:
+            escaped = word.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            clauses.append("question like ? escape '\\'")
+            params.append(f"%{escaped}%")
+        return " and ".join(clauses), params
+
+
+async def recent(db: Any, where: RunFilter, limit: int = 100) -> list[dict[str, Any]]:
+    """The newest runs that match, summary columns only (filtered in SQL, so an actor's own
+    runs never hide behind newer runs of others)."""
+    clause, params = where.sql()
     rows = await db.execute(
-        f"select {', '.join(RUN_COLUMNS)} from {RUNS_TABLE} order by started_at desc limit ?",
-        [limit],
+        f"select {', '.join(RUN_COLUMNS)} from {RUNS_TABLE} where {clause} "
+        "order by started_at desc limit ?",
+        [*params, limit],
     )
     return [dict(zip(RUN_COLUMNS, row, strict=True)) for row in rows.rows]
 

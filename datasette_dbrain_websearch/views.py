@@ -15,7 +15,7 @@ from datasette import Forbidden, NotFound, Response
 from datasette.utils import tilde_decode
 from datasette.utils.asgi import AsgiStream
 
-from . import traces
+from . import display, traces
 from .answer import AnswerAccess
 from .brain import TABLE, is_brain
 from .compat import EXTERNAL, LLM_ANSWER, PROMOTE, RESEARCH, can
@@ -28,10 +28,19 @@ from .feedback import (
     refine_query,
     validate_marks,
 )
+from .judge import VERDICTS
 from .promote import parse_request, promote, promoted_in_run
 from .providers import registered_providers
 from .providers.base import clean
-from .research import BOOLEAN_VALUES, Progress, WebAccess, parse_options, research, scrub
+from .research import (
+    BOOLEAN_VALUES,
+    Progress,
+    WebAccess,
+    is_date,
+    parse_options,
+    research,
+    scrub,
+)
 from .store import feedback_for, plugin_database, save_feedback
 from .urls import is_web_url
 
@@ -298,6 +307,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
         return error_response(error) if error else Response.json(pack)
 
     query_string = request.query_string
+    route_db = database if route is not None else None
     context = {
         "pack": pack,
         "error": error,
@@ -305,8 +315,8 @@ async def research_view(request: Any, datasette: Any) -> Response:
         "brains": allowed,
         "route_database": route is not None,
         "form": _form_values(params),
-        "action": research_path(datasette, database if route is not None else None, False),
-        "json_url": research_path(datasette, database if route is not None else None, True)
+        "action": research_path(datasette, route_db, False),
+        "json_url": research_path(datasette, route_db, True)
         + ("?" + query_string if query_string else ""),
         "kinds": [("", "Items and sources"), ("item", "Items only"), ("source", "Sources only")],
         "profiles": [
@@ -316,17 +326,34 @@ async def research_view(request: Any, datasette: Any) -> Response:
             ("news", "News: recent first"),
         ],
         "external": external_controls(settings, web, params),
+        "web_offer": web_offer(
+            settings,
+            web,
+            request.actor,
+            pack,
+            research_url(
+                datasette, route_db, {**params, "q": [pack["question"]]}, external="always"
+            )
+            if pack and web.permitted
+            else "",
+        ),
+        "expand_fields": expand_fields(params),
         "answer_form": answer_controls(settings, params),
         "anchors": citation_anchors(pack, web.labels),
+        "labels": web.labels,
+        "say": display,
+        "feedback_form": True,
+        "max_limit": settings.max_limit,
+        "default_limit": settings.default_limit,
         "can_promote": await can(datasette, request.actor, PROMOTE)
         and await datasette.get_database(database).table_exists("sources_fts"),
         "promote_url": datasette.urls.path("/-/research/promote"),
-        "stream_url": stream_path(datasette, database if route is not None else None),
+        "stream_url": stream_path(datasette, route_db),
         "promoted": await promoted_rows(datasette, pack),
         "refinement": refinement,
         "marks": {m["key"]: m["value"] for m in (pack or {}).get("feedback", {}).get("marks", [])},
         "feedback_values": FEEDBACK_VALUES,
-        "saved_url": saved_run_url(datasette, params, pack, database if route else None),
+        "saved_url": saved_run_url(datasette, params, pack, route_db),
         "is_web_url": is_web_url,
     }
     html = await datasette.render_template(TEMPLATE, context, request=request)
@@ -344,18 +371,78 @@ FRESHNESS_LABELS = [
 
 
 def external_controls(settings: Settings, web: WebAccess, params: dict) -> dict[str, Any]:
-    """What the page's "External web" controls show for this actor and config."""
+    """What the page's "Search the web too" controls show for this actor and config."""
     ext = settings.external
     labels = web.labels
+    order = " → ".join(labels.get(n, n) for n in ext.providers)
+    freshness = (params.get("freshness") or [ext.freshness])[-1]
+    start, _, end = freshness.partition("to") if freshness not in ("custom", "") else ("", "", "")
+    custom = freshness == "custom" or bool(end)
     return {
         "enabled": ext.enabled,
         "permitted": web.permitted,
         "modes": [(m, MODE_LABELS[m]) for m in MODES],
         "mode": (params.get("external") or [ext.default_mode])[-1],
-        "providers": [(n, labels.get(n, n)) for n in ext.providers] + [("all", "All at once")],
-        "freshness": FRESHNESS_LABELS,
+        "providers": [("", f"Configured order ({order})")]
+        + [(n, labels.get(n, n)) for n in ext.providers]
+        + [("all", "All at once")],
+        "freshness": [*FRESHNESS_LABELS, ("custom", "Custom range")],
+        "freshness_value": "custom" if custom else freshness,
+        "range": (
+            start or (params.get("freshness_since") or [""])[-1],
+            end or (params.get("freshness_until") or [""])[-1],
+        ),
         "labels": labels,
     }
+
+
+def web_offer(
+    settings: Settings, web: WebAccess, actor: dict | None, pack: dict | None, url: str
+) -> dict[str, Any]:
+    """The one-click "Search the web" for a run whose brain evidence is missing, weak or maybe
+    out of date; for those who may not search the web, why not and how to get it."""
+    ext = settings.external
+    if not ext.enabled:
+        return {"show": False, "url": "", "reason": ""}
+    order = " → ".join(web.labels.get(n, n) for n in ext.providers)
+    show, why = False, ""
+    if pack and not pack["external_search"]["ran"]:
+        verdict = pack["judge"]["verdict"]
+        show = verdict != "enough_evidence" or pack["external_search"]["current_state_question"]
+        why = {
+            "no_evidence": "Nothing in your brain answers this",
+            "weak_evidence": "Your brain's evidence is weak",
+        }.get(verdict, "This asks about now, and your brain may be out of date")
+    if web.permitted:
+        return {"show": show, "url": url, "reason": f"{why}; ask {order}." if why else ""}
+    reason = (
+        "Sign in to search the web too: it needs an account allowed dbrain-external-search "
+        "(root, or one named in external_search.allow)."
+        if actor is None
+        else "Your account may not search the web (permission dbrain-external-search)."
+    )
+    return {"show": show, "url": "", "reason": f"{why}. {reason}" if why else reason}
+
+
+EXPANDED = ("external", "provider", "freshness", "freshness_since", "freshness_until", "answer")
+
+
+def expand_fields(params: dict[str, list[str]]) -> list[tuple[str, str]]:
+    """What a refined search keeps of this one besides what the run records (web choices)."""
+    return [(n, clean(params[n][-1])) for n in EXPANDED if (params.get(n) or [""])[-1].strip()]
+
+
+def research_url(
+    datasette: Any, route_db: str | None, params: dict[str, list[str]], **changes: str
+) -> str:
+    """This research with some parameters changed; empty ones and run/refine links dropped."""
+    query = {
+        k: v
+        for k, v in params.items()
+        if k not in ("run", "refine_from", *changes) and any(x.strip() for x in v)
+    }
+    query.update({k: [v] for k, v in changes.items()})
+    return research_path(datasette, route_db, False) + "?" + urllib.parse.urlencode(query, True)
 
 
 def answer_controls(settings: Settings, params: dict[str, list[str]]) -> dict[str, Any]:
@@ -404,6 +491,8 @@ def _form_values(params: dict[str, list[str]]) -> dict[str, str]:
         "external",
         "provider",
         "freshness",
+        "freshness_since",
+        "freshness_until",
         "external_count",
         "profile",
         "answer",
@@ -456,9 +545,15 @@ async def run_view(request: Any, datasette: Any) -> Response:
     if as_json:
         return Response.json(trace)
     labels = {name: p.label for name, p in registered_providers(datasette).items()}
+    marks = await feedback_for(plugin_database(datasette), run_id)
     context = {
         "trace": trace,
         "pack": trace["pack"],
+        "events": display.timeline(trace, labels),
+        "say": display,
+        "marks": {m["key"]: m["value"] for m in marks},
+        "promoted": await promoted_rows(datasette, trace["pack"]),
+        "feedback_form": False,
         "json_url": traces.run_path(datasette, run_id, as_json=True),
         "runs_url": datasette.urls.path("/-/research/runs"),
         "research_url": research_path(datasette, None, False)
@@ -472,20 +567,39 @@ async def run_view(request: Any, datasette: Any) -> Response:
     return Response.html(html)
 
 
+def run_filter(params: dict[str, list[str]], databases: list[str], actor_id: str | None) -> Any:
+    """The runs page's filters; values it does not know are ignored, not errors."""
+
+    def one(name: str, allowed: tuple[str, ...] = ()) -> str:
+        value = clean((params.get(name) or [""])[-1]).strip()
+        return value if not allowed or value in allowed else ""
+
+    since, until = one("since"), one("until")
+    return traces.RunFilter(
+        databases=tuple(databases),
+        actor_id=actor_id,
+        verdict=one("verdict", VERDICTS),
+        mode=one("mode", MODES),
+        web=one("web", ("yes", "no")),
+        since=since if is_date(since) else "",
+        until=until if is_date(until) else "",
+        q=one("q")[:200],
+    )
+
+
 async def runs_view(request: Any, datasette: Any) -> Response:
-    """``/-/research/runs``: recent runs on the brains this actor may research."""
+    """``/-/research/runs``: recent runs on the brains this actor may research: everyone's for
+    root and actors allowed web search, their own for others, none for anonymous visitors."""
     settings = Settings.from_datasette(datasette)
-    allowed = set(await researchable_brains(datasette, request.actor, settings))
+    allowed = await researchable_brains(datasette, request.actor, settings)
     if not allowed:
         raise Forbidden(RESEARCH)
     db = plugin_database(datasette)
     everyone = await sees_all_runs(datasette, request.actor)
     me = _actor_id(request.actor)
-    runs = [
-        r
-        for r in (await traces.recent(db) if db else [])
-        if r["database_name"] in allowed and (everyone or r["actor_id"] == me)
-    ]
+    params = urllib.parse.parse_qs(request.query_string)
+    where = run_filter(params, allowed, None if everyone else me)
+    runs = await traces.recent(db, where) if db is not None and (everyone or me) else []
     for run in runs:
         run["url"] = traces.run_path(datasette, run["run_id"])
     html = await datasette.render_template(
@@ -493,7 +607,15 @@ async def runs_view(request: Any, datasette: Any) -> Response:
         {
             "runs": runs,
             "saving": db is not None,
+            "signed_in": bool(me),
+            "filters": where,
+            "filtered": any(
+                (where.verdict, where.mode, where.web, where.since, where.until, where.q)
+            ),
+            "verdicts": VERDICTS,
+            "modes": [(m, MODE_LABELS[m]) for m in MODES],
             "research_url": research_path(datasette, None, False),
+            "runs_url": datasette.urls.path("/-/research/runs"),
         },
         request=request,
     )
@@ -524,10 +646,12 @@ async def promoted_rows(datasette: Any, pack: dict[str, Any] | None) -> dict[str
 
 
 async def promote_view(request: Any, datasette: Any) -> Response:
-    """``POST /-/research/promote``: JSON for scripts, a form (post/redirect/get) for the page."""
-    as_json = "application/json" in request.headers.get("content-type", "")
+    """``POST /-/research/promote``: JSON for scripts and the page's script, a form
+    (post/redirect/get back to the saved run) without JavaScript."""
+    as_json = json_body(request)
+    replies_json = wants_json(request)
     if not await can(datasette, request.actor, PROMOTE):
-        if as_json:
+        if replies_json:
             return error_response(
                 ResearchError("You may not promote results (dbrain-promote).", 403, "forbidden")
             )
@@ -558,7 +682,7 @@ async def promote_view(request: Any, datasette: Any) -> Response:
             settings.external.fetch_allow_networks,
         )
     except ResearchError as exc:
-        if as_json:
+        if replies_json:
             return error_response(exc)
         datasette.add_message(request, f"Nothing promoted: {exc.message}", datasette.ERROR)
         return Response.redirect(_safe_back(datasette, request, locals().get("back")))
@@ -567,19 +691,41 @@ async def promote_view(request: Any, datasette: Any) -> Response:
             "source_key": r["source_key"],
             "status": r["status"],
             "local_source_key": r["local_source_key"],
+            "title": r["title"],
+            "fetch": r["fetch"],
+            "message": promotion_message(r),
             "row_url": str(datasette.urls.row(trace["database"], "sources", str(r["row_id"]))),
             **({"warning": r["warning"]} if r.get("warning") else {}),
         }
         for r in results
     ]
-    if as_json:
+    if replies_json:
         return Response.json({"ok": True, "run_id": trace["run_id"], "results": shown})
-    summary = "; ".join(
-        f"{r['local_source_key']} {'added' if r['status'] == 'created' else 'already in the brain'}"
-        for r in shown
-    )
+    summary = " ".join(r["message"] for r in shown)
     datasette.add_message(request, f"Promoted into {trace['database']}: {summary}", datasette.INFO)
     return Response.redirect(_safe_back(datasette, request, back))
+
+
+def promotion_message(result: dict[str, Any]) -> str:
+    """One promotion, told by title: added or already there, and what became of the fetch."""
+    title = f"“{result['title']}”" if result.get("title") else result["local_source_key"]
+    said = (
+        f"Added {title} as {result['local_source_key']}."
+        if result["status"] == "created"
+        else f"{title} was already in your brain as {result['local_source_key']}."
+    )
+    if result.get("fetch") == "failed":
+        said += " The page could not be fetched: kept the provider's text; dbrain will retry."
+    return said
+
+
+def json_body(request: Any) -> bool:
+    return "application/json" in request.headers.get("content-type", "")
+
+
+def wants_json(request: Any) -> bool:
+    """A JSON reply: for a JSON body, or a form the page's script posts with Accept JSON."""
+    return json_body(request) or "application/json" in request.headers.get("accept", "")
 
 
 async def read_body(request: Any, as_json: bool) -> dict[str, Any]:
@@ -672,7 +818,8 @@ async def stream_view(request: Any, datasette: Any) -> Any:
 
 async def feedback_view(request: Any, datasette: Any) -> Response:
     """``POST /-/research/runs/<run_id>/feedback``: marks that re-rank the run and refine it."""
-    as_json = "application/json" in request.headers.get("content-type", "")
+    as_json = json_body(request)
+    replies_json = wants_json(request)
     run_id = request.url_vars["run_id"]
     try:
         trace = await _trace_for(datasette, request, run_id)
@@ -703,13 +850,13 @@ async def feedback_view(request: Any, datasette: Any) -> Response:
         settings = Settings.from_datasette(datasette)
         all_marks = await feedback_for(db, run_id)
     except ResearchError as exc:
-        if as_json:
+        if replies_json:
             return error_response(exc)
         if exc.status in (403, 404):
             raise page_error(exc) from exc
         datasette.add_message(request, f"Feedback not saved: {exc.message}", datasette.ERROR)
         return Response.redirect(_safe_back(datasette, request, locals().get("back")))
-    if not as_json:
+    if not replies_json:
         return Response.redirect(_safe_back(datasette, request, back))
     reranked = apply_feedback(trace["pack"], all_marks, weights_from(settings))
     return Response.json(

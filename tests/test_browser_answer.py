@@ -103,7 +103,7 @@ def test_answer_chips_jump_to_their_rows_and_marks_show(page, server):
     assert "Outside dbrain corpus" in row.inner_text()
     assert row.evaluate("el => el.matches(':target')")
     box, height = row.bounding_box(), page.viewport_size["height"]
-    assert 0 <= box["y"] < height
+    assert -2 <= box["y"] < height  # scrolled to it (sub-pixel above the top is fine)
 
     target = local_chip.get_attribute("href")
     local_chip.click()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 
 import pytest
 
@@ -41,7 +42,26 @@ def server(tmp_path_factory):
             yield running
 
 
-def test_web_search_promote_and_find_it_locally(page, server):
+def saved_runs(server) -> int:
+    """How many runs the server has saved (the plugin database next to the brain)."""
+    conn = sqlite3.connect(server["brain"].parent / "research_runs.db")
+    try:
+        return conn.execute("select count(*) from dbrain_websearch_runs").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def scroll_to(locator) -> float:
+    """Bring a row to the middle of the screen; returns where its top is on the screen."""
+    locator.evaluate("el => el.scrollIntoView({block: 'center'})")
+    return screen_top(locator)
+
+
+def screen_top(locator) -> float:
+    return locator.evaluate("el => el.getBoundingClientRect().top")
+
+
+def test_web_search_promote_in_place_and_find_it_locally(page, server):
     page.goto(server["url"] + "/-/research")
     assert not page.is_visible("#dbrain-progress")  # only shown while a run is in flight
     page.fill("#dbrain-q", "lattice qcd")
@@ -52,21 +72,77 @@ def test_web_search_promote_and_find_it_locally(page, server):
     body = page.inner_text("body")
     assert not page.is_visible("#dbrain-progress")
     assert "Outside dbrain corpus / Brave / ephemeral" in body
-    assert re.search(r"Local dbrain evidence: \d+ rows?", body)
-    assert re.search(r"Outside dbrain corpus: \d+ rows? from Brave", body)
+    assert re.search(r"Brain: \d+ · Web: \d+ \(Brave\)", body)
     shot(page, "research-web-1280.png")
+    url, runs = page.url, saved_runs(server)
     first = page.locator(".dbrain-row-external").first
     title = first.locator(".dbrain-title").inner_text()
+    top = scroll_to(first)
     first.locator(".dbrain-promote").click()
-    page.wait_for_load_state()
-    message = page.inner_text(".message-info, .messages, body")
-    key = re.search(r"(src:[0-9a-f]{12}) added", message).group(1)
+    done = first.locator(".dbrain-promoted")
+    done.wait_for()
+    key = done.locator("code").inner_text()
+    assert re.fullmatch(r"src:[0-9a-f]{12}", key)
+    assert f"Added “{title}” as {key}." in page.inner_text(".dbrain-status")
+    # In place: same page, the row where it was on the screen, no second search saved.
+    assert page.url == url and abs(screen_top(first) - top) <= 1
+    assert saved_runs(server) == runs
     # Ask again: the promoted page is now a local dbrain source, found by local search.
     page.goto(server["url"] + "/-/research?q=lattice+qcd&external=always")
-    local = page.locator(f".dbrain-row-source:has(code:text-is('{key}'))")
+    local = page.locator(f".dbrain-row-source[data-source-key='{key}']")
     assert local.count() == 1
     assert local.locator(".dbrain-title").inner_text() == title
     assert "dbrain source" in local.inner_text()
+    assert page.console_errors == []
+
+
+def test_marks_change_the_row_in_place(page, server):
+    page.goto(server["url"] + "/-/research?q=sqlite+fts5+bm25&external=always&provider=all")
+    url, runs = page.url, saved_runs(server)
+    row = page.locator(".dbrain-row").nth(2)
+    top = scroll_to(row)
+    thumbs_up = row.locator('.dbrain-mark[data-value="relevant"]')
+    thumbs_up.click()
+    page.wait_for_function(
+        "el => el.getAttribute('aria-pressed') === 'true'", arg=thumbs_up.element_handle()
+    )
+    row.locator(".dbrain-more-marks summary").click()
+    row.locator('.dbrain-mark[data-value="less"]').click()
+    page.wait_for_function(
+        "el => el.getAttribute('aria-pressed') === 'true'",
+        arg=row.locator('.dbrain-mark[data-value="less"]').element_handle(),
+    )
+    assert thumbs_up.get_attribute("aria-pressed") == "false"
+    assert page.locator(".dbrain-refine").is_visible()
+    assert page.url == url and abs(screen_top(row) - top) <= 1
+    assert saved_runs(server) == runs
+    assert page.console_errors == []
+
+
+def test_web_tab_in_the_first_viewport_filters_the_list(page, server):
+    for width, height in ((1280, 900), (375, 800)):
+        page.set_viewport_size({"width": width, "height": height})
+        page.goto(server["url"] + "/-/research?q=sqlite+fts5+bm25&external=always&provider=all")
+        tab = page.locator('.dbrain-tabs a[data-show="external"]')
+        box = tab.bounding_box()
+        assert box and box["y"] + box["height"] <= height, (width, box)
+        shot(page, f"research-tabs-{width}.png", full_page=False)
+        tab.click()
+        assert page.locator(".dbrain-row-external").first.is_visible()
+        assert not page.locator(".dbrain-row-source").first.is_visible()
+        page.locator('.dbrain-tabs a[data-show="local"]').click()
+        assert not page.locator(".dbrain-row-external").first.is_visible()
+    assert page.console_errors == []
+
+
+def test_search_the_web_in_one_click(page, server):
+    page.goto(server["url"] + "/-/research?q=lattice+qcd")
+    button = page.locator(".dbrain-web-offer a.dbrain-button")
+    assert button.inner_text() == "Search the web"
+    button.click()
+    page.wait_for_load_state()
+    assert "external=always" in page.url
+    assert page.locator(".dbrain-row-external").count() >= 1
     assert page.console_errors == []
 
 
@@ -116,6 +192,10 @@ def test_layout_at_375px_and_keyboard(page, server):
     no_horizontal_overflow(page)
     page.locator(".dbrain-runs a").first.click()
     assert "research_trace.v1 JSON" in page.inner_text("body")
+    evidence = page.locator("#dbrain-evidence").bounding_box()
+    raw = page.locator(".dbrain-raw").bounding_box()
+    assert evidence["y"] < raw["y"]  # the run's evidence comes before its raw JSON
+    assert not page.locator(".dbrain-raw pre").is_visible()
     no_horizontal_overflow(page)
     shot(page, "run-375.png")
     assert page.console_errors == []

@@ -48,7 +48,7 @@ async def test_demo_page_renders_every_demo_question(demo_ds):
         params = {k: case[k] for k in REQUEST_KEYS if k in case}
         response = await demo_ds.client.get("/-/research", params=params)
         assert response.status_code == 200
-        assert "Local dbrain evidence:" in response.text
+        assert 'dbrain-counts">Brain: ' in response.text
 
 
 @pytest.mark.parametrize("case", DEMO_QUESTIONS, ids=[c["q"][:40] for c in DEMO_QUESTIONS])

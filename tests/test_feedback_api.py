@@ -101,8 +101,8 @@ async def test_page_buttons_mark_and_show_the_refined_query(brain, fake):
     )
     assert response.status_code == 302 and response.headers["location"] == next_url
     shown = (await ds.client.get(next_url, cookies=root)).text
-    assert 'aria-pressed="true">relevant</button>' in shown
-    assert "Refined query:" in shown
+    assert re.search(r'value="[^"]+\|relevant"[^>]*aria-pressed="true">👍</button>', shown)
+    assert "Refined by your marks:" in shown
 
 
 async def test_refine_from_runs_the_refined_query_and_links_the_parent(brain, fake):

@@ -32,13 +32,14 @@ async def test_empty_page_shows_labelled_form(ds):
 async def test_results_page_shows_verdict_counts_rows_and_json_link(ds, brain):
     _, ids = brain
     html = (await ds.client.get("/-/research?q=espresso+grinder")).text
-    assert "Local dbrain evidence: 2 rows" in html
+    assert "Brain: 2</span>" in html and "Web:" not in html
     assert "dbrain-verdict-enough_evidence" in html
     assert 'href="/-/research.json?q=espresso+grinder"' in html
     assert f'href="/brain/sources/{ids["src_espresso"]}"' in html
     assert f'href="/brain/items/{ids["note_espresso"]}"' in html
     assert "<mark>espresso</mark>" in html.lower()
-    assert "#espresso" in html and "bm25_rank" in html
+    assert "#espresso" in html and "1st best match among your sources" in html
+    assert "bm25" not in html.lower().replace('"bm25"', "")  # words for people, not arithmetic
     assert 'value="espresso grinder"' in html
 
 
@@ -64,8 +65,9 @@ async def test_errors_render_on_the_page_with_400(ds):
 
 async def test_no_evidence_page(ds):
     html = (await ds.client.get("/-/research?q=quantum+chromodynamics")).text
-    assert "Local dbrain evidence: 0 rows" in html
+    assert "Brain: 0</span>" in html
     assert "dbrain-verdict-no_evidence" in html
+    assert "Nothing in the top rows mentions <em>quantum</em>, <em>chromodynamics</em>" in html
 
 
 async def test_several_brains_offer_a_picker(brain, tmp_path):

@@ -485,7 +485,7 @@ async def test_page_shows_controls_badges_counters_and_chips(brain, fake):
     ds = await web_ds(brain, fake)
     root = actor_cookies(ds, "root")
     empty = (await ds.client.get("/-/research", cookies=root)).text
-    assert "<legend>External web</legend>" in empty
+    assert "<legend>Search the web too</legend>" in empty
     assert 'name="external" value="on_weak"' in empty and "If local evidence is weak" in empty
     assert 'id="dbrain-provider"' in empty and 'id="dbrain-freshness"' in empty
     html = (
@@ -496,12 +496,11 @@ async def test_page_shows_controls_badges_counters_and_chips(brain, fake):
         )
     ).text
     assert "Outside dbrain corpus / Brave / ephemeral" in html
-    assert re.search(r"Local dbrain evidence: \d+ rows?", html)
-    assert re.search(r"Outside dbrain corpus: \d+ rows? from Brave", html)
+    assert re.search(r"Brain: \d+ · Web: \d+ \(Brave\)", html)
     assert "also found by Brave" in html
     anonymous = (await ds.client.get("/-/research")).text
-    assert "<legend>External web</legend>" not in anonymous
-    assert "not allowed to use it" in anonymous
+    assert "<legend>Search the web too</legend>" not in anonymous
+    assert "Sign in to search the web too" in anonymous
 
 
 class EchoProvider(Provider):
@@ -576,7 +575,7 @@ async def test_only_providers_that_answered_get_credit(brain, fake):
             cookies=actor_cookies(ds, "root"),
         )
     ).text
-    assert re.search(r"Outside dbrain corpus: \d+ rows? from Exa</strong>", html)
+    assert re.search(r"Web: \d+ \(Exa\)</span>", html)
 
 
 async def test_a_brain_named_research_runs_never_receives_plugin_tables(tmp_path, fake):

@@ -3,7 +3,11 @@
  * - a run that may search the web or ask a model shows live stage progress (local search,
  *   judge, each web provider, merge, the model's draft answer as it is written) read from
  *   /-/research/stream, then opens the saved run, where the answer is shown verified;
- * - keyboard: "/" focuses the question, "j"/"k" move between rows, "o" opens, "p" promotes.
+ * - keyboard: "/" focuses the question, "j"/"k" move between rows, "o" opens, "p" promotes;
+ * - the All / Your brain / Web tabs filter the list instead of jumping;
+ * - marks (👍 👎 …) and promotions are posted in the background and change the row where it is:
+ *   no reload, the scroll position kept, no second search;
+ * - empty fields are left out of result URLs.
  * All text from the server is inserted with textContent, never as HTML.
  */
 (function () {
@@ -94,8 +98,18 @@
     panel.querySelector("ol").appendChild(item);
   }
 
+  function filledParams(form) {
+    var params = new URLSearchParams();
+    new FormData(form).forEach(function (value, name) {
+      if (String(value).trim() !== "") {
+        params.append(name, value);
+      }
+    });
+    return params;
+  }
+
   async function streamRun(form, panel, seen) {
-    var params = new URLSearchParams(new FormData(form));
+    var params = filledParams(form);
     var response = await fetch(form.dataset.streamUrl + "?" + params.toString(), {
       headers: { accept: "application/x-ndjson" },
       credentials: "same-origin"
@@ -147,9 +161,16 @@
     }
     form.addEventListener("submit", function (event) {
       if (!wantsStream(form)) {
+        // A plain search: leave empty fields out of the URL.
+        event.preventDefault();
+        window.location.assign(form.action + "?" + filledParams(form).toString());
         return;
       }
       event.preventDefault();
+      var results = document.getElementById("dbrain-results");
+      if (results) {
+        results.hidden = true; // the panel takes the results' place: nothing below it moves
+      }
       panel.hidden = false;
       panel.querySelector("ol").textContent = "";
       Array.prototype.forEach.call(panel.querySelectorAll(".dbrain-draft, .dbrain-note"), function (el) {
@@ -169,5 +190,163 @@
         });
       });
     });
+  });
+
+  // The All / Your brain / Web tabs: filter the list in place.
+  document.addEventListener("click", function (event) {
+    var tab = event.target.closest && event.target.closest(".dbrain-tabs a[data-show]");
+    if (!tab) {
+      return;
+    }
+    var list = document.getElementById("dbrain-evidence");
+    if (!list) {
+      return;
+    }
+    event.preventDefault();
+    list.dataset.show = tab.dataset.show;
+    Array.prototype.forEach.call(document.querySelectorAll(".dbrain-tabs a"), function (a) {
+      a.setAttribute("aria-current", a === tab ? "true" : "false");
+    });
+  });
+
+  // The custom freshness range shows only when "Custom range" is chosen.
+  function syncRange() {
+    var select = document.getElementById("dbrain-freshness");
+    var range = document.querySelector(".dbrain-range");
+    if (select && range) {
+      range.hidden = select.value !== "custom";
+    }
+  }
+  document.addEventListener("change", function (event) {
+    if (event.target && event.target.id === "dbrain-freshness") {
+      syncRange();
+    }
+  });
+  document.addEventListener("DOMContentLoaded", syncRange);
+
+  function say(text, failed) {
+    var status = document.querySelector(".dbrain-status");
+    if (status) {
+      status.textContent = text;
+      status.classList.toggle("dbrain-status-failed", Boolean(failed));
+    }
+  }
+
+  async function postInPlace(form, body) {
+    var response = await fetch(form.action, {
+      method: "POST",
+      body: body,
+      headers: { accept: "application/json" },
+      credentials: "same-origin"
+    });
+    var reply = await response.json();
+    if (!response.ok || !reply.ok) {
+      throw new Error(reply.error || "HTTP " + response.status);
+    }
+    return reply;
+  }
+
+  function rowFor(key) {
+    var rows = document.querySelectorAll(".dbrain-row");
+    for (var i = 0; i < rows.length; i++) {
+      if (rows[i].dataset.sourceKey === key) {
+        return rows[i];
+      }
+    }
+    return null;
+  }
+
+  function showMark(key, value) {
+    var row = rowFor(key);
+    if (!row) {
+      return;
+    }
+    Array.prototype.forEach.call(row.querySelectorAll(".dbrain-mark"), function (button) {
+      var on = button.dataset.value === value;
+      button.classList.toggle("dbrain-mark-on", on);
+      button.setAttribute("aria-pressed", on ? "true" : "false");
+    });
+    var menu = row.querySelector(".dbrain-more-marks");
+    if (menu) {
+      menu.open = false;
+    }
+  }
+
+  function showRefinement(refinement) {
+    var section = document.querySelector(".dbrain-refine");
+    if (!section || !refinement) {
+      return;
+    }
+    section.querySelector(".dbrain-refined-query").textContent = refinement.refined_query;
+    section.querySelector(".dbrain-refined-terms").textContent = refinement.added_terms.length
+      ? "(adds " + refinement.added_terms.join(", ") + ")"
+      : "(no new words yet)";
+    section.hidden = false;
+  }
+
+  function showPromoted(result) {
+    var row = rowFor(result.source_key);
+    var controls = row && row.querySelector(".dbrain-promote-row");
+    if (!controls) {
+      return;
+    }
+    var done = document.createElement("p");
+    done.className = "dbrain-promoted";
+    done.appendChild(document.createTextNode("In your brain now: "));
+    var link = document.createElement("a");
+    link.href = result.row_url;
+    var code = document.createElement("code");
+    code.textContent = result.local_source_key;
+    link.appendChild(code);
+    done.appendChild(link);
+    if (result.fetch === "failed") {
+      var note = document.createElement("span");
+      note.className = "dbrain-note";
+      note.textContent = " (the page could not be fetched: kept the provider's text; dbrain will retry)";
+      done.appendChild(note);
+    }
+    controls.replaceWith(done);
+  }
+
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    var feedback = form.id === "dbrain-feedback";
+    var promote = form.classList && form.classList.contains("dbrain-promote-form");
+    if ((!feedback && !promote) || !window.fetch) {
+      return;
+    }
+    event.preventDefault();
+    var submitter = event.submitter;
+    var body = new URLSearchParams(new FormData(form, submitter)); // before disabling it
+    // Whatever changes above it, the row acted on stays where it is on the screen.
+    var anchor = (submitter && submitter.closest(".dbrain-row")) || submitter || form;
+    var top = anchor.getBoundingClientRect().top;
+    if (submitter) {
+      submitter.disabled = true;
+    }
+    postInPlace(form, body)
+      .then(function (reply) {
+        if (feedback) {
+          reply.feedback.forEach(function (mark) {
+            showMark(mark.key, mark.value);
+          });
+          showRefinement(reply.refinement);
+          say("Saved your mark.");
+        } else {
+          reply.results.forEach(showPromoted);
+          say(reply.results.map(function (r) { return r.message; }).join(" "));
+        }
+      })
+      .catch(function (error) {
+        say((feedback ? "Mark not saved: " : "Nothing promoted: ") + error.message, true);
+      })
+      .finally(function () {
+        if (submitter) {
+          submitter.disabled = false;
+        }
+        if (anchor.isConnected) {
+          window.scrollBy(0, anchor.getBoundingClientRect().top - top);
+        }
+      });
   });
 })();

@@ -1,0 +1,184 @@
+"""What the page says about a pack, in words for people (pure functions).
+
+The pack keeps the machine's account (lanes, bm25, RRF); the page tells the same facts as
+sentences: "matched 3 of 3 words", "found by Brave at rank 2", "in your brain since
+2026-03-15". Keys and scores are still there, last, for those who look.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+Row = Mapping[str, Any]
+ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
+FEW_WORDS = 0.5  # a web row holding fewer than half the question's words says so
+
+
+def plural(count: int, word: str, many: str = "") -> str:
+    return f"{count} {word if count == 1 else many or word + 's'}"
+
+
+def ordinal(n: int) -> str:
+    return ORDINAL.get(n if n % 100 not in (11, 12, 13) else 0, f"{n}th")
+
+
+def names(labels: Mapping[str, str], providers: Sequence[str]) -> str:
+    shown = [labels.get(p, p) for p in providers]
+    return " and ".join(shown) if len(shown) < 3 else ", ".join(shown[:-1]) + " and " + shown[-1]
+
+
+def word_match(row: Row) -> str:
+    """ "matches 3 of 3 words" (or the one word, or none of them)."""
+    matched = len(row["retrieval"]["matched_terms"])
+    total = matched + len(row["retrieval"]["missing_terms"])
+    if not total:
+        return ""
+    return (
+        f"matches {matched} of {plural(total, 'word')}"
+        if total > 1
+        else ("matches the word" if matched else "does not contain the word")
+    )
+
+
+def few_words(row: Row) -> bool:
+    """A web row that holds fewer than half of the question's words."""
+    matched = len(row["retrieval"]["matched_terms"])
+    total = matched + len(row["retrieval"]["missing_terms"])
+    return total > 1 and matched / total < FEW_WORDS
+
+
+def why(row: Row, labels: Mapping[str, str]) -> list[str]:
+    """Why a row is here, one short sentence each, in the order people ask."""
+    said: list[str] = []
+    for lane in row["retrieval"]["lanes"]:
+        name = lane["name"]
+        if name == "exact_lookup":
+            said.append(f"the question names it exactly (its {lane.get('field', 'key')})")
+        elif name == "lexical":
+            table = "items" if lane.get("table") == "items_fts" else "sources"
+            how = (
+                " (some of the words: no row had them all)"
+                if lane.get("query") == "relaxed"
+                else ""
+            )
+            said.append(f"{ordinal(lane['rank'])} best match among your {table}{how}")
+        elif name == "external_search":
+            where = "your brain's copy" if lane.get("store") == "local" else "this page"
+            cached = ", from the cache" if lane.get("cached") else ""
+            provider = labels.get(lane["provider"], lane["provider"])
+            said.append(f"{provider} found {where} at rank {lane['rank']}{cached}")
+    match = word_match(row)
+    if match:
+        missing = row["retrieval"]["missing_terms"]
+        said.append(match + (f"; not: {', '.join(missing)}" if missing else ""))
+    if row.get("origin") == "dbrain_corpus" and row.get("saved_at"):
+        said.append(f"in your brain since {str(row['saved_at'])[:10]}")
+    if row.get("published_at"):
+        said.append(f"published {str(row['published_at'])[:10]}")
+    return said
+
+
+def counts_line(pack: Row, labels: Mapping[str, str]) -> str:
+    """ "Brain: 10 · Web: 5 (Brave, Exa)" — the same numbers the lists below hold."""
+    line = f"Brain: {len(pack['evidence'])}"
+    web = pack["external_search"]
+    if web.get("ran"):
+        providers = ", ".join(labels.get(p, p) for p in web["providers"]) or "no provider answered"
+        line += f" · Web: {len(pack['external_evidence'])} ({providers})"
+    return line
+
+
+def missing_words(pack: Row) -> list[str]:
+    """The question's words that none of the top rows mention (what the verdict lacks)."""
+    if pack["judge"]["verdict"] == "enough_evidence":
+        return []
+    return list(pack["judge"]["inputs"].get("missing_terms_in_top_rows", []))
+
+
+def matches_note(pack: Row) -> str:
+    """How many rows mention the words, against how many are shown."""
+    coverage = pack["coverage"]
+    items, sources = coverage["item_text_matches"], coverage["source_text_matches"]
+    mentioned = items + sources
+    shown = len(pack["evidence"])
+    if not mentioned or mentioned <= shown:
+        return ""
+    return (
+        f"{plural(items, 'item')} and {plural(sources, 'source')} mention these words; "
+        f"the best {shown} are shown."
+    )
+
+
+def spaced(value: Any) -> str:
+    """``weak_evidence`` -> ``weak evidence``."""
+    return str(value or "").replace("_", " ")
+
+
+def _event_summary(name: str, data: Mapping[str, Any], labels: Mapping[str, str]) -> str:
+    provider = labels.get(data.get("provider", ""), data.get("provider", ""))
+    if name == "query_plan_built":
+        words = ", ".join(data.get("query_terms") or []) or "no words to search"
+        return f"Question read as: {words}"
+    if name == "local_search_completed":
+        rows = len(data.get("rows", []))
+        how = " (rows with some of the words)" if data.get("query_mode") == "relaxed" else ""
+        return f"Searched your brain: {plural(rows, 'row')}{how}"
+    if name == "judge":
+        return (
+            f"Verdict: {str(data.get('verdict', '')).replace('_', ' ')}. {data.get('message', '')}"
+        )
+    if name == "external_search_skipped":
+        return f"Web not searched ({str(data.get('reason', '')).replace('_', ' ')})"
+    if name == "external_query_built":
+        return f"Asked {provider}: “{data.get('query', '')}”"
+    if name == "external_provider_request":
+        return f"Request to {provider}" + (
+            " (answered from the cache)" if data.get("cached") else ""
+        )
+    if name == "external_provider_response":
+        return f"{provider} answered: {plural(int(data.get('results') or 0), 'result')}"
+    if name == "external_result_deduped":
+        return f"Merge: {spaced(data.get('decision'))} {data.get('url', '')}"
+    if name == "external_evidence_selected":
+        return f"Kept {plural(len(data.get('rows', [])), 'web row')}"
+    if name == "external_merge_completed":
+        web = plural(int(data.get("external_rows") or 0), "web row")
+        credited = plural(int(data.get("local_rows_credited") or 0), "brain row")
+        return f"Merged: {web}, {credited} also found on the web"
+    if name == "answer_synthesized":
+        return (
+            f"Answer written ({data.get('synthesizer', '')}): "
+            f"{plural(int(data.get('sentences') or 0), 'sentence')}, {data.get('status', '')}"
+        )
+    if name == "answer_verified":
+        cited = data.get("citations", {})
+        return (
+            f"Citations checked: {len(cited.get('local', []))} brain, "
+            f"{len(cited.get('external', []))} web, "
+            f"{len(data.get('rejected_citations', []))} removed, "
+            f"{len(data.get('unsupported_sentences', []))} unsupported sentence(s)"
+        )
+    if name == "evidence_selected":
+        local, web = data.get("local", 0), data.get("external", 0)
+        return f"Evidence: {local} from your brain, {web} from the web"
+    return name.replace("_", " ")
+
+
+def timeline(trace: Row, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+    """The run's events as people read them: when (ms after the start) and what happened."""
+
+    def moment(stamp: str) -> datetime:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+    started = moment(trace["started_at"])
+    return [
+        {
+            "offset_ms": round((moment(e["at"]) - started).total_seconds() * 1000),
+            "name": e["name"],
+            "summary": _event_summary(e["name"], e["data"], labels),
+            "data": e["data"],
+        }
+        for e in trace["events"]
+    ]
