@@ -349,7 +349,12 @@ async def test_fetch_extracts_text_and_refuses_private_addresses(
         response = await post_json(
             ds, {"run_id": pack["run_id"], "source_keys": [row["source_key"]], "fetch": True}
         )
-        assert response.json()["results"][0]["status"] == "created"
+        result = response.json()["results"][0]
+        assert result["status"] == "created"
+        assert result["fetch"] == ("fetched" if allowed else "failed")
+        assert result["message"].startswith(f"Added “{result['title']}” as ")
+        retry = "The page could not be fetched: kept the provider's text; dbrain will retry."
+        assert (retry in result["message"]) is not allowed
         (source,) = brain_rows(
             brain[0],
             "select * from sources where source_key = ?",
