@@ -9,7 +9,7 @@ import re
 import urllib.parse
 
 from .conftest import actor_cookies, make_datasette
-from .test_promote import csrf
+from .test_promote import csrf, promoting_ds
 from .test_web_search import ask, provider_requests, web_ds
 
 
@@ -69,7 +69,7 @@ async def test_custom_freshness_range_reaches_the_provider(brain, fake):
 
 
 async def test_no_js_promotion_and_marks_land_on_the_saved_run(brain, fake):
-    ds = await web_ds(brain, fake)
+    ds = await promoting_ds(brain, fake)
     root = actor_cookies(ds, "root")
     page = await get_page(ds, q="lattice qcd", external="always")
     nexts = re.findall(r'name="next" value="([^"]+)"', page)
