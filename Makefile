@@ -17,7 +17,7 @@ CHROMIUM ?= /usr/bin/chromium
 # The page's 👍 / 👎 need a colour emoji font to show in the screenshots.
 EMOJI_FONT := /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
 
-.PHONY: demo test test-stable test-alpha lint bench eval clean browser-deps
+.PHONY: demo demo-reset test test-stable test-alpha lint bench eval clean browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -48,6 +48,11 @@ demo: $(VENV)/.installed demo/brain.db
 	trap 'kill $$fake 2>/dev/null' EXIT INT TERM; \
 	$(DEMO_KEYS) $(VENV)/bin/datasette serve demo/brain.db \
 		--metadata metadata.yml --host 127.0.0.1 --port $(PORT) --root
+
+# Promotions write into demo/brain.db; this puts the demo brain (and its runs) back as built.
+demo-reset: $(VENV)/.installed
+	rm -f demo/brain.db demo/brain.db-wal demo/brain.db-shm demo/research_runs.db*
+	$(VENV)/bin/datasette dbrain-demo demo/brain.db --force
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

@@ -190,6 +190,15 @@ def test_layout_at_375px_and_keyboard(page, server):
     assert page.evaluate("document.activeElement.textContent") == first_title
     page.goto(server["url"] + "/-/research/runs")
     no_horizontal_overflow(page)
+    cell = page.locator('.dbrain-runs td[data-label="Verdict"]').first
+    label = cell.evaluate("el => getComputedStyle(el, '::before').content")
+    assert label == '"Verdict"'  # each cell says what it is on a phone
+    shot(page, "runs-375.png")
+    page.select_option("#runs-web", "yes")
+    page.click(".dbrain-run-filters button")
+    page.wait_for_url(re.compile(r"web=yes"))
+    webbed = page.locator('.dbrain-runs td[data-label="Web rows"]').all_inner_texts()
+    assert webbed and "–" not in webbed  # only runs that searched the web
     page.locator(".dbrain-runs a").first.click()
     assert "research_trace.v1 JSON" in page.inner_text("body")
     evidence = page.locator("#dbrain-evidence").bounding_box()

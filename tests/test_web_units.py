@@ -297,3 +297,11 @@ async def test_parallel_results_keep_the_configured_provider_order():
     assert [h.provider for h in outcome.hits] == ["slow", "fast"]
     assert outcome.providers_answered == ["slow", "fast"]
     assert [q["provider"] for q in outcome.queries] == ["slow", "fast"]
+
+
+def test_a_missing_key_names_the_variable_the_readme_uses():
+    from datasette_dbrain_websearch.providers.brave import BraveProvider
+    from datasette_dbrain_websearch.providers.exa import ExaProvider
+
+    assert '"$env": "BRAVE_SEARCH_API_KEY"' in BraveProvider().unavailable_reason({})
+    assert '"$env": "EXA_API_KEY"' in ExaProvider().unavailable_reason({})

@@ -168,13 +168,14 @@ class Provider:
     requires_api_key: ClassVar[bool] = False
     requires_base_url: ClassVar[bool] = False
     default_base_url: ClassVar[str] = ""
+    key_env: ClassVar[str] = ""  # the environment variable the README and messages suggest
 
     def unavailable_reason(self, options: Mapping[str, Any]) -> str | None:
         """Why this provider cannot run with this config block, or None when it can."""
         if self.requires_api_key and not options.get("api_key"):
             return (
                 f"no API key: set external_search.{self.name}.api_key "
-                f'(e.g. {{"$env": "{self.name.upper()}_API_KEY"}})'
+                f'(e.g. {{"$env": "{self.key_env or self.name.upper() + "_API_KEY"}"}})'
             )
         if self.requires_base_url and not (options.get("base_url") or self.default_base_url):
             return f"no base_url: set external_search.{self.name}.base_url"

@@ -37,6 +37,7 @@ class BraveProvider(Provider):
     capabilities: ClassVar[Capabilities] = Capabilities(freshness=True, highlights=True)
     requires_api_key: ClassVar[bool] = True
     default_base_url: ClassVar[str] = "https://api.search.brave.com/res/v1"
+    key_env: ClassVar[str] = "BRAVE_SEARCH_API_KEY"
 
     def unavailable_reason(self, options: Mapping[str, Any]) -> str | None:
         if options.get("endpoint", "llm_context") not in ENDPOINTS:
