@@ -26,6 +26,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .display import plural
 from .fts import NEGATIONS, RAW_OPERATORS, STOP_WORDS, stem, trim_token
 
 FEEDBACK_VALUES = ("more", "less", "relevant", "irrelevant", "unsure")
@@ -384,7 +385,7 @@ def refine_query(pack: dict, marks: list[dict[str, str]], max_terms: int = MAX_A
         if len(added) < max_terms:
             added.append(c["term"])
             rows = sum(1 for s in c["sources"] if MARK_STRENGTH[s["mark"]] > 0)
-            c["reason"] = f"added: from {rows} row(s) marked more/relevant"
+            c["reason"] = f"added: from {plural(rows, 'row')} marked more/relevant"
         else:
             c["reason"] = f"not added: below the best {max_terms}"
     original = str(pack.get("question") or plan.get("text_query") or "").strip()

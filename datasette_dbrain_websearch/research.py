@@ -17,6 +17,7 @@ from typing import Any
 from .answer import AnswerAccess, Passage, answer_stage, disabled
 from .brain import Filters, Hit, LocalResult, passage_text, retrieve, sources_by_url
 from .config import FRESHNESS_RE, MODES, Settings
+from .display import plural
 from .errors import ResearchError
 from .external import ALL, ExternalRequest, WebStage, decide, is_current_state, web_query
 from .fts import QueryPlan, plan_query
@@ -301,13 +302,13 @@ async def research(
     surfaced = len(credited)
     if surfaced:
         verdict_dict["message"] += (
-            f" The web search pointed to {surfaced} more page(s) already in your brain "
+            f" The web search pointed to {plural(surfaced, 'more page')} already in your brain "
             '(marked "also found by").'
         )
     if not local.hits and web_part["external_search"]["ran"]:
         found = len(web_part["external_evidence"])
         verdict_dict["message"] += (
-            f" The web search found {found} row(s) outside your brain."
+            f" The web search found {plural(found, 'row')} outside your brain."
             if found
             else " The web search found nothing usable outside your brain (see warnings)."
         )

@@ -87,6 +87,7 @@ def test_web_search_promote_in_place_and_find_it_locally(page, server):
     # In place: same page, the row where it was on the screen, no second search saved.
     assert page.url == url and abs(screen_top(first) - top) <= 1
     assert saved_runs(server) == runs
+    shot(page, "promoted-in-place-1280.png", full_page=False)
     # Ask again: the promoted page is now a local dbrain source, found by local search.
     page.goto(server["url"] + "/-/research?q=lattice+qcd&external=always")
     local = page.locator(f".dbrain-row-source[data-source-key='{key}']")
@@ -116,6 +117,7 @@ def test_marks_change_the_row_in_place(page, server):
     assert page.locator(".dbrain-refine").is_visible()
     assert page.url == url and abs(screen_top(row) - top) <= 1
     assert saved_runs(server) == runs
+    shot(page, "marked-in-place-1280.png", full_page=False)
     assert page.console_errors == []
 
 
@@ -136,8 +138,14 @@ def test_web_tab_in_the_first_viewport_filters_the_list(page, server):
 
 
 def test_search_the_web_in_one_click(page, server):
+    page.set_viewport_size({"width": 375, "height": 800})
     page.goto(server["url"] + "/-/research?q=lattice+qcd")
     button = page.locator(".dbrain-web-offer a.dbrain-button")
+    box = button.bounding_box()
+    assert box and box["y"] + box["height"] <= 800  # the way out is on the first screen
+    shot(page, "no-evidence-375.png", full_page=False)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    shot(page, "no-evidence-1280.png", full_page=False)
     assert button.inner_text() == "Search the web"
     button.click()
     page.wait_for_load_state()
@@ -188,7 +196,11 @@ def test_layout_at_375px_and_keyboard(page, server):
     page.keyboard.press("j")
     page.keyboard.press("k")
     assert page.evaluate("document.activeElement.textContent") == first_title
+    page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(server["url"] + "/-/research/runs")
+    shot(page, "runs-1280.png", full_page=False)
+    page.set_viewport_size({"width": 375, "height": 800})
+    page.reload()
     no_horizontal_overflow(page)
     cell = page.locator('.dbrain-runs td[data-label="Verdict"]').first
     label = cell.evaluate("el => getComputedStyle(el, '::before').content")
@@ -208,3 +220,17 @@ def test_layout_at_375px_and_keyboard(page, server):
     no_horizontal_overflow(page)
     shot(page, "run-375.png")
     assert page.console_errors == []
+
+
+def test_anonymous_visitor_is_told_how_to_search_the_web(browser, server):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = context.new_page()
+        page.goto(server["url"] + "/-/research?q=lattice+qcd")
+        offer = page.locator(".dbrain-web-offer")
+        assert "Sign in to search the web too" in offer.inner_text()
+        assert page.locator(".dbrain-web-offer a.dbrain-button").count() == 0
+        assert page.locator('input[name="external"]').count() == 0  # no choice it may not make
+        shot(page, "anonymous-1280.png", full_page=False)
+    finally:
+        context.close()

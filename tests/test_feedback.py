@@ -341,7 +341,7 @@ def test_refine_adds_terms_from_relevant_rows_only():
         {"source_key": "R0", "mark": "relevant"},
         {"source_key": "R1", "mark": "more"},
     ]
-    assert terms["porter"]["reason"] == "added: from 2 row(s) marked more/relevant"
+    assert terms["porter"]["reason"] == "added: from 2 rows marked more/relevant"
     left = [c for c in out["candidates"] if not c["suppressed"]][MAX_ADDED_TERMS:]
     assert left
     assert all(c["reason"] == "not added: below the best 4" for c in left)
