@@ -87,6 +87,7 @@ bench: $(VENV)/.installed
 	$(VENV)/bin/python bench/bench_research.py
 	$(VENV)/bin/python bench/bench_web.py
 	$(VENV)/bin/python bench/bench_answer.py
+	$(VENV)/bin/python bench/bench_load.py
 
 clean:
 	rm -rf $(VENV) $(VENV_ALPHA) demo/brain.db .pytest_cache

@@ -21,6 +21,7 @@ def startup(datasette: Any) -> Any:
 
 @hookimpl
 def register_routes(datasette: Any) -> list:
+    from .usage import usage_view
     from .views import (
         feedback_view,
         promote_view,
@@ -34,9 +35,10 @@ def register_routes(datasette: Any) -> list:
         (r"^/-/research(?P<format>\.json)?$", research_view),
         (r"^/-/research/promote$", promote_view),
         (r"^/-/research/stream$", stream_view),
-        (r"^/-/research/runs/(?P<run_id>[0-9T.Z]+-[0-9a-f]{12})/feedback$", feedback_view),
-        (r"^/-/research/runs$", runs_view),
-        (r"^/-/research/runs/(?P<run_id>[0-9T.Z]+-[0-9a-f]{12})(?P<format>\.json)?$", run_view),
+        (r"^/-/research/runs/(?P<run_id>[0-9T.Z]+-[0-9a-f]{12,64})/feedback$", feedback_view),
+        (r"^/-/research/runs(?P<format>\.json)?$", runs_view),
+        (r"^/-/research/usage(?P<format>\.json)?$", usage_view),
+        (r"^/-/research/runs/(?P<run_id>[0-9T.Z]+-[0-9a-f]{12,64})(?P<format>\.json)?$", run_view),
         (r"^/(?P<database>[^/]+)/-/research(?P<format>\.json)?$", research_view),
         (r"^/(?P<database>[^/]+)/-/research/stream$", stream_view),
     ]
@@ -85,3 +87,10 @@ def register_llm_purposes(datasette: Any) -> list:
     from .answer.model import llm_purposes
 
     return llm_purposes()
+
+
+@hookimpl
+def asgi_wrapper(datasette: Any) -> Any:
+    from .views import forms_never_500
+
+    return forms_never_500

@@ -14,19 +14,24 @@ nothing else was found. Deliberate differences:
   columns only when the question could be a URL or a path (ordinary questions stay cheap);
 - dbrain's ``LIKE '%q%'`` fallback is left out: it scans every row (seconds on a large brain),
   and the relaxed OR query covers partial matches.
+
+A run's queries share one ``TimeBudget`` (its ``time_limit_ms``); a brain another program has
+locked, or whose file was replaced, becomes a clear 503 (``brief_busy_wait``,
+``check_unchanged``), never a 500, a long wait or stale answers.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import time
-from collections.abc import Iterable
+import weakref
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
-from datasette.utils import sqlite_timelimit
-
-from .errors import ResearchError
+from .errors import ResearchError, brain_gone, is_busy, sqlite_error
 from .fts import QueryPlan, matched_terms, min_relaxed_coverage
 from .merge import rrf
 from .urls import source_key, try_normalize_url
@@ -410,9 +415,11 @@ def retrieve(
     plan: QueryPlan,
     filters: Filters,
     limit: int,
-    time_limit_ms: int,
 ) -> LocalResult:
-    """Run exact lookup, strict FTS, relaxed fallback; fuse, order and hydrate the top rows."""
+    """Run exact lookup, strict FTS, relaxed fallback; fuse, order and hydrate the top rows.
+
+    The run's ``TimeBudget`` bounds it (and maps SQLite errors) around the call.
+    """
     started = time.perf_counter()
     timings: dict[str, float] = {}
     warnings: list[dict[str, str]] = []
@@ -428,62 +435,52 @@ def retrieve(
         timings[name] = round((now - since) * 1000, 3)
         return now
 
-    try:
-        with sqlite_timelimit(conn, time_limit_ms):
-            exact = [] if plan.syntax == "raw" else _exact(conn, question, kinds, filters, shape)
-            for hit in exact:
-                hits[hit.key] = hit
-            mark = lap("exact", started)
-            lanes, errors = (
-                _run_lanes(conn, plan.fts_query, kinds, filters, shape, depth)
-                if plan.searchable
-                else ({}, [])
+    exact = [] if plan.syntax == "raw" else _exact(conn, question, kinds, filters, shape)
+    for hit in exact:
+        hits[hit.key] = hit
+    mark = lap("exact", started)
+    lanes, errors = (
+        _run_lanes(conn, plan.fts_query, kinds, filters, shape, depth)
+        if plan.searchable
+        else ({}, [])
+    )
+    mark = lap("fts", mark)
+    if errors and len(errors) == len(kinds):
+        raise ResearchError(f"FTS5 query error: {errors[0][1]}", code="fts_query_error")
+    for kind, message in errors:
+        warnings.append(
+            {
+                "code": "fts_query_error",
+                "message": f"{FTS_TABLE[kind]} rejected the query: {message}",
+            }
+        )
+    for kind, (_, total) in lanes.items():
+        matches[kind] = total
+    ranked_lanes = {k: v[0] for k, v in lanes.items()}
+    if not any(ranked_lanes.values()) and not hits and plan.relaxed_query:
+        ranked_lanes = _relaxed(conn, plan, kinds, filters, shape, depth, hits)
+        if any(ranked_lanes.values()):
+            mode = "relaxed"
+            matches = {k: len(v) for k, v in ranked_lanes.items()}
+            warnings.append(
+                {
+                    "code": "relaxed_query",
+                    "message": "No row matched every term; showing rows that match "
+                    f"at least {min_relaxed_coverage(plan.query_terms)} of them.",
+                }
             )
-            mark = lap("fts", mark)
-            if errors and len(errors) == len(kinds):
-                raise ResearchError(f"FTS5 query error: {errors[0][1]}", code="fts_query_error")
-            for kind, message in errors:
-                warnings.append(
-                    {
-                        "code": "fts_query_error",
-                        "message": f"{FTS_TABLE[kind]} rejected the query: {message}",
-                    }
-                )
-            for kind, (_, total) in lanes.items():
-                matches[kind] = total
-            ranked_lanes = {k: v[0] for k, v in lanes.items()}
-            if not any(ranked_lanes.values()) and not hits and plan.relaxed_query:
-                ranked_lanes = _relaxed(conn, plan, kinds, filters, shape, depth, hits)
-                if any(ranked_lanes.values()):
-                    mode = "relaxed"
-                    matches = {k: len(v) for k, v in ranked_lanes.items()}
-                    warnings.append(
-                        {
-                            "code": "relaxed_query",
-                            "message": "No row matched every term; showing rows that match "
-                            f"at least {min_relaxed_coverage(plan.query_terms)} of them.",
-                        }
-                    )
-                mark = lap("relaxed", mark)
-            _rank_lanes(ranked_lanes, mode, hits)
-            ordered = sorted(hits.values(), key=_order)[:limit]
-            hydrate(conn, ordered, shape)
-            ordered.sort(key=_order)
-            for hit in ordered:
-                if hit.mode == "strict":
-                    hit.matched = list(plan.query_terms)
-                elif not hit.matched:
-                    texts = searchable_texts(hit.kind, hit.row)
-                    hit.matched = matched_terms(plan.query_terms, texts)
-            lap("hydrate", mark)
-    except sqlite3.OperationalError as exc:
-        if "interrupted" in str(exc):
-            raise ResearchError(
-                f"The search took longer than {time_limit_ms} ms and was stopped; "
-                "try more specific terms or filters.",
-                code="time_limit",
-            ) from exc
-        raise ResearchError(f"SQLite error: {exc}", code="sqlite_error") from exc
+        mark = lap("relaxed", mark)
+    _rank_lanes(ranked_lanes, mode, hits)
+    ordered = sorted(hits.values(), key=_order)[:limit]
+    hydrate(conn, ordered, shape)
+    ordered.sort(key=_order)
+    for hit in ordered:
+        if hit.mode == "strict":
+            hit.matched = list(plan.query_terms)
+        elif not hit.matched:
+            texts = searchable_texts(hit.kind, hit.row)
+            hit.matched = matched_terms(plan.query_terms, texts)
+    lap("hydrate", mark)
     timings["local"] = round((time.perf_counter() - started) * 1000, 3)
     return LocalResult(
         hits=ordered,
@@ -511,7 +508,7 @@ def _run_lanes(
         try:
             lanes[kind] = _lane(conn, kind, match, filters, shape, depth)
         except sqlite3.OperationalError as exc:
-            if "interrupted" in str(exc):
+            if "interrupted" in str(exc) or is_busy(exc):
                 raise
             errors.append((kind, str(exc)))
     return lanes, errors
@@ -581,3 +578,120 @@ def sources_by_url(
     for hit, row in zip(hits, rows, strict=True):
         held[row[1]] = hit
     return held
+
+
+T = TypeVar("T")
+ExecuteFn = Callable[[Callable[[sqlite3.Connection], Any]], Awaitable[Any]]
+BUSY_WAIT_MS = 1000  # how long a query waits for another program's lock (Datasette's: 5 s)
+
+
+@contextmanager
+def brief_busy_wait(conn: sqlite3.Connection, database: str) -> Iterator[None]:
+    """Wait at most ``BUSY_WAIT_MS`` for a lock another program holds, and turn SQLite's errors
+    into ResearchErrors (a busy brain is a 503 with Retry-After, never a 500 or a long hang).
+
+    The connection is Datasette's, shared with its own pages, so its busy timeout is restored.
+    """
+    previous = conn.execute("pragma busy_timeout").fetchone()[0]
+    conn.execute(f"pragma busy_timeout = {BUSY_WAIT_MS}")
+    try:
+        yield
+    except sqlite3.Error as exc:
+        raise sqlite_error(exc, database) from exc
+    finally:
+        conn.execute(f"pragma busy_timeout = {previous}")
+
+
+@dataclass
+class TimeBudget:
+    """The run's ``time_limit_ms``, shared by every local query of the run.
+
+    Each query may use what the earlier ones left, so the limit covers the run's whole local
+    search (retrieval, then the lookup of web results the brain holds) rather than each query.
+    Time spent on the web between them is not charged: a slow provider must not use up the
+    brain's share.
+    """
+
+    limit_ms: int
+    database: str
+    spent_ms: float = 0.0
+
+    def exceeded(self) -> ResearchError:
+        return ResearchError(
+            f"The search took longer than {self.limit_ms} ms and was stopped; "
+            "try more specific terms or filters.",
+            code="time_limit",
+        )
+
+    def run(self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` on the connection until the budget is spent (SQLite progress handler)."""
+        left_s = (self.limit_ms - self.spent_ms) / 1000
+        if left_s <= 0:
+            raise self.exceeded()
+        started = time.perf_counter()
+        deadline = started + left_s
+        conn.set_progress_handler(lambda: int(time.perf_counter() > deadline), 1000)
+        try:
+            with brief_busy_wait(conn, self.database):
+                try:
+                    return fn(conn)
+                except sqlite3.OperationalError as exc:
+                    if "interrupted" in str(exc):
+                        raise self.exceeded() from exc
+                    raise
+        finally:
+            conn.set_progress_handler(None, 1000)
+            self.spent_ms += (time.perf_counter() - started) * 1000
+
+    def bind(self, execute_fn: ExecuteFn) -> ExecuteFn:
+        """``execute_fn`` with every call charged to this budget."""
+
+        async def bounded(fn: Callable[[sqlite3.Connection], Any]) -> Any:
+            return await execute_fn(lambda conn: self.run(conn, fn))
+
+        return bounded
+
+
+# The file identity (device, inode) each brain had when the plugin first saw it, by Database
+# object (two Datasettes may serve the same path).
+_OPENED: weakref.WeakKeyDictionary[Any, tuple[int, int]] = weakref.WeakKeyDictionary()
+
+
+def check_unchanged(db: Any) -> None:
+    """Refuse (503) a brain whose file was deleted or replaced since it was first seen.
+
+    Datasette keeps its connections open on the file it opened: after ``mv new.db brain.db``
+    they would go on reading the old, unlinked file, and writes would fail with "attempt to
+    write a readonly database". Only a restart (or reload) opens the new file.
+    """
+    if getattr(db, "is_memory", False) or not getattr(db, "path", None):
+        return
+    try:
+        found = os.stat(db.path)
+    except OSError as exc:
+        raise brain_gone(db.name) from exc
+    identity = (found.st_dev, found.st_ino)
+    if _OPENED.setdefault(db, identity) != identity:
+        raise brain_gone(db.name)
+
+
+def reader(db: Any) -> ExecuteFn:
+    """How the plugin queries a brain Datasette serves: refused (503) once its file was replaced
+    or deleted, and each query waits only briefly for another program's lock."""
+
+    async def execute(fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        check_unchanged(db)
+
+        def bounded(conn: sqlite3.Connection) -> Any:
+            with brief_busy_wait(conn, db.name):
+                return fn(conn)
+
+        return await db.execute_fn(bounded)
+
+    return execute
+
+
+def table_names(conn: sqlite3.Connection) -> list[str]:
+    """The tables, read on the given connection (not Datasette's ``table_names``) so brain
+    discovery goes through ``reader``'s bounded wait and file check."""
+    return [r[0] for r in conn.execute("select name from sqlite_master where type = 'table'")]

@@ -17,12 +17,14 @@ RESEARCH = "dbrain-research"
 EXTERNAL = "dbrain-external-search"
 PROMOTE = "dbrain-promote"
 LLM_ANSWER = "dbrain-llm-answer"
+USAGE = "dbrain-view-usage"
 
 ACTIONS = {
     RESEARCH: "Search a dbrain brain and read its research page and JSON API",
     EXTERNAL: "Let a research run call web search providers (Brave, Exa, SearXNG, ...)",
     PROMOTE: "Write chosen web results into a brain as dbrain sources",
     LLM_ANSWER: "Let a research run send its evidence to a language model to write the answer",
+    USAGE: "See the web search providers' calls, errors and estimated spend",
 }
 
 
@@ -51,6 +53,7 @@ def actions() -> list[Any]:
         Action(name=EXTERNAL, description=ACTIONS[EXTERNAL]),
         Action(name=PROMOTE, description=ACTIONS[PROMOTE]),
         Action(name=LLM_ANSWER, description=ACTIONS[LLM_ANSWER]),
+        Action(name=USAGE, description=ACTIONS[USAGE]),
     ]
 
 
@@ -72,9 +75,10 @@ GRANTS = {EXTERNAL: external_granted, LLM_ANSWER: llm_answer_granted}
 PLUGIN_DB_ACTIONS = ("view-database", "view-table", "view-query", "execute-sql")
 
 
-def may_view_plugin_database(datasette: Any, actor: dict | None) -> bool:
-    """The plugin database holds other people's questions and paid web results."""
-    return (actor or {}).get("id") == "root" or external_granted(datasette, actor)
+def may_view_plugin_database(actor: dict | None) -> bool:
+    """The plugin database holds everyone's questions (runs are private to their actor) and
+    paid web results: root only, like the runs list's view of everyone's runs."""
+    return (actor or {}).get("id") == "root"
 
 
 def plugin_database_name(datasette: Any) -> str | None:
@@ -97,7 +101,7 @@ def permission_sql(datasette: Any, actor: dict | None, action: str) -> Any:
         block = "external_search" if action == EXTERNAL else "answer"
         return PermissionSQL.allow(reason=f"{block}.allow in plugin config")
     name = plugin_database_name(datasette)
-    if action in PLUGIN_DB_ACTIONS and name and not may_view_plugin_database(datasette, actor):
+    if action in PLUGIN_DB_ACTIONS and name and not may_view_plugin_database(actor):
         from datasette.permissions import PermissionSQL
 
         return PermissionSQL(
@@ -111,17 +115,17 @@ def permission_sql(datasette: Any, actor: dict | None, action: str) -> Any:
 def legacy_permission(datasette: Any, actor: dict | None, action: str, resource: Any) -> Any:
     """0.65: research wherever the actor may view the database; web search and model answers
     for root and for actors the plugin's ``external_search.allow`` / ``answer.allow`` blocks
-    name; promotion for root."""
+    name; promotion and the usage page for root."""
     if action in GRANTS:
         if (actor or {}).get("id") == "root" or GRANTS[action](datasette, actor):
             return True
         return None
-    if action == PROMOTE:
+    if action in (PROMOTE, USAGE):
         return True if (actor or {}).get("id") == "root" else None
     name = plugin_database_name(datasette)
     if action in PLUGIN_DB_ACTIONS and name:
         database = resource[0] if isinstance(resource, tuple) else resource
-        if database == name and not may_view_plugin_database(datasette, actor):
+        if database == name and not may_view_plugin_database(actor):
             return False
     if action != RESEARCH:
         return None

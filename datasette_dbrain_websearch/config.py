@@ -10,13 +10,23 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
 PLUGIN_NAME = "datasette-dbrain-websearch"
 MODES = ("never", "on_weak", "always")
+# dbrain's plan (seed 000) calls the middle mode by its long name; both are accepted.
+MODE_ALIASES = {"on_weak_local_evidence": "on_weak"}
+
+
+def external_mode(value: str) -> str:
+    """A mode as given by a request or config, with dbrain's long name folded to ``on_weak``."""
+    value = value.strip().lower()
+    return MODE_ALIASES.get(value, value)
+
+
 SYNTHESIZERS = ("extractive", "llm")
 FRESHNESS_RE = re.compile(r"^(pd|pw|pm|py|\d{4}-\d{2}-\d{2}to\d{4}-\d{2}-\d{2})$")
 MAX_EXTERNAL_COUNT = 10
@@ -70,8 +80,14 @@ class _Block:
             raise ConfigError(f"{PLUGIN_NAME}: '{self.name(key)}' must be true or false")
         return value
 
-    def choice(self, key: str, default: str, choices: tuple[str, ...]) -> str:
-        value = self.raw.get(key, default)
+    def choice(
+        self,
+        key: str,
+        default: str,
+        choices: tuple[str, ...],
+        fold: Callable[[Any], Any] = lambda v: v,
+    ) -> str:
+        value = fold(self.raw.get(key, default))
         if value not in choices:
             raise ConfigError(
                 f"{PLUGIN_NAME}: '{self.name(key)}' must be one of {', '.join(choices)}"
@@ -97,6 +113,19 @@ class JudgeThresholds:
 
 
 @dataclass(frozen=True)
+class Budget:
+    """A provider's spending caps (``external_search.budgets.<provider>``); 0 means no cap."""
+
+    daily_calls: int = 0
+    monthly_usd: float = 0.0
+
+
+# List prices of one search (Brave Search and Exa: $5 per 1,000 requests), overridable per
+# provider with ``price_per_call``; a self-hosted SearXNG costs nothing per call.
+PRICE_PER_CALL = {"brave": 0.005, "exa": 0.005}
+
+
+@dataclass(frozen=True)
 class ExternalSettings:
     """The ``external_search`` block. Nothing leaves the machine unless ``enabled``."""
 
@@ -114,11 +143,19 @@ class ExternalSettings:
     max_response_bytes: int = 5 * 1024 * 1024
     allow: Any = None
     fetch_allow_networks: tuple[str, ...] = ()
+    provider_timeout: float = 0.0  # 0: the time left, shared among the providers still to try
+    budgets: Mapping[str, Budget] = field(default_factory=dict)
     provider_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, repr=False)
 
     def options_for(self, provider: str) -> Mapping[str, Any]:
         """A provider's resolved config block (``{}`` when absent)."""
         return self.provider_options.get(provider) or {}
+
+    def price_per_call(self, provider: str) -> float:
+        """The estimated cost of one billed call, for the ledger and ``monthly_usd`` caps."""
+        return float(
+            self.options_for(provider).get("price_per_call", PRICE_PER_CALL.get(provider, 0.0))
+        )
 
     def secrets(self) -> list[str]:
         """Every configured secret value (keys, passwords in base URLs), for redaction."""
@@ -146,6 +183,8 @@ EXTERNAL_KEYS = {
     "max_response_bytes",
     "allow",
     "fetch_allow_networks",
+    "provider_timeout",
+    "budgets",
 }
 
 
@@ -170,7 +209,9 @@ def parse_external(raw: Any) -> ExternalSettings:
         )
     return ExternalSettings(
         enabled=block.bool("enabled", False),
-        default_mode=block.choice("default_mode", "never", MODES),
+        default_mode=block.choice(
+            "default_mode", "never", MODES, fold=lambda v: external_mode(str(v))
+        ),
         providers=providers,
         freshness=freshness,
         count=block.int("count", 5, 1, max_count),
@@ -183,8 +224,36 @@ def parse_external(raw: Any) -> ExternalSettings:
         max_response_bytes=block.int("max_response_bytes", 5 * 1024 * 1024, 1024, 50 * 1024**2),
         allow=allow,
         fetch_allow_networks=_networks(block),
-        provider_options={name: dict(block.raw[name]) for name in provider_names},
+        provider_timeout=block.number("provider_timeout", 0.0, 0.0, 120.0),
+        budgets=_budgets(block.raw.get("budgets")),
+        provider_options={name: _provider_block(block.raw[name], name) for name in provider_names},
     )
+
+
+def _budgets(raw: Any) -> dict[str, Budget]:
+    """``budgets: {brave: {daily_calls: 1000, monthly_usd: 5}}``."""
+    names = set(raw) if isinstance(raw, Mapping) else set()
+    block = _Block(raw, "external_search.budgets", names)
+    budgets = {}
+    for name in block.raw:
+        caps = _Block(
+            block.raw[name], f"external_search.budgets.{name}", {"daily_calls", "monthly_usd"}
+        )
+        budgets[name] = Budget(
+            daily_calls=caps.int("daily_calls", 0, 0, 10_000_000),
+            monthly_usd=caps.number("monthly_usd", 0.0, 0.0, 1_000_000.0),
+        )
+    return budgets
+
+
+def _provider_block(raw: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """A provider's options as given; the keys every provider shares are checked here."""
+    options = dict(raw)
+    if "price_per_call" in options:
+        _Block(options, f"external_search.{name}", set(options)).number(
+            "price_per_call", 0.0, 0.0, 100.0
+        )
+    return options
 
 
 @dataclass(frozen=True)

@@ -792,7 +792,7 @@ def _recorded_web(pack: Mapping[str, Any]) -> dict[str, Any]:
     The trace keeps each provider's first 10 results (URL, title, rank); texts come from the
     web rows the pack kept. Failed providers are replayed as recorded failures.
     """
-    answered = [q["provider"] for q in pack["query_plan"]["external_queries"]]
+    answered = [q["provider"] for q in pack["query_plan"]["external_queries"] if not q.get("error")]
     failed: dict[str, dict[str, str]] = {}
     for warning in pack["warnings"]:
         provider = warning.get("provider")
@@ -818,7 +818,7 @@ def _recorded_web(pack: Mapping[str, Any]) -> dict[str, Any]:
         result["provider"] = "all"
     else:
         result["providers"] = list(failed) + answered
-    queries = pack["query_plan"]["external_queries"]
+    queries = [q for q in pack["query_plan"]["external_queries"] if not q.get("error")]
     if queries:
         params = queries[0]["params"]
         result["external_count"] = params["count"]

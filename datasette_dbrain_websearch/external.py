@@ -20,8 +20,9 @@ from typing import Any
 import certifi
 import httpx
 
-from . import store
+from . import ledger, store
 from .config import ExternalSettings
+from .fetch import public_host
 from .fts import CURRENT_STATE_WORDS, QueryPlan
 from .judge import ENOUGH_EVIDENCE
 from .providers.base import (
@@ -39,6 +40,11 @@ from .providers.base import (
 )
 from .providers.brave import MAX_QUERY_CHARS, MAX_QUERY_WORDS
 from .urls import NormalizedURL, is_web_url, try_normalize_url
+
+BUDGET_EXHAUSTED = "provider_budget_exhausted"
+# A provider's own requests end at its deadline; the stage waits this much longer before
+# cancelling it, so a provider can still return what it has (Exa's results when /contents stalls).
+GRACE = 0.25
 
 ALL = "all"
 CURRENT_STATE_PHRASES = ("as of now", "right now", "this week", "this month")
@@ -82,6 +88,8 @@ class WebOutcome:
     warnings: list[dict[str, str]] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
     rejected_urls: int = 0
+    decisions: list[dict[str, Any]] = field(default_factory=list)
+    ledger: list[dict[str, Any]] = field(default_factory=list)
 
 
 def is_current_state(question: str) -> bool:
@@ -138,18 +146,34 @@ def provider_order(
 
 
 def normalize_hits(
-    provider: str, results: list[WebResult], cached: bool
-) -> tuple[list[ExternalHit], int]:
-    """Canonicalize every URL the dbrain way; URLs dbrain would refuse are dropped and counted."""
+    provider: str,
+    results: list[WebResult],
+    cached: bool,
+    allow_networks: tuple[str, ...] = (),
+) -> tuple[list[ExternalHit], int, list[dict[str, Any]]]:
+    """Canonicalize every URL the dbrain way; URLs dbrain would refuse are dropped and counted,
+    and so are pages on loopback, private or link-local hosts (``allow_networks`` excepted):
+    a provider, or whoever poisoned its index, must not plant them as evidence or promotions."""
     hits: list[ExternalHit] = []
     rejected = 0
+    not_public: list[dict[str, Any]] = []
     for result in map(clean_result, results):
         url = try_normalize_url(result.url) if is_web_url(result.url) else None
         if url is None:
             rejected += 1
             continue
+        if not public_host(url.domain, allow_networks):
+            not_public.append(
+                {
+                    "decision": "dropped_not_public",
+                    "provider": provider,
+                    "url": url.canonical_url,
+                    "host": url.domain,
+                }
+            )
+            continue
         hits.append(ExternalHit(provider, result.rank or len(hits) + 1, result, url, cached))
-    return hits, rejected
+    return hits, rejected, not_public
 
 
 class WebStage:
@@ -161,11 +185,15 @@ class WebStage:
         providers: Mapping[str, Provider],
         cache_db: Any | None,
         emit: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
+        run_id: str = "",
+        actor_id: str = "",
     ) -> None:
         self.settings = settings
         self.providers = providers
-        self.cache_db = cache_db
+        self.cache_db = cache_db  # the plugin database: provider cache and call ledger
         self.emit = emit
+        self.run_id = run_id
+        self.actor_id = actor_id
         self.outcome = WebOutcome()
 
     async def _progress(self, name: str, status: str, message: str) -> None:
@@ -219,8 +247,38 @@ class WebStage:
             else:
                 await self._fallback(usable, search, client, deadline)
         self._in_provider_order(names)
+        self._report_not_public()
+        await self._record_calls()
         self.outcome.timings_ms["external"] = round((time.monotonic() - started) * 1000, 3)
         return self.outcome
+
+    def _report_not_public(self) -> None:
+        dropped = [d for d in self.outcome.decisions if d["decision"] == "dropped_not_public"]
+        if dropped:
+            hosts = ", ".join(dict.fromkeys(d["host"] for d in dropped))
+            self.outcome.warnings.append(
+                {
+                    "code": "external_url_not_public",
+                    "message": f"{len(dropped)} web result(s) pointed at local or private "
+                    f"addresses ({hosts}) and were dropped; they are never shown or promoted "
+                    "(external_search.fetch_allow_networks allows such networks).",
+                }
+            )
+
+    async def _record_calls(self) -> None:
+        """Every provider call of this run into the ledger, in one write after the stage."""
+        if self.cache_db is None or not self.outcome.ledger:
+            return
+        try:
+            await ledger.record(self.cache_db, self.outcome.ledger)
+        except Exception as exc:  # a locked or read-only plugin database must not cost the run
+            self.outcome.warnings.append(
+                {
+                    "code": "provider_ledger_failed",
+                    "message": f"The provider calls could not be recorded ({type(exc).__name__}); "
+                    "budgets may undercount them.",
+                }
+            )
 
     def _in_provider_order(self, names: list[str]) -> None:
         """Parallel providers finish in any order; results are kept in the configured order,
@@ -243,48 +301,64 @@ class WebStage:
         for position, name in enumerate(names):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                self._timed_out(name)
+                self._timed_out(name, 0.0)
                 return
+            share = self.share(remaining, len(names) - position)
             try:
-                await asyncio.wait_for(self._one(name, search, client, deadline), remaining)
+                await asyncio.wait_for(
+                    self._one(name, search, client, time.monotonic() + share),
+                    min(share + GRACE, remaining),
+                )
                 return
             except TimeoutError:
-                self._timed_out(name)
-                return
+                self._timed_out(name, share)
             except ProviderError as exc:
                 self.warn(exc.code, name, exc.message)
-                if position + 1 < len(names):
-                    following = self._label(names[position + 1])
-                    self.warn(
-                        "provider_fallback",
-                        name,
-                        f"Trying {following} instead of {self._label(name)}.",
-                    )
+            if position + 1 < len(names):
+                following = self._label(names[position + 1])
+                self.warn(
+                    "provider_fallback",
+                    name,
+                    f"Trying {following} instead of {self._label(name)}.",
+                )
+
+    def share(self, remaining: float, providers_left: int) -> float:
+        """One provider's time: ``provider_timeout`` when set, else an equal part of what is
+        left among the providers still to try; never past the stage's deadline."""
+        wanted = self.settings.provider_timeout or remaining / max(1, providers_left)
+        return max(0.0, min(wanted, remaining))
 
     async def _parallel(
         self, names: list[str], search: SearchRequest, client: httpx.AsyncClient, deadline: float
     ) -> None:
+        share = self.share(deadline - time.monotonic(), 1)
         tasks = {
-            asyncio.ensure_future(self._one(name, search, client, deadline)): name for name in names
+            asyncio.ensure_future(self._one(name, search, client, time.monotonic() + share)): name
+            for name in names
         }
         if not tasks:
             return
-        done, pending = await asyncio.wait(tasks, timeout=max(0.0, deadline - time.monotonic()))
+        done, pending = await asyncio.wait(
+            tasks, timeout=min(share + GRACE, max(0.0, deadline - time.monotonic()))
+        )
         for task in pending:
             task.cancel()
-            self._timed_out(tasks[task])
+            self._timed_out(tasks[task], share)
+        if pending:
+            await asyncio.wait(pending)  # let cancelled calls record themselves in the ledger
         for task in done:
             exc = task.exception()
             if isinstance(exc, ProviderError):
                 self.warn(exc.code, tasks[task], exc.message)
 
-    def _timed_out(self, name: str) -> None:
-        self.warn(
-            TIMEOUT,
-            name,
-            f"{self._label(name)} did not answer within the {self.settings.timeout:g} s "
-            "web-search budget.",
+    def _timed_out(self, name: str, share: float) -> None:
+        budget = self.settings.timeout
+        within = (
+            f"its {share:.3g} s share of the {budget:g} s web-search budget"
+            if 0 < share < budget
+            else f"the {budget:g} s web-search budget"
         )
+        self.warn(TIMEOUT, name, f"{self._label(name)} did not answer within {within}.")
 
     def _label(self, name: str) -> str:
         provider = self.providers.get(name)
@@ -315,49 +389,99 @@ class WebStage:
     async def _call(
         self, name: str, search: SearchRequest, client: httpx.AsyncClient, deadline: float
     ) -> int:
-        """Cache, call (one retry on a rate limit that fits the budget), record the answer."""
+        """Cache, budget, call (one retry on a rate limit that fits the budget), record."""
         provider = self.providers[name]
         options = self.settings.options_for(name)
         params = cache_params(name, search, options)
         key = store.cache_key(name, {**params, "base_url": options.get("base_url", "")})
         started = time.monotonic()
+        query: dict[str, Any] = {
+            "provider": name,
+            "query": search.query,
+            "params": {k: v for k, v in params.items() if k not in ("provider", "query")},
+            "cached": False,
+            "results": 0,
+        }
         results = await self._cache_get(name, key)
         cached = results is not None
-        ctx = ProviderContext(provider, client, options, max_bytes=self.settings.max_response_bytes)
+        ctx = ProviderContext(
+            provider,
+            client,
+            options,
+            max_bytes=self.settings.max_response_bytes,
+            deadline=deadline,
+        )
         if search.freshness and not provider.capabilities.freshness:
             self.warn(
                 "provider_ignored_option",
                 name,
                 f"{self._label(name)} cannot filter by freshness; results may be older.",
             )
-        if results is None:
-            try:
-                results = await provider.search(search, ctx)
-            except ProviderError as exc:
-                wait = exc.retry_after
-                if exc.code != RATE_LIMITED or wait is None or time.monotonic() + wait >= deadline:
-                    raise
-                self.warn(RATE_LIMITED, name, f"{exc.message} Retrying once in {wait:g} s.")
-                await asyncio.sleep(wait)
-                results = await provider.search(search, ctx)
-            await self._cache_put(name, key, params, results)
+        try:
+            if results is None:
+                await self._within_budget(name)
+                results = await self._search(provider, search, ctx, name, deadline)
+                await self._cache_put(name, key, params, results)
+        except (ProviderError, asyncio.CancelledError) as exc:
+            query["error"] = getattr(exc, "code", TIMEOUT)
+            self.outcome.queries.append(query)
+            raise
+        finally:
+            self._bill(name, ctx, len(results or ()))
         for code, message in ctx.warnings:
             self.warn(code, name, message)
-        self.outcome.queries.append(
-            {
-                "provider": name,
-                "query": search.query,
-                "params": {k: v for k, v in params.items() if k not in ("provider", "query")},
-                "cached": cached,
-                "results": len(results),
-            }
+        self.outcome.queries.append({**query, "cached": cached, "results": len(results)})
+        hits, rejected, not_public = normalize_hits(
+            name, results, cached, self.settings.fetch_allow_networks
         )
-        hits, rejected = normalize_hits(name, results, cached)
         self.outcome.hits.extend(hits)
         self.outcome.rejected_urls += rejected
+        self.outcome.decisions.extend(not_public)
         self.outcome.providers_answered.append(name)
         self.outcome.timings_ms[f"external_{name}"] = round((time.monotonic() - started) * 1000, 3)
         return len(results)
+
+    async def _search(
+        self,
+        provider: Provider,
+        search: SearchRequest,
+        ctx: ProviderContext,
+        name: str,
+        deadline: float,
+    ) -> list[WebResult]:
+        """The provider's answer; after a rate limit, one bounded wait and one retry when the
+        provider says how long to wait and that fits the time left, never a loop."""
+        try:
+            return await provider.search(search, ctx)
+        except ProviderError as exc:
+            wait = exc.retry_after
+            if exc.code != RATE_LIMITED or wait is None or time.monotonic() + wait >= deadline:
+                raise
+            self.warn(RATE_LIMITED, name, f"{exc.message} Retrying once in {wait:g} s.")
+            await asyncio.sleep(wait)
+            return await provider.search(search, ctx)
+
+    async def _within_budget(self, name: str) -> None:
+        """Skip a provider over its ``budgets`` cap before any request is made."""
+        budget = self.settings.budgets.get(name)
+        if budget is None or self.cache_db is None:
+            return
+        spent = await ledger.spent(self.cache_db, name)
+        reason = ledger.over_budget(self._label(name), budget, spent)
+        if reason:
+            raise ProviderError(BUDGET_EXHAUSTED, reason)
+
+    def _bill(self, name: str, ctx: ProviderContext, results: int) -> None:
+        self.outcome.ledger.extend(
+            ledger.rows_for(
+                name,
+                ctx.calls,
+                results,
+                self.settings.price_per_call(name),
+                self.actor_id,
+                self.run_id,
+            )
+        )
 
     async def _cache_get(self, name: str, key: str) -> list[WebResult] | None:
         if not self.settings.cache_ttl or self.cache_db is None:

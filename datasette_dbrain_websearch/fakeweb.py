@@ -6,6 +6,14 @@ answers from the fixed corpus in ``fakeweb_corpus`` with deterministic ranking a
 clock, and can be switched into fault modes (rate limits, 5xx, malformed or huge bodies, slow
 answers, empty results, plan and credit errors) per provider.
 
+It also does what the real services do beyond the happy path (``provider-apis.md`` §7a):
+SearXNG's bot limiter answers 429 to a ``/search`` without ``Accept-Language`` (on by default,
+as on docker and public instances), bad ``language`` values get a 400, and an older instance's
+localized dates are a mode; Exa rejects retired search types, sends no ``score``, can fail
+``/contents`` as a whole and returns an arXiv abstract's text under its PDF URL; Brave can answer
+errors in the reference pages' ``errors`` array form and refuse LLM Context with 403
+``RESOURCE_NOT_ALLOWED``.
+
 Paths, so one server plays all three providers::
 
     /brave/res/v1/web/search   GET (and POST with a JSON body)
@@ -49,8 +57,8 @@ _PROVIDER_MODES: dict[str, frozenset[str]] = {
     "brave": frozenset(
         (*_COMMON_MODES, "rate_limited", "quota_limited", "not_in_plan", "error_missing_fields")
     ),
-    "exa": frozenset((*_COMMON_MODES, "rate_limited", "no_credits")),
-    "searxng": frozenset((*_COMMON_MODES, "rate_limited", "json_disabled")),
+    "exa": frozenset((*_COMMON_MODES, "rate_limited", "no_credits", "url_failed")),
+    "searxng": frozenset((*_COMMON_MODES, "rate_limited", "json_disabled", "localized_dates")),
 }
 _MODE_OPTIONS: dict[tuple[str, str], frozenset[str]] = {
     ("brave", "rate_limited"): frozenset({"reset_seconds", "retry_after", "plan"}),
@@ -67,6 +75,18 @@ _MODE_OPTIONS: dict[tuple[str, str], frozenset[str]] = {
     ("exa", "huge"): frozenset({"mb"}),
     ("searxng", "huge"): frozenset({"mb"}),
     ("brave", "error_missing_fields"): frozenset({"drop"}),
+    ("brave", "not_in_plan"): frozenset({"code"}),
+}
+# Options every mode of a provider takes: Brave's error body ``form`` (the live ``error`` object
+# or the reference pages' ``errors`` array; "normal" with ``form`` changes only the form).
+_PROVIDER_OPTIONS: dict[str, frozenset[str]] = {"brave": frozenset({"form"})}
+# Exa modes that take ``endpoint``: the fault then hits only /search or only /contents.
+_EXA_ENDPOINT_MODES = frozenset(
+    ("server_error", "malformed", "slow", "huge", "empty", "rate_limited", "no_credits")
+)
+_BRAVE_REFUSALS = {
+    "OPTION_NOT_IN_PLAN": (400, "The option is not subscribed in the plan.", "authentication"),
+    "RESOURCE_NOT_ALLOWED": (403, "The user is not authorized to access this resource.", "api"),
 }
 _AUTH_HEADERS = frozenset({"x-subscription-token", "x-api-key", "authorization"})
 
@@ -571,17 +591,9 @@ class _ExaBad(Exception):
         self.message = message
 
 
-_EXA_TYPES = (
-    "instant",
-    "fast",
-    "auto",
-    "deep-lite",
-    "deep",
-    "deep-reasoning",
-    "neural",
-    "keyword",
-    "hybrid",
-)
+# Today's search types: the spec's six plus "neural" from the docs page; "keyword" and
+# "hybrid" are gone (a 400 like any other invalid option).
+_EXA_TYPES = ("instant", "fast", "auto", "deep-lite", "deep", "deep-reasoning", "neural")
 _EXA_CATEGORY_KINDS = {
     "news": {"news"},
     "research paper": {"paper"},
@@ -601,6 +613,13 @@ _EXA_FAILING_HOSTS = {
 }
 _EXA_DEFAULT_TEXT = 10_000
 _EXA_DEFAULT_HIGHLIGHTS = 1_000
+_ARXIV_ABSTRACT = re.compile(r"^https://arxiv\.org/abs/([^/?#]+)$")
+
+
+def _crawled_url(url: str) -> str:
+    """Where Exa's crawler ends up for a page: an arXiv abstract is fetched as its PDF."""
+    match = _ARXIV_ABSTRACT.match(url)
+    return f"https://arxiv.org/pdf/{match[1]}.pdf" if match else url
 
 
 def _js_type(value: Any) -> str:
@@ -717,7 +736,13 @@ def _check_options(provider: str, mode: str, options: dict[str, Any]) -> None:
     if mode not in _PROVIDER_MODES[provider]:
         known = ", ".join(sorted(_PROVIDER_MODES[provider]))
         raise ValueError(f"mode {mode!r} does not apply to {provider}; expected one of {known}")
-    allowed = _MODE_OPTIONS.get((provider, mode), frozenset()) | {"times"}
+    allowed = (
+        _MODE_OPTIONS.get((provider, mode), frozenset())
+        | _PROVIDER_OPTIONS.get(provider, frozenset())
+        | {"times"}
+    )
+    if provider == "exa" and mode in _EXA_ENDPOINT_MODES:
+        allowed |= {"endpoint"}
     unknown = set(options) - allowed
     if unknown:
         raise ValueError(f"unknown options for {provider} {mode}: {', '.join(sorted(unknown))}")
@@ -733,6 +758,9 @@ def _check_options(provider: str, mode: str, options: dict[str, Any]) -> None:
         "seconds": lambda v: isinstance(v, int | float) and not isinstance(v, bool) and v >= 0,
         "mb": lambda v: isinstance(v, int | float) and not isinstance(v, bool) and v > 0,
         "drop": lambda v: isinstance(v, list | tuple) and set(v) <= {"id", "time", "code"},
+        "form": lambda v: v in ("object", "array"),
+        "code": lambda v: v in _BRAVE_REFUSALS,
+        "endpoint": lambda v: v in ("search", "contents"),
     }
     for name, value in options.items():
         if not checks[name](value):
@@ -747,6 +775,8 @@ class FakeWeb:
 
     Use as a context manager (``with FakeWeb() as web: ...``) or ``start()``/``stop()``.
     ``now`` is the fixed clock for freshness filters and ages, so results never drift.
+    ``searxng_limiter`` plays an instance with ``server.limiter: true``, the docker and public
+    default: a ``/search`` without ``Accept-Language`` gets 429 "Too Many Requests".
     """
 
     def __init__(
@@ -760,6 +790,7 @@ class FakeWeb:
         brave_plan: str = "search",
         now: datetime = NOW,
         pages: Sequence[Page] = PAGES,
+        searxng_limiter: bool = True,
     ) -> None:
         if brave_plan not in PLANS:
             raise ValueError(f"unknown Brave plan {brave_plan!r}")
@@ -769,6 +800,7 @@ class FakeWeb:
         self.exa_keys = frozenset(exa_keys)
         self.latency_ms = latency_ms
         self.brave_plan = brave_plan
+        self.searxng_limiter = searxng_limiter
         self.now = _utc(now)
         self.pages = tuple(pages)
         self._by_url = {page.url: page for page in self.pages}
@@ -860,11 +892,19 @@ class FakeWeb:
         with self._lock:
             return list(self._log)
 
-    def _claim(self, provider: str, names: Iterable[str]) -> _Mode | None:
-        """The provider's mode if it is one of ``names``, counting one use against ``times``."""
+    def _claim(
+        self, provider: str, names: Iterable[str], endpoint: str | None = None
+    ) -> _Mode | None:
+        """The provider's mode if it is one of ``names``, counting one use against ``times``.
+
+        A mode set for one ``endpoint`` (Exa's ``/contents`` failing while ``/search`` works)
+        is not claimed, nor counted, by a request to another."""
         with self._lock:
             mode = self._modes[provider]
             if mode.name not in names:
+                return None
+            wanted = mode.options.get("endpoint")
+            if wanted is not None and endpoint is not None and wanted != endpoint:
                 return None
             claimed = _Mode(mode.name, dict(mode.options), mode.remaining)
             if mode.remaining is not None:
@@ -872,6 +912,11 @@ class FakeWeb:
                 if mode.remaining <= 0:
                     self._modes[provider] = _Mode()
             return claimed
+
+    def _option(self, provider: str, name: str, default: Any) -> Any:
+        """An option of the provider's current mode, read without claiming it."""
+        with self._lock:
+            return self._modes[provider].options.get(name, default)
 
     def _pause(self, seconds: float) -> None:
         if seconds > 0:
@@ -923,10 +968,17 @@ class FakeWeb:
 
     def _serve(self, provider: str, endpoint: str, req: _Incoming) -> _Reply:
         self._pause(self.latency_ms / 1000)
-        slow = self._claim(provider, {"slow"})
+        if (
+            provider == "searxng"
+            and self.searxng_limiter
+            and not req.headers.get("accept-language", "").strip()
+        ):
+            # SearXNG's botdetection (http_accept_language) runs before any handler.
+            return _text_reply(429, "Too Many Requests")
+        slow = self._claim(provider, {"slow"}, endpoint)
         if slow is not None:
             self._pause(float(slow.options.get("seconds", 5)))
-        fault = self._claim(provider, {"server_error", "malformed", "huge"})
+        fault = self._claim(provider, {"server_error", "malformed", "huge"}, endpoint)
         if fault is not None:
             return self._fault(provider, endpoint, fault, req)
         if provider == "brave":
@@ -974,7 +1026,11 @@ class FakeWeb:
             payload = {"requestId": uuid.uuid4().hex, "error": "Internal server error", "tag": tag}
             return _json_reply(status, payload, content_type=_EXA_JSON)
         return self._brave_error(
-            status, "INTERNAL_ERROR", "An unexpected error occurred.", {"component": "api"}
+            status,
+            "INTERNAL_ERROR",
+            "An unexpected error occurred.",
+            {"component": "api"},
+            form=mode.options.get("form"),
         )
 
     def _skeleton(self, provider: str, endpoint: str, q: str) -> tuple[bytes, bytes, bytes]:
@@ -992,7 +1048,7 @@ class FakeWeb:
             item = {"url": page.url, "title": page.title or "", "snippets": [page.text]}
             doc = {"grounding": {"generic": [_HOLE], "map": []}, "sources": {}}
         elif provider == "exa":
-            item = self._exa_result(hit, _ExaContents(text=_EXA_DEFAULT_TEXT), score=0.5)
+            item = self._exa_result(hit, _ExaContents(text=_EXA_DEFAULT_TEXT))
             doc = {"requestId": uuid.uuid4().hex, "results": [_HOLE], "searchTime": 1.0}
         else:
             item = self._searxng_result(hit, 1, None)
@@ -1036,7 +1092,10 @@ class FakeWeb:
         detail: str,
         meta: dict[str, Any],
         headers: Sequence[tuple[str, str]] = (),
+        form: str | None = None,
     ) -> _Reply:
+        """Brave's error body: live answers carry one ``error`` object; with ``form="array"``
+        (the mode's option when not given) the reference pages' ``errors`` list instead."""
         error: dict[str, Any] = {
             "id": str(uuid.uuid4()),
             "status": status,
@@ -1044,7 +1103,10 @@ class FakeWeb:
             "detail": detail,
             "meta": meta,
         }
-        payload: dict[str, Any] = {"type": "ErrorResponse", "error": error, "time": self._epoch()}
+        listed = (form or self._option("brave", "form", "object")) == "array"
+        payload: dict[str, Any] = {"type": "ErrorResponse"}
+        payload.update({"errors": [error]} if listed else {"error": error})
+        payload["time"] = self._epoch()
         tolerant = self._claim("brave", {"error_missing_fields"})
         if tolerant is not None:
             for name in tolerant.options.get("drop", ("id", "time", "code")):
@@ -1070,6 +1132,7 @@ class FakeWeb:
                 "Request quota limit exceeded for plan.",
                 {"component": "rate_limiter"},
                 headers + extra,
+                form=mode.options.get("form"),
             )
         reset_seconds = int(mode.options.get("reset_seconds", 1))
         headers = self._brave_headers(plan, (0, month_left), (reset_seconds, self._month_reset()))
@@ -1084,7 +1147,12 @@ class FakeWeb:
             "component": "rate_limiter",
         }
         return self._brave_error(
-            429, "RATE_LIMITED", "Request rate limit exceeded for plan.", meta, headers + extra
+            429,
+            "RATE_LIMITED",
+            "Request rate limit exceeded for plan.",
+            meta,
+            headers + extra,
+            form=mode.options.get("form"),
         )
 
     def _brave_admit(self) -> _Reply | None:
@@ -1119,12 +1187,14 @@ class FakeWeb:
                 "The provided subscription token is invalid.",
                 {"component": "authentication"},
             )
-        if endpoint == "llm/context" and self._claim("brave", {"not_in_plan"}):
+        refusal = self._claim("brave", {"not_in_plan"}) if endpoint == "llm/context" else None
+        if refusal is not None:
+            # A plan without LLM Context: 400 OPTION_NOT_IN_PLAN as reported live, or the
+            # reference's 403 RESOURCE_NOT_ALLOWED; Web Search keeps working either way.
+            code = refusal.options.get("code", "OPTION_NOT_IN_PLAN")
+            status, detail, component = _BRAVE_REFUSALS[code]
             return self._brave_error(
-                400,
-                "OPTION_NOT_IN_PLAN",
-                "The option is not subscribed in the plan.",
-                {"component": "authentication"},
+                status, code, detail, {"component": component}, form=refusal.options.get("form")
             )
         limited = self._claim("brave", {"rate_limited", "quota_limited"})
         if limited is not None:
@@ -1356,16 +1426,24 @@ class FakeWeb:
         bearer = authorization[7:].strip() if authorization.lower().startswith("bearer ") else None
         if key not in self.exa_keys and bearer not in self.exa_keys:
             return self._exa_error(401, "INVALID_API_KEY", "Invalid API key")
-        if self._claim("exa", {"no_credits"}):
+        if self._claim("exa", {"no_credits"}, endpoint):
             message = (
                 "You have exceeded your credits limit. "
                 "Please top up to keep using Exa at dashboard.exa.ai"
             )
             payload = {"error": message, "tag": "NO_MORE_CREDITS"}
             return _json_reply(402, payload, content_type=_EXA_JSON)
-        limited = self._claim("exa", {"rate_limited"})
+        limited = self._claim("exa", {"rate_limited"}, endpoint)
         if limited is not None:
             return self._exa_limited(limited)
+        if endpoint == "contents" and self._claim("exa", {"url_failed"}):
+            # The older error page's whole-request failure of /contents (newer answers report
+            # each URL in ``statuses`` inside a 200); no tag is documented for it.
+            return _json_reply(
+                422,
+                {"requestId": uuid.uuid4().hex, "error": "URL failed to fetch"},
+                content_type=_EXA_JSON,
+            )
         try:
             body = req.json_body() if req.body else {}
         except ValueError:
@@ -1407,8 +1485,8 @@ class FakeWeb:
             raise _zod("Invalid input: expected string, received null", "query")
         if not query.strip():
             raise _zod("Too small: expected string to have >=1 characters", "query")
-        search_type = _expect(body, "type", "string") or "auto"
-        if search_type not in _EXA_TYPES:
+        search_type = _expect(body, "type", "string")
+        if search_type is not None and search_type not in _EXA_TYPES:
             options = "|".join(f'"{t}"' for t in _EXA_TYPES)
             raise _zod(f"Invalid option: expected one of {options}", "type")
         num = body.get("numResults", 10)
@@ -1450,7 +1528,7 @@ class FakeWeb:
             )
         contents_body = _expect(body, "contents", "object") or {}
         contents = _contents_options(contents_body, "contents.")
-        hits = [] if self._claim("exa", {"empty"}) else self._search(query)
+        hits = [] if self._claim("exa", {"empty"}, "search") else self._search(query)
         kinds = _EXA_CATEGORY_KINDS.get(category or "")
         selected: list[_Hit] = []
         for hit in hits:
@@ -1473,16 +1551,13 @@ class FakeWeb:
                 continue
             selected.append(hit)
         selected = selected[: int(num)]
-        results = [
-            self._exa_result(hit, contents, score=round(0.3 + 0.6 * hit.coverage - i * 0.001, 4))
-            for i, hit in enumerate(selected)
-        ]
+        results = [self._exa_result(hit, contents) for hit in selected]
         search_cost = 0.005 if len(results) <= 25 else 0.025
         cost: dict[str, Any] = {"total": 0.0, "search": {"neural": search_cost}}
         _add_contents_cost(cost, contents, len(results))
         return {
             "requestId": uuid.uuid4().hex,
-            "resolvedSearchType": "keyword" if search_type == "keyword" else "neural",
+            "resolvedSearchType": "neural",
             "results": results,
             "costDollars": cost,
         }
@@ -1506,7 +1581,7 @@ class FakeWeb:
             if not 1 <= len(url) <= 2048:
                 raise _zod("Invalid string length (1 to 2048 characters)", f"{name}.{i}")
         contents = _contents_options(body, "")
-        empty = self._claim("exa", {"empty"}) is not None
+        empty = self._claim("exa", {"empty"}, "contents") is not None
         results: list[dict[str, Any]] = []
         statuses: list[dict[str, Any]] = []
         for url in urls:
@@ -1519,7 +1594,10 @@ class FakeWeb:
                 continue
             query = _parse_query(contents.highlight_query or page.title or "")
             hit = _Hit(page, tuple(t for t in query.terms if t in _words(page.text)), query.terms)
-            results.append(self._exa_result(hit, contents, score=None))
+            # Keyed by the id asked for, at the URL the crawler ended up at.
+            result = self._exa_result(hit, contents)
+            result.update(id=url, url=_crawled_url(page.url))
+            results.append(result)
             statuses.append({"id": url, "status": "success", "source": "cached"})
         cost: dict[str, Any] = {"total": 0.0}
         _add_contents_cost(cost, contents, len(results))
@@ -1536,7 +1614,8 @@ class FakeWeb:
             url[:-1] if url.endswith("/") else url + "/"
         )
 
-    def _exa_result(self, hit: _Hit, contents: _ExaContents, score: float | None) -> dict[str, Any]:
+    def _exa_result(self, hit: _Hit, contents: _ExaContents) -> dict[str, Any]:
+        """One result; no ``score``, which is no longer in Exa's schema."""
         page = hit.page
         host = _host(page.url)
         published = page.published_at
@@ -1549,8 +1628,6 @@ class FakeWeb:
             ),
             "author": page.author,
         }
-        if score is not None:
-            result["score"] = score
         if page.image:
             result["image"] = page.image
         if host:
@@ -1605,6 +1682,10 @@ class FakeWeb:
             if output == "html":
                 return _text_reply(200, _searxng_html("", []), _HTML)
             return _json_reply(400, {"error": "No query"})
+        language = params.get("language", "all")
+        if language != "auto" and not _SEARXNG_LANGUAGE.match(language):
+            return _json_reply(400, {"error": f'Invalid value "{language}" for parameter language'})
+        language = language.lower()
         pageno_raw = params.get("pageno", "1")
         time_range = params.get("time_range", "")
         if not pageno_raw.isdigit() or int(pageno_raw) < 1:
@@ -1614,7 +1695,7 @@ class FakeWeb:
                 400, {"error": f'Invalid value "{time_range}" for parameter time_range'}
             )
         categories = [c.strip() for c in params.get("categories", "").split(",") if c.strip()]
-        language = params.get("language", "all").lower()
+        localized = self._claim("searxng", {"localized_dates"}) is not None
         hits = [] if self._claim("searxng", {"empty"}) else self._search(q)
         selected: list[tuple[_Hit, str | None]] = []
         for hit in hits:
@@ -1635,7 +1716,7 @@ class FakeWeb:
         pageno = int(pageno_raw)
         shown = selected[(pageno - 1) * 10 : pageno * 10]
         results = [
-            self._searxng_result(hit, (pageno - 1) * 10 + i + 1, chosen)
+            self._searxng_result(hit, (pageno - 1) * 10 + i + 1, chosen, localized)
             for i, (hit, chosen) in enumerate(shown)
         ]
         if output == "html":
@@ -1654,11 +1735,13 @@ class FakeWeb:
             },
         )
 
-    def _searxng_result(self, hit: _Hit, position: int, category: str | None) -> dict[str, Any]:
+    def _searxng_result(
+        self, hit: _Hit, position: int, category: str | None, localized: bool = False
+    ) -> dict[str, Any]:
         page = hit.page
         engines = _engines(page)
         published = page.published_at
-        return {
+        result: dict[str, Any] = {
             "url": page.url,
             "title": page.title or page.url,
             "content": _snippet(page.text, hit.terms),
@@ -1667,15 +1750,42 @@ class FakeWeb:
             "parsed_url": list(urlparse(page.url)),
             "engines": engines,
             "positions": [position],
-            "publishedDate": (
-                _utc(published).replace(tzinfo=None).isoformat() if published else None
-            ),
+            "publishedDate": None,
             "score": round(len(engines) / position, 4),
             "category": category or "general",
             "priority": "",
             "thumbnail": page.image or "",
             "img_src": "",
         }
+        if published is not None:
+            result.update(self._searxng_dates(page, published, localized))
+        return result
+
+    def _searxng_dates(self, page: Page, published: datetime, localized: bool) -> dict[str, str]:
+        """``publishedDate`` as an instance of either era sends it, and ``pubdate`` as both do.
+
+        Engines give naive or zone-aware datetimes (here: papers and news are aware), which
+        is why the ISO form only sometimes ends in ``+00:00`` and ``pubdate`` in ``+0000``.
+        Before mid-2023 the JSON carried the HTML page's localized text instead: "N minute(s)
+        ago" or "N hour(s), M minute(s) ago" within a day, else Babel's medium date."""
+        moment = _utc(published)
+        if page.kind not in ("paper", "news"):
+            moment = moment.replace(tzinfo=None)
+        dates = {"pubdate": moment.strftime("%Y-%m-%d %H:%M:%S%z")}
+        if not localized:
+            dates["publishedDate"] = moment.isoformat()
+            return dates
+        age = self.now.replace(tzinfo=None) - _utc(published).replace(tzinfo=None)
+        if age.days >= 1:
+            dates["publishedDate"] = f"{moment:%b} {moment.day}, {moment.year}"
+            return dates
+        hours, minutes = int(age.seconds / 3600), int((age.seconds / 60) % 60)
+        dates["publishedDate"] = (
+            f"{minutes} minute(s) ago"
+            if hours == 0
+            else f"{hours} hour(s), {minutes} minute(s) ago"
+        )
+        return dates
 
 
 _MIN_SNIPPET_TOKENS = 16
@@ -1685,6 +1795,7 @@ _FORBIDDEN = (
     "It is either read-protected or not readable by the server."
 )
 _TIME_RANGE_DAYS = {"day": 1, "week": 7, "month": 31, "year": 365}
+_SEARXNG_LANGUAGE = re.compile(r"^[a-z]{2,3}(-[a-zA-Z]{2})?$")
 _SEARXNG_CATEGORY = {"paper": "science", "github": "it", "news": "news", "wiki": "general"}
 _ENGINE_SETS = (
     ["duckduckgo", "brave"],
@@ -1910,6 +2021,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--exa-key", action="append", help="accepted Exa key (repeatable)")
     parser.add_argument("--brave-plan", choices=sorted(PLANS), default="search")
     parser.add_argument(
+        "--no-searxng-limiter",
+        action="store_true",
+        help="answer SearXNG requests without Accept-Language (server.limiter: false)",
+    )
+    parser.add_argument(
         "--now", type=datetime.fromisoformat, default=NOW, help="the fixed clock (ISO 8601)"
     )
     args = parser.parse_args(argv)
@@ -1922,6 +2038,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         latency_ms=args.latency_ms,
         brave_plan=args.brave_plan,
         now=now,
+        searxng_limiter=not args.no_searxng_limiter,
     )
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())

@@ -157,7 +157,7 @@ def _resolve(
     for mark in marks:
         key = mark["key"]
         hits = [a for a, row in rows.items() if row.get("source_key") == key] or [
-            a for a, row in rows.items() if key in (row.get("url"), row.get("canonical_url"))
+            a for a, row in rows.items() if key in row_urls(row)
         ]
         for a in hits:
             by_row[a] = mark["value"]
@@ -397,3 +397,10 @@ def refine_query(pack: dict, marks: list[dict[str, str]], max_terms: int = MAX_A
             c for n, c in enumerate(candidates) if n < MAX_CANDIDATES or c["term"] in added
         ],
     }
+
+
+def row_urls(row: dict[str, Any]) -> tuple[str, ...]:
+    """Every URL a mark may name a row by: canonical, and as the provider gave it."""
+    return tuple(
+        u for u in (row.get("url"), row.get("canonical_url"), row.get("provider_url")) if u
+    )

@@ -139,6 +139,24 @@ def _permitted(ip: IPAddress, allowed: tuple[IPNetwork, ...]) -> bool:
     return is_public_address(ip)
 
 
+def public_host(host: str, allow_networks: Iterable[str] = ()) -> bool:
+    """May a page on this host be shown as web evidence? False for ``localhost`` and for IP
+    literals (in any form a resolver accepts: ``2130706433``, ``0x7f.1``, ``[::1]``) that are
+    not public, unless inside ``allow_networks``. Other names pass: a name is resolved, and its
+    addresses checked, only when a promotion fetches the page."""
+    host = host.strip("[]").rstrip(".").lower().split("%", 1)[0]
+    if host == "localhost" or host.endswith(".localhost"):
+        host = "127.0.0.1"
+    try:
+        ip: IPAddress = ipaddress.ip_address(host)
+    except ValueError:
+        try:
+            ip = ipaddress.IPv4Address(socket.inet_aton(host))
+        except OSError:
+            return True
+    return _permitted(ip, _parse_networks(allow_networks))
+
+
 # Module-level so tests can stand in a resolver for names that do not exist offline.
 _getaddrinfo = anyio.getaddrinfo
 

@@ -6,14 +6,18 @@ from two FTS tables, or ranks from two web providers, never have to be compared 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Hashable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from .display import plural
+from .excerpts import best_excerpt
 
 if TYPE_CHECKING:
     from .external import ExternalHit
 
 RRF_K = 60
+NEEDS_EXTRACTION = "local_source_needs_extraction"
 
 
 def rrf_contribution(rank: int, k: int = RRF_K) -> float:
@@ -128,3 +132,59 @@ def merge_external(
         outcome.decisions.append({"decision": "dropped_by_budget", "url": result.canonical_url})
     outcome.rows = outcome.rows[:budget]
     return outcome
+
+
+def provider_excerpt(
+    hits: list[ExternalHit], terms: list[str], excerpt_chars: int
+) -> dict[str, Any] | None:
+    """The provider's text for a page the brain holds but has not extracted, kept apart.
+
+    It goes on the local row under its own key, labelled with its provider and origin, so no
+    surface can mistake it for the brain's ``excerpt``; None when no provider sent any text.
+    """
+    for hit in hits:
+        excerpt = best_excerpt(
+            [
+                ("snippet", "external_snippet", hit.result.snippet),
+                ("text", "external_text", hit.result.text),
+            ],
+            terms,
+            excerpt_chars,
+        )
+        if excerpt.text:
+            return {
+                "excerpt_from": hit.provider,
+                "origin": "outside_dbrain_corpus",
+                "provider_url": hit.result.url,
+                "text": excerpt.text,
+                "html": excerpt.html,
+                "evidence_role": excerpt.role,
+            }
+    return None
+
+
+def needs_extraction(row: Mapping[str, Any]) -> bool:
+    """A local source the web also found, whose text dbrain has not extracted."""
+    return (
+        row.get("kind") == "source"
+        and bool(row.get("also_found_by"))
+        and row.get("extract_status", "") != "ok"
+    )
+
+
+def extraction_warning(evidence: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """``local_source_needs_extraction``, naming each such page, or None when there is none."""
+    pages = [row for row in evidence if needs_extraction(row)]
+    if not pages:
+        return None
+    named = "; ".join(
+        f"“{row['title']}” ({row['url']}, extract status: {row.get('extract_status') or 'pending'})"
+        for row in pages
+    )
+    return {
+        "code": NEEDS_EXTRACTION,
+        "message": f"The web search found {plural(len(pages), 'page')} your brain holds but "
+        f"dbrain has not extracted: {named}. Until dbrain extracts a page, your brain has little "
+        "or none of its text; the text shown with it is marked as the web provider's.",
+        "source_keys": [row["source_key"] for row in pages],
+    }

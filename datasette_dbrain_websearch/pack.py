@@ -18,19 +18,29 @@ from .brain import FTS_TABLE, TABLE, Hit, LocalResult, excerpt_fields, split_tag
 from .excerpts import best_excerpt
 from .external import ExternalHit
 from .fts import QueryPlan, matched_terms
-from .merge import RRF_K, MergedResult, external_score, rrf_contribution
+from .merge import (
+    RRF_K,
+    MergedResult,
+    external_score,
+    extraction_warning,
+    needs_extraction,
+    provider_excerpt,
+    rrf_contribution,
+)
 
 SCHEMA_VERSION = "research_pack.v1"
 EXACT_WEIGHT = 1.0
+PROVIDER_EXCERPT_CHARS = 240  # the default excerpt_chars setting
 
 RowUrl = Callable[[str, int], str]
 
 
 def new_run_id(now_ns: int | None = None) -> str:
-    """dbrain's run id: ``20060102T150405.000000000Z-<12 hex>`` (UTC, nanoseconds)."""
+    """dbrain's run id, ``20060102T150405.000000000Z-<hex>`` (UTC, nanoseconds), with 24 hex
+    (96 random bits) where dbrain has 12: an anonymous visitor's run is read by its link."""
     ns = time.time_ns() if now_ns is None else now_ns
     stamp = datetime.fromtimestamp(ns // 1_000_000_000, tz=UTC).strftime("%Y%m%dT%H%M%S")
-    return f"{stamp}.{ns % 1_000_000_000:09d}Z-{secrets.token_hex(6)}"
+    return f"{stamp}.{ns % 1_000_000_000:09d}Z-{secrets.token_hex(12)}"
 
 
 def _signals(hit: Hit, terms: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -122,6 +132,7 @@ def evidence_row(hit: Hit, plan: QueryPlan, row_url: RowUrl, excerpt_chars: int)
         evidence["published_at"] = ""
         evidence["saved_at"] = row.get("created_at", "")
         evidence["extracted_at"] = row.get("extracted_at", "")
+        evidence["extract_status"] = row.get("extract_status", "")
         evidence["summarized_at"] = row.get("summarized_at", "")
     matched = [t for t in terms if t in hit.matched]
     evidence["retrieval"] = {
@@ -157,6 +168,10 @@ def build_pack(
 ) -> dict[str, Any]:
     """Assemble the pack; evidence rows come shaped by ``evidence_row``/``external_row``."""
     external = web["external_evidence"]
+    # In place: the caller appends later warnings (the answer's) to this same list.
+    unextracted = extraction_warning(evidence)
+    if unextracted:
+        warnings.append(unextracted)
     lanes: list[dict[str, Any]] = [
         {
             "name": "exact_lookup",
@@ -293,8 +308,9 @@ def external_row(
         "source_type": "external_web",
         "origin": "outside_dbrain_corpus",
         "store": "ephemeral",
-        "url": first.url,
+        "url": result.canonical_url,
         "canonical_url": result.canonical_url,
+        "provider_url": first.url,
         "title": title,
         "domain": result.domain,
         "excerpt": excerpt.text,
@@ -315,8 +331,17 @@ def external_row(
     }
 
 
-def credit_local(row: dict[str, Any], hits: list[ExternalHit], labels: dict) -> None:
-    """A web hit for a page the brain holds: the local row gains the lane, not a twin."""
+def credit_local(
+    row: dict[str, Any],
+    hits: list[ExternalHit],
+    labels: dict,
+    excerpt_chars: int = PROVIDER_EXCERPT_CHARS,
+) -> None:
+    """A web hit for a page the brain holds: the local row gains the lane, not a twin.
+
+    When dbrain has not extracted that page, the row has little or no text of its own, so the
+    provider's text rides along as ``provider_excerpt``, never as the row's ``excerpt``.
+    """
     for hit in hits:
         row["retrieval"]["lanes"].append(_lane_for(hit, "local"))
         row["retrieval"]["signals"].append(
@@ -330,6 +355,11 @@ def credit_local(row: dict[str, Any], hits: list[ExternalHit], labels: dict) -> 
     row["also_found_by"] = list(
         dict.fromkeys([*row.get("also_found_by", []), *(h.provider for h in hits)])
     )
+    if needs_extraction(row):
+        terms = [*row["retrieval"]["matched_terms"], *row["retrieval"]["missing_terms"]]
+        found = provider_excerpt(hits, terms, excerpt_chars)
+        if found:
+            row["provider_excerpt"] = found
 
 
 def is_exact(row: Mapping[str, Any]) -> bool:

@@ -1,13 +1,22 @@
 """Promotion: writing chosen web results into the brain as ordinary dbrain sources.
 
-A promoted result becomes exactly what ``dbrain link add`` plus a successful extraction would
-have written (``internal/linkadd/run.go``, ``upsertSourceCandidate``, ``SaveSourceExtraction``):
-normalized and canonical URL by dbrain's rules, ``src:`` key, source type, domain, note path,
-RFC3339 UTC timestamps, empty strings rather than NULLs, the provider's text (or the fetched
-page's) as ``extracted_text`` with ``extract_status = 'ok'``, and the matching ``sources_fts``
-row packed as dbrain packs it. Nothing is added to dbrain's tables; one write transaction per
-request; a URL whose normalized form exists already is reported as ``exists``. Only ``ext:``
-keys of the run's own trace can be promoted, so no request can inject an arbitrary URL.
+A promoted result becomes the row ``dbrain link add`` would have written
+(``internal/linkadd/run.go``, ``upsertSourceCandidate``): normalized and canonical URL by
+dbrain's rules, ``src:`` key, source type, domain, note path, RFC3339 UTC timestamps, empty
+strings rather than NULLs. What is known about the page is kept without claiming more:
+
+- not fetched: the provider's title and text as ``title`` and ``description``, with
+  ``extract_status = ''`` (pending), so dbrain's own extractor fetches the page later;
+- fetched: what ``SaveSourceExtraction`` writes on success (``ok``, or ``empty`` for a page
+  without main text), the fetched page's text as ``extracted_text``;
+- fetch failed: what it writes on failure (``error`` and its failure columns, so dbrain retries
+  after its cooldown), the provider's text kept as ``description``.
+
+Unlike ``dbrain link add``, the ``sources_fts`` row is written at once (packed as dbrain packs
+it), so the next search finds the page; dbrain rewrites it by rowid when it extracts the page.
+Rows are written with sqlite-utils in one transaction per request; a URL whose normalized form
+exists already is reported as ``exists`` and left untouched. Only ``ext:`` keys of the run's
+own trace can be promoted, so no request can inject an arbitrary URL.
 """
 
 from __future__ import annotations
@@ -19,9 +28,11 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-from .errors import ResearchError
+from sqlite_utils.db import Table
+
+from .errors import ResearchError, sqlite_error
 from .fetch import FetchResult, fetch_page
-from .schema import sync_source_fts, utc_now
+from .schema import sqlite_database, sync_source_fts, utc_now
 from .store import PROMOTIONS_TABLE
 from .traces import RUN_ID
 from .urls import UnsupportedURL, normalize_url, try_normalize_url
@@ -91,63 +102,55 @@ class Candidate:
     columns: dict[str, Any]
     provider: str
     rank: int
-    fetched: bool
+    fetch: str
     extract_error: str
 
 
 def candidate(row: Mapping[str, Any], fetched: FetchResult | None, now: str) -> Candidate:
-    """The ``sources`` columns for a web row, as dbrain's link add + extraction write them."""
+    """The ``sources`` columns for a web row: link add's, plus what a fetch (if any) found."""
     try:
         normalized = normalize_url(row["canonical_url"])
     except UnsupportedURL as exc:
         raise ResearchError(
             f"{row['canonical_url']} is not a URL dbrain accepts.", code="unsupported_url"
         ) from exc
-    text, title, description, site_name = row.get("text") or row["excerpt"], row["title"], "", ""
-    canonical = normalized.canonical_url
-    status = "ok"
-    failure: dict[str, Any] = {}
+    provider_text = row.get("text") or row["excerpt"]
+    columns: dict[str, Any] = {
+        "source_key": normalized.source_key,
+        "canonical_url": normalized.canonical_url,
+        "normalized_url": normalized.normalized_url,
+        "source_type": normalized.source_type,
+        "domain": normalized.domain,
+        "note_path": normalized.note_path,
+        "title": row["title"],
+        "description": provider_text,
+        "created_at": now,
+        "updated_at": now,
+    }
     if fetched is not None and fetched.ok:
-        # dbrain's 'empty' (the page had no main text) keeps the provider's text as a stand-in.
-        status = "ok" if fetched.text else "empty"
-        text = fetched.text or text
-        title = fetched.title or title
-        description, site_name = fetched.description, fetched.site_name
         final = try_normalize_url(fetched.final_url) or normalized
-        canonical = final.canonical_url  # extraction rewrites canonical_url, never normalized_url
+        columns |= {
+            # extraction rewrites canonical_url, never normalized_url
+            "canonical_url": final.canonical_url,
+            "title": fetched.title or row["title"],
+            "description": fetched.description or provider_text,
+            "site_name": fetched.site_name,
+            "extracted_text": fetched.text,
+            "extract_status": "ok" if fetched.text else "empty",
+            "extracted_at": now,
+            "extract_tool": EXTRACT_TOOL,
+            "extract_tool_version": tool_version(),
+            "content_hash": hashlib.sha256(fetched.text.encode()).hexdigest(),
+        }
     elif fetched is not None:
-        # Recorded as dbrain records a failed extraction (so dbrain retries it after its
-        # cooldown); the provider's text stays searchable meanwhile.
-        status = "error"
-        failure = {
+        columns |= {
+            "extract_status": "error",
             "extract_error": fetched.error,
             "extract_failure_kind": fetched.failure_kind or "unknown",
             "extract_failure_count": 1,
             "extract_first_failed_at": now,
             "extract_last_failed_at": now,
         }
-    if not description:
-        description = row.get("excerpt", "")
-    columns = {
-        "source_key": normalized.source_key,
-        "canonical_url": canonical,
-        "normalized_url": normalized.normalized_url,
-        "source_type": normalized.source_type,
-        "domain": normalized.domain,
-        "note_path": normalized.note_path,
-        "title": title,
-        "description": description,
-        "site_name": site_name,
-        "extracted_text": text,
-        "extract_status": status,
-        "extracted_at": now if status != "error" else "",
-        "extract_tool": EXTRACT_TOOL,
-        "extract_tool_version": tool_version(),
-        "content_hash": hashlib.sha256(text.encode()).hexdigest(),
-        "created_at": now,
-        "updated_at": now,
-        **failure,
-    }
     lane = row["retrieval"]["lanes"][0]
     return Candidate(
         ext_key=row["source_key"],
@@ -155,8 +158,8 @@ def candidate(row: Mapping[str, Any], fetched: FetchResult | None, now: str) -> 
         columns=columns,
         provider=lane.get("provider", ""),
         rank=int(lane.get("rank", 0)),
-        fetched=fetched is not None and fetched.ok,
-        extract_error=failure.get("extract_error", ""),
+        fetch="not_fetched" if fetched is None else "fetched" if fetched.ok else "failed",
+        extract_error="" if fetched is None or fetched.ok else fetched.error,
     )
 
 
@@ -165,33 +168,32 @@ def write_sources(conn: sqlite3.Connection, candidates: list[Candidate]) -> list
 
     Runs on Datasette's single write thread, so the look-up and the insert cannot interleave
     with another promotion; a writer outside this process (dbrain itself) still hits the
-    UNIQUE constraint, which is read as ``exists`` too.
+    UNIQUE constraint, which is read as ``exists`` too. The outer ``atomic()`` opens the
+    transaction, so each sqlite-utils write inside it is a savepoint, not a commit.
     """
-    present = {r[1] for r in conn.execute("pragma table_info(sources)")}
-    fts = conn.execute("select 1 from sqlite_master where name = 'sources_fts'").fetchone()
-    if "normalized_url" not in present or fts is None:
+    db = sqlite_database(conn)
+    sources = db.table("sources")
+    present = set(sources.columns_dict)
+    if "normalized_url" not in present or not db.table("sources_fts").exists():
         raise ResearchError(
             "This brain has no dbrain sources/sources_fts tables to promote into.",
             status=409,
             code="no_sources_table",
         )
     results: list[dict[str, Any]] = []
-    with conn:
+    with db.atomic():
         for item in candidates:
             columns = {k: v for k, v in item.columns.items() if k in present}
-            existing = _existing(conn, columns["normalized_url"])
+            existing = _existing(sources, columns["normalized_url"])
             if existing is None:
-                names = ", ".join(columns)
-                marks = ", ".join("?" for _ in columns)
                 try:
-                    cursor = conn.execute(
-                        f"insert into sources ({names}) values ({marks})", list(columns.values())
-                    )
+                    sources.insert(columns)
                 except sqlite3.IntegrityError:
-                    existing = _existing(conn, columns["normalized_url"])
+                    existing = _existing(sources, columns["normalized_url"])
                 else:
-                    sync_source_fts(conn, cursor.lastrowid)
-                    results.append(_result(item, "created", cursor.lastrowid, columns))
+                    row_id = sources.last_rowid
+                    sync_source_fts(conn, row_id)
+                    results.append(_result(item, "created", row_id, columns))
                     continue
             if existing is None:
                 raise ResearchError(
@@ -201,11 +203,12 @@ def write_sources(conn: sqlite3.Connection, candidates: list[Candidate]) -> list
     return results
 
 
-def _existing(conn: sqlite3.Connection, normalized_url: str) -> tuple[int, str] | None:
-    row = conn.execute(
-        "select id, source_key from sources where normalized_url = ?", [normalized_url]
-    ).fetchone()
-    return (row[0], row[1]) if row else None
+def _existing(sources: Table, normalized_url: str) -> tuple[int, str] | None:
+    for row in sources.rows_where(
+        "normalized_url = ?", [normalized_url], select="id, source_key", limit=1
+    ):
+        return row["id"], row["source_key"]
+    return None
 
 
 def _result(item: Candidate, status: str, row_id: int, columns: Mapping[str, Any]) -> dict:
@@ -216,9 +219,17 @@ def _result(item: Candidate, status: str, row_id: int, columns: Mapping[str, Any
         "row_id": row_id,
         "content_hash": columns.get("content_hash", ""),
         "title": item.columns.get("title", ""),
-        # "fetched", "failed" (the provider's text was kept) or "not_fetched" (not asked for)
-        "fetch": "fetched" if item.fetched else "failed" if item.extract_error else "not_fetched",
+        # What became of the page: "fetched" (its text is the extraction), "failed" (the
+        # provider's text kept as the description; dbrain retries), "not_fetched" (dbrain
+        # extracts it later) or "skipped" (already in the brain, left as it was).
+        "fetch": item.fetch if status == "created" else "skipped",
     }
+
+
+def _normalized(row: Mapping[str, Any]) -> str:
+    """A web row's dedupe key in the brain (``normalized_url``), '' if dbrain refuses it."""
+    normalized = try_normalize_url(row["canonical_url"])
+    return normalized.normalized_url if normalized else ""
 
 
 async def fetch_all(
@@ -238,42 +249,47 @@ def provenance_rows(
     results: list[dict[str, Any]],
     actor_id: str,
     now: str,
-) -> list[list[Any]]:
+) -> list[dict[str, Any]]:
     """One plugin-database row per promoted key: where it came from and who promoted it."""
     queries = {q["provider"]: q["query"] for q in trace["pack"]["query_plan"]["external_queries"]}
-    rows = []
-    for item, result in zip(candidates, results, strict=True):
-        rows.append(
-            [
-                trace["run_id"],
-                item.ext_key,
-                result["local_source_key"],
-                database,
-                result["status"],
-                item.url,
-                item.provider,
-                queries.get(item.provider, ""),
-                item.rank,
-                trace["started_at"],
-                now,
-                actor_id,
-                result["content_hash"],
-                int(item.fetched),
-                item.extract_error,
-            ]
-        )
-    return rows
+    return [
+        {
+            "run_id": trace["run_id"],
+            "external_source_key": item.ext_key,
+            "local_source_key": result["local_source_key"],
+            "database_name": database,
+            "status": result["status"],
+            "url": item.url,
+            "provider": item.provider,
+            "provider_query": queries.get(item.provider, ""),
+            "provider_rank": item.rank,
+            "retrieved_at": trace["started_at"],
+            "promoted_at": now,
+            "actor_id": actor_id,
+            "content_hash": result["content_hash"],
+            "fetched": int(result["fetch"] == "fetched"),
+            "extract_error": item.extract_error if result["fetch"] == "failed" else "",
+        }
+        for item, result in zip(candidates, results, strict=True)
+    ]
 
 
-def write_provenance(conn: sqlite3.Connection, rows: list[list[Any]]) -> None:
-    with conn:
-        conn.executemany(
-            f"insert into {PROMOTIONS_TABLE} (run_id, external_source_key, local_source_key, "
-            "database_name, status, url, provider, provider_query, provider_rank, retrieved_at, "
-            "promoted_at, actor_id, content_hash, fetched, extract_error) "
-            "values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            rows,
-        )
+def write_provenance(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
+    """Append the provenance rows to the plugin's own database (never the brain)."""
+    sqlite_database(conn).table(PROMOTIONS_TABLE).insert_all(rows)
+
+
+def held_urls(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> set[str]:
+    """The rows' normalized URLs the brain already holds (their pages need no fetch)."""
+    urls = [n.normalized_url for r in rows if (n := try_normalize_url(r["canonical_url"]))]
+    sources = sqlite_database(conn).table("sources")
+    if not urls or "normalized_url" not in sources.columns_dict:
+        return set()
+    marks = ", ".join("?" for _ in urls)
+    return {
+        r["normalized_url"]
+        for r in sources.rows_where(f"normalized_url in ({marks})", urls, select="normalized_url")
+    }
 
 
 async def promote(
@@ -284,7 +300,8 @@ async def promote(
     actor_id: str,
     allow_networks: tuple[str, ...] = (),
 ) -> list[dict[str, Any]]:
-    """Fetch (optionally), then write the sources, then record provenance."""
+    """Fetch the pages asked for (not those the brain holds already: their fetch would be
+    thrown away), then write the sources, then record provenance."""
     if not getattr(brain_db, "is_mutable", False):
         raise ResearchError(
             f"The brain '{trace['database']}' is opened immutable (datasette -i); nothing can "
@@ -293,7 +310,11 @@ async def promote(
             code="brain_read_only",
         )
     rows = chosen_rows(trace, request.source_keys)
-    fetched = await fetch_all(rows, allow_networks) if request.fetch else {}
+    fetched: dict[str, FetchResult] = {}
+    if request.fetch:
+        held = await brain_db.execute_fn(lambda conn: held_urls(conn, rows))
+        wanted = [r for r in rows if _normalized(r) not in held]
+        fetched = await fetch_all(wanted, allow_networks)
     now = utc_now()
     candidates = [candidate(row, fetched.get(row["source_key"]), now) for row in rows]
     try:
@@ -306,9 +327,7 @@ async def promote(
                 status=409,
                 code="brain_read_only",
             ) from exc
-        raise ResearchError(
-            f"Could not write to the brain: {exc}", status=409, code="write_failed"
-        ) from exc
+        raise sqlite_error(exc, trace["database"]) from exc
     if plugin_db is not None:
         records = provenance_rows(trace, trace["database"], candidates, results, actor_id, now)
         try:

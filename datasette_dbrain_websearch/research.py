@@ -15,8 +15,17 @@ from datetime import date
 from typing import Any
 
 from .answer import AnswerAccess, Passage, answer_stage, disabled
-from .brain import Filters, Hit, LocalResult, passage_text, retrieve, sources_by_url
-from .config import FRESHNESS_RE, MODES, Settings
+from .brain import (
+    ExecuteFn,
+    Filters,
+    Hit,
+    LocalResult,
+    TimeBudget,
+    passage_text,
+    retrieve,
+    sources_by_url,
+)
+from .config import FRESHNESS_RE, MODES, Settings, external_mode
 from .display import plural
 from .errors import ResearchError
 from .external import ALL, ExternalRequest, WebStage, decide, is_current_state, web_query
@@ -43,7 +52,6 @@ DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
 Params = Mapping[str, Sequence[str]]
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
-ExecuteFn = Callable[[Callable[[Any], Any]], Awaitable[Any]]
 
 
 @dataclass(frozen=True)
@@ -163,9 +171,12 @@ def parse_external_request(params: Params, settings: Settings) -> ExternalReques
     """``external``, ``provider`` (repeatable, or ``all``), ``freshness`` (or ``custom`` with
     ``freshness_since`` and ``freshness_until``), ``external_count``."""
     ext = settings.external
-    mode = _one(params, "external").lower() or ext.default_mode
+    mode = external_mode(_one(params, "external")) or ext.default_mode
     if mode not in MODES:
-        raise ResearchError("external must be 'never', 'on_weak' or 'always'.", code="bad_external")
+        raise ResearchError(
+            "external must be 'never', 'on_weak' (or 'on_weak_local_evidence') or 'always'.",
+            code="bad_external",
+        )
     providers = _many(params, "provider")
     if ALL in providers:
         providers = (ALL,)
@@ -198,7 +209,8 @@ class WebAccess:
 
     permitted: bool
     providers: Mapping[str, Provider]
-    cache_db: Any | None = None
+    cache_db: Any | None = None  # the plugin database: provider cache and call ledger
+    actor_id: str = ""
 
     @property
     def labels(self) -> dict[str, str]:
@@ -236,10 +248,9 @@ async def research(
         )
     plan = plan_query(options.question, options.syntax)
     await emit({"stage": "local", "status": "started", "message": "Searching your brain"})
-    local: LocalResult = await execute_fn(
-        lambda conn: retrieve(
-            conn, options.question, plan, options.filters, options.limit, settings.time_limit_ms
-        )
+    local_query = TimeBudget(settings.time_limit_ms, database).bind(execute_fn)
+    local: LocalResult = await local_query(
+        lambda conn: retrieve(conn, options.question, plan, options.filters, options.limit)
     )
     warnings = list(local.warnings)
     if plan.truncated_terms:
@@ -284,7 +295,7 @@ async def research(
         "judge": round((time.perf_counter() - judge_started) * 1000, 3),
     }
     web_part = await _web(
-        execute_fn, options, settings, plan, verdict.verdict, evidence, row_url, web, emit
+        local_query, options, settings, plan, verdict.verdict, evidence, row_url, web, emit, run_id
     )
     warnings.extend(web_part.pop("warnings"))
     apply_profile(
@@ -357,6 +368,7 @@ async def _web(
     row_url: RowUrl,
     web: WebAccess,
     emit: Progress,
+    run_id: str,
 ) -> dict[str, Any]:
     """The external stage and the merge; returns the pack's web parts (always present)."""
     ext = settings.external
@@ -408,7 +420,10 @@ async def _web(
     part["external_search"]["ran"] = True
     await emit({"stage": "web", "status": "started", "message": "Searching the web"})
     try:
-        outcome = await WebStage(ext, web.providers, web.cache_db, emit=emit).run(request, plan)
+        stage = WebStage(
+            ext, web.providers, web.cache_db, emit=emit, run_id=run_id, actor_id=web.actor_id
+        )
+        outcome = await stage.run(request, plan)
     except Exception as exc:  # the last line of defence: local results always survive
         part["warnings"].append(
             {
@@ -450,7 +465,7 @@ async def _web(
         )
         for result, row in zip(merged.rows, part["external_evidence"], strict=True)
     }
-    part["merge_decisions"] = merged.decisions
+    part["merge_decisions"] = outcome.decisions + merged.decisions
     await emit(
         {
             "stage": "merge",
@@ -501,7 +516,7 @@ def _credit_local_sources(
             row = evidence_row(source, plan, row_url, settings.excerpt_chars)
             evidence.append(row)
             added.append(source)
-        credit_local(row, hits, labels)
+        credit_local(row, hits, labels, settings.excerpt_chars)
     return added
 
 

@@ -17,6 +17,9 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+import sqlite_utils
+from sqlite_utils.db import NotFoundError
+
 from .urls import go_trim_space
 
 __all__ = [
@@ -25,6 +28,7 @@ __all__ = [
     "MIGRATIONS",
     "RETRIEVAL_DIRTY_DDL",
     "SCHEMA_VERSION",
+    "SOURCES_FTS_COLUMNS",
     "SOURCES_FTS_INSERT",
     "SOURCE_COLUMNS",
     "X_MEDIA_TRANSCRIPT_ARTICLE_TITLE",
@@ -32,6 +36,7 @@ __all__ = [
     "create_retrieval_triggers",
     "item_fts_row",
     "source_fts_row",
+    "sqlite_database",
     "sync_item_fts",
     "sync_source_fts",
     "utc_now",
@@ -360,6 +365,17 @@ SOURCES_FTS_INSERT = (
     "INSERT INTO sources_fts (rowid, source_key, title, description, site_name, extracted_text,"
     " summary_text, domain) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
 )
+# The names of ``source_fts_row``'s values, in order (``rowid`` first).
+SOURCES_FTS_COLUMNS = (
+    "rowid",
+    "source_key",
+    "title",
+    "description",
+    "site_name",
+    "extracted_text",
+    "summary_text",
+    "domain",
+)
 
 # Columns sync_item_fts reads; the same model fields dbrain's syncFTSTx uses.
 _ITEM_FTS_COLUMNS = (
@@ -377,17 +393,6 @@ _ITEM_FTS_COLUMNS = (
     "summary_text",
     "ocr_text",
     "user_tags",
-)
-_SOURCE_FTS_COLUMNS = (
-    "id",
-    "source_key",
-    "title",
-    "description",
-    "site_name",
-    "extracted_text",
-    "summary_text",
-    "user_tags",
-    "domain",
 )
 
 
@@ -513,22 +518,33 @@ def sync_item_fts(conn: sqlite3.Connection, item_id: int) -> None:
     conn.execute(ITEMS_FTS_INSERT, fts_row)
 
 
+def sqlite_database(conn: sqlite3.Connection) -> sqlite_utils.Database:
+    """sqlite-utils over a connection Datasette owns (a brain's or the plugin database's),
+    leaving the connection's settings as they were; writes nest in the caller's transaction.
+
+    Its defaults would turn on ``recursive_triggers`` and run sqlite-utils plugins on what may
+    be Datasette's shared write connection to the user's real brain.
+    """
+    return sqlite_utils.Database(conn, recursive_triggers=False, execute_plugins=False)
+
+
 def sync_source_fts(conn: sqlite3.Connection, source_id: int) -> None:
     """Rewrite the ``sources_fts`` row of one source: delete by rowid, then insert.
 
-    dbrain calls this after extraction, a summary or a tag change, never on first insert, so a
-    freshly added source stays out of ``sources_fts``. Raises ``LookupError`` if the source does
-    not exist.
+    dbrain calls this after extraction, a summary or a tag change. Both steps run in one
+    sqlite-utils ``atomic()`` block, a savepoint when the caller has a transaction open, so
+    they are committed (or rolled back) with the row they index. Raises ``LookupError`` if the
+    source does not exist.
     """
-    row = conn.execute(
-        f"SELECT {', '.join(_SOURCE_FTS_COLUMNS)} FROM sources WHERE id = ?", (source_id,)
-    ).fetchone()
-    if row is None:
-        raise LookupError(f"source {source_id} not found")
-    conn.execute("DELETE FROM sources_fts WHERE rowid = ?", (source_id,))
-    conn.execute(
-        SOURCES_FTS_INSERT, source_fts_row(dict(zip(_SOURCE_FTS_COLUMNS, row, strict=True)))
-    )
+    db = sqlite_database(conn)
+    try:
+        source = db.table("sources").get(source_id)
+    except NotFoundError as exc:
+        raise LookupError(f"source {source_id} not found") from exc
+    fts = db.table("sources_fts")
+    with db.atomic():
+        fts.delete_where("rowid = ?", [source_id])
+        fts.insert(dict(zip(SOURCES_FTS_COLUMNS, source_fts_row(source), strict=True)))
 
 
 def _field(row: Mapping[str, Any], key: str) -> str:

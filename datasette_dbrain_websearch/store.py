@@ -1,10 +1,10 @@
 """The plugin's own SQLite database: everything the plugin remembers, never the brain.
 
 It lives at ``traces_database`` (default ``research_runs.db`` next to the first brain file),
-is created at startup and attached to Datasette as ``research_runs`` so its owners can browse and
-facet it (only root and actors allowed ``dbrain-external-search`` may view it as tables: it holds
+is created (or brought up to date) at startup with sqlite-utils and attached to Datasette as
+``research_runs`` so root can browse and facet it (no one else may view it as tables: it holds
 other people's questions). It holds research runs and their events (traces.py), promotions
-(promote.py), relevance feedback and the provider cache.
+(promote.py), relevance feedback, the provider cache and the provider ledger (ledger.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,10 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import sqlite_utils
+
 from .providers.base import WebResult
+from .schema import sqlite_database
 
 DATABASE_NAME = "research_runs"
 DEFAULT_FILENAME = "research_runs.db"
@@ -27,76 +30,114 @@ RUNS_TABLE = "dbrain_websearch_runs"
 EVENTS_TABLE = "dbrain_websearch_events"
 PROMOTIONS_TABLE = "dbrain_websearch_promotions"
 FEEDBACK_TABLE = "dbrain_websearch_feedback"
+LEDGER_TABLE = "dbrain_websearch_provider_calls"
 
-SCHEMA = f"""
-create table if not exists {CACHE_TABLE} (
-    cache_key text primary key,
-    provider text not null,
-    query text not null,
-    params_json text not null,
-    results_json text not null,
-    created_at text not null,
-    expires_at text not null
-);
-create index if not exists idx_{CACHE_TABLE}_expires_at on {CACHE_TABLE}(expires_at);
-create table if not exists {RUNS_TABLE} (
-    run_id text primary key,
-    started_at text not null,
-    completed_at text not null,
-    surface text not null,
-    database_name text not null,
-    question text not null,
-    actor_id text not null,
-    external_mode text not null,
-    external_permitted integer not null,
-    external_ran integer not null,
-    providers text not null,
-    verdict text not null,
-    evidence_count integer not null,
-    external_evidence_count integer not null,
-    warning_codes text not null,
-    total_ms real not null,
-    trace_json text not null
-);
-create index if not exists idx_{RUNS_TABLE}_started_at on {RUNS_TABLE}(started_at);
-create table if not exists {EVENTS_TABLE} (
-    id integer primary key,
-    run_id text not null references {RUNS_TABLE}(run_id) on delete cascade,
-    seq integer not null,
-    at text not null,
-    name text not null,
-    data_json text not null
-);
-create index if not exists idx_{EVENTS_TABLE}_run_id on {EVENTS_TABLE}(run_id);
-create table if not exists {PROMOTIONS_TABLE} (
-    id integer primary key,
-    run_id text not null,
-    external_source_key text not null,
-    local_source_key text not null,
-    database_name text not null,
-    status text not null,
-    url text not null,
-    provider text not null,
-    provider_query text not null,
-    provider_rank integer not null,
-    retrieved_at text not null,
-    promoted_at text not null,
-    actor_id text not null,
-    content_hash text not null,
-    fetched integer not null,
-    extract_error text not null
-);
-create index if not exists idx_{PROMOTIONS_TABLE}_run_id on {PROMOTIONS_TABLE}(run_id);
-create table if not exists {FEEDBACK_TABLE} (
-    id integer primary key,
-    run_id text not null,
-    key text not null,
-    value text not null,
-    actor_id text not null,
-    created_at text not null,
-    unique (run_id, key)
-);
-"""
+# Each table's columns, in order, as sqlite-utils creates them (primary keys first). A table an
+# older version created keeps its rows; columns added since are added to it at startup.
+TABLES: dict[str, dict[str, Any]] = {
+    CACHE_TABLE: {
+        "columns": {
+            "cache_key": str,
+            "provider": str,
+            "query": str,
+            "params_json": str,
+            "results_json": str,
+            "created_at": str,
+            "expires_at": str,
+        },
+        "pk": "cache_key",
+        "indexes": [["expires_at"]],
+    },
+    RUNS_TABLE: {
+        "columns": {
+            "run_id": str,
+            "started_at": str,
+            "completed_at": str,
+            "surface": str,
+            "database_name": str,
+            "question": str,
+            "actor_id": str,
+            "external_mode": str,
+            "external_permitted": int,
+            "external_ran": int,
+            "providers": str,
+            "verdict": str,
+            "evidence_count": int,
+            "external_evidence_count": int,
+            "warning_codes": str,
+            "total_ms": float,
+            "trace_json": str,
+        },
+        "pk": "run_id",
+        "indexes": [["started_at"], ["actor_id", "started_at"]],
+    },
+    EVENTS_TABLE: {
+        "columns": {
+            "id": int,
+            "run_id": str,
+            "seq": int,
+            "at": str,
+            "name": str,
+            "data_json": str,
+        },
+        "pk": "id",
+        "foreign_keys": [("run_id", RUNS_TABLE, "run_id")],
+        "indexes": [["run_id"]],
+    },
+    PROMOTIONS_TABLE: {
+        "columns": {
+            "id": int,
+            "run_id": str,
+            "external_source_key": str,
+            "local_source_key": str,
+            "database_name": str,
+            "status": str,
+            "url": str,
+            "provider": str,
+            "provider_query": str,
+            "provider_rank": int,
+            "retrieved_at": str,
+            "promoted_at": str,
+            "actor_id": str,
+            "content_hash": str,
+            "fetched": int,
+            "extract_error": str,
+        },
+        "pk": "id",
+        "indexes": [["run_id"]],
+    },
+    FEEDBACK_TABLE: {
+        "columns": {
+            "id": int,
+            "run_id": str,
+            "key": str,
+            "value": str,
+            "actor_id": str,
+            "created_at": str,
+        },
+        "pk": "id",
+        "indexes": [["run_id", "key"]],
+        "unique_index": ["run_id", "key"],
+    },
+    LEDGER_TABLE: {
+        "columns": {
+            "id": int,
+            "at": str,
+            "day": str,
+            "provider": str,
+            "endpoint": str,
+            "status": int,
+            "error": str,
+            "latency_ms": float,
+            "results": int,
+            "cost_usd": float,
+            "actor_id": str,
+            "run_id": str,
+        },
+        "pk": "id",
+        "indexes": [["provider", "day"], ["day"]],
+    },
+}
 
 
 # The database each Datasette attached for the plugin, by object, never by name: a brain that
@@ -126,15 +167,38 @@ def default_path(brain_paths: list[str]) -> Path | None:
 
 
 def create(path: Path) -> None:
-    """Create the file and its tables (idempotent)."""
+    """Create the file and its tables, or bring an older file's tables up to date (idempotent)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(path)
     try:
         conn.execute("pragma journal_mode = wal")
-        conn.executescript(SCHEMA)
-        conn.commit()
+        with conn:
+            migrate(sqlite_database(conn))
     finally:
         conn.close()
+
+
+def migrate(db: sqlite_utils.Database) -> None:
+    """Create missing tables, add missing columns (with empty defaults) and indexes."""
+    for name, spec in TABLES.items():
+        columns: dict[str, Any] = spec["columns"]
+        table = db[name]
+        if not table.exists():
+            table.create(
+                columns,
+                pk=spec["pk"],
+                not_null=set(columns) - {spec["pk"]},
+                foreign_keys=spec.get("foreign_keys"),
+            )
+        else:
+            for column, kind in columns.items():
+                if column not in table.columns_dict:
+                    table.add_column(column, kind, not_null_default=EMPTY[kind])
+        for index in spec["indexes"]:
+            table.create_index(index, if_not_exists=True, unique=index == spec.get("unique_index"))
+
+
+EMPTY: dict[type, Any] = {str: "", int: 0, float: 0.0}
 
 
 def cache_key(provider: str, params: dict[str, Any]) -> str:
@@ -168,22 +232,20 @@ async def cache_put(
     now: datetime | None = None,
 ) -> None:
     now = now or datetime.now(UTC)
-    values = [
-        key,
-        provider,
-        str(params.get("query", "")),
-        json.dumps(params, sort_keys=True, default=str),
-        json.dumps([asdict(r) for r in results]),
-        utc(now),
-        utc(now + timedelta(seconds=ttl)),
-    ]
+    row = {
+        "cache_key": key,
+        "provider": provider,
+        "query": str(params.get("query", "")),
+        "params_json": json.dumps(params, sort_keys=True, default=str),
+        "results_json": json.dumps([asdict(r) for r in results]),
+        "created_at": utc(now),
+        "expires_at": utc(now + timedelta(seconds=ttl)),
+    }
 
     def write(conn: sqlite3.Connection) -> None:
         with conn:
             conn.execute(f"delete from {CACHE_TABLE} where expires_at <= ?", [utc(now)])
-            conn.execute(
-                f"insert or replace into {CACHE_TABLE} values (?, ?, ?, ?, ?, ?, ?)", values
-            )
+            sqlite_database(conn)[CACHE_TABLE].insert(row, replace=True)
 
     await db.execute_write_fn(write)
 
@@ -199,18 +261,21 @@ async def feedback_for(db: Any, run_id: str) -> list[dict[str, str]]:
 async def save_feedback(db: Any, run_id: str, marks: list[dict[str, str]], actor_id: str) -> None:
     now = utc(datetime.now(UTC))
 
+    rows = [
+        {
+            "run_id": run_id,
+            "key": m["key"],
+            "value": m["value"],
+            "actor_id": actor_id,
+            "created_at": now,
+        }
+        for m in marks
+    ]
+
     def write(conn: sqlite3.Connection) -> None:
+        # One mark per (run, key): replacing deletes the old mark, so the latest is the newest row.
         with conn:
-            for mark in marks:
-                conn.execute(
-                    f"delete from {FEEDBACK_TABLE} where run_id = ? and key = ?",
-                    [run_id, mark["key"]],
-                )
-                conn.execute(
-                    f"insert into {FEEDBACK_TABLE} (run_id, key, value, actor_id, created_at) "
-                    "values (?, ?, ?, ?, ?)",
-                    [run_id, mark["key"], mark["value"], actor_id, now],
-                )
+            sqlite_database(conn)[FEEDBACK_TABLE].insert_all(rows, replace=True)
 
     await db.execute_write_fn(write)
 

@@ -20,10 +20,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from .external import BUDGET_EXHAUSTED
+from .judge import NO_EVIDENCE
+from .schema import sqlite_database
 from .store import EVENTS_TABLE, FEEDBACK_TABLE, RUNS_TABLE, plugin_database
 
 TRACE_SCHEMA = "research_trace.v1"
-RUN_ID = re.compile(r"\d{8}T\d{6}\.\d{9}Z-[0-9a-f]{12}")
+PROVIDERS_FAILED = "providers_failed"
+RUN_ID = re.compile(r"\d{8}T\d{6}\.\d{9}Z-[0-9a-f]{12,64}")
 KEEP_RUNS = 500
 KEEP_DAYS = 180
 MAX_RUNS = 20_000  # a hard ceiling, whatever their age, so a flood of runs cannot fill the disk
@@ -89,20 +93,38 @@ def events_for(pack: dict[str, Any], started: datetime) -> list[dict[str, Any]]:
                 local_ms,
                 {"provider": provider, "query": query["query"], "params": query["params"]},
             )
+            if query.get("error") == BUDGET_EXHAUSTED:
+                add(
+                    "external_provider_skipped",
+                    local_ms,
+                    {"provider": provider, "reason": BUDGET_EXHAUSTED},
+                )
+                continue
             add(
                 "external_provider_request",
                 local_ms,
                 {"provider": provider, "cached": query["cached"]},
             )
+            response = {
+                "provider": provider,
+                "results": query["results"],
+                "cached": query["cached"],
+                "returned": [r for r in web.get("returned", []) if r["provider"] == provider],
+            }
+            if query.get("error"):
+                response["error"] = query["error"]
+                response["message"] = next(
+                    (
+                        w["message"]
+                        for w in pack["warnings"]
+                        if w.get("provider") == provider and w["code"] == query["error"]
+                    ),
+                    "",
+                )
             add(
                 "external_provider_response",
                 local_ms + timings.get(f"external_{provider}", 0.0),
-                {
-                    "provider": provider,
-                    "results": query["results"],
-                    "cached": query["cached"],
-                    "returned": [r for r in web.get("returned", []) if r["provider"] == provider],
-                },
+                response,
             )
         external_done = local_ms + timings.get("external", 0.0)
         for decision in pack["merge_decisions"]:
@@ -213,52 +235,71 @@ def build_trace(
             "answer": answer_metrics(pack.get("answer") or {}),
         },
         "pack": pack,
-        "stop_reason": pack["judge"]["verdict"],
+        "stop_reason": stop_reason(pack),
     }
 
 
-def _row(trace: dict[str, Any]) -> list[Any]:
+def stop_reason(pack: dict[str, Any]) -> str:
+    """The verdict, except that a run with no local evidence whose every provider failed says
+    so: "the web was asked and could not answer" is not "there is nothing to find"."""
+    verdict = pack["judge"]["verdict"]
+    web = pack["external_search"]
+    queries = pack["query_plan"]["external_queries"]
+    if (
+        verdict == NO_EVIDENCE
+        and web["ran"]
+        and not web["providers"]
+        and not pack["external_evidence"]
+        and any(q.get("error") for q in queries)
+    ):
+        return PROVIDERS_FAILED
+    return verdict
+
+
+def _row(trace: dict[str, Any]) -> dict[str, Any]:
     pack, metrics = trace["pack"], trace["metrics"]
-    return [
-        trace["run_id"],
-        trace["started_at"],
-        trace["completed_at"],
-        trace["surface"],
-        trace["database"],
-        trace["question"],
-        trace["actor_id"],
-        pack["external_search"]["mode"],
-        int(trace["permissions"]["external_search"]),
-        int(pack["external_search"]["ran"]),
-        ",".join(metrics["providers"]),
-        metrics["verdict"],
-        metrics["evidence_count"],
-        metrics["external_evidence_count"],
-        ",".join(metrics["warnings"]),
-        metrics["timings_ms"].get("total", 0.0),
-        json.dumps(trace, ensure_ascii=False),
-    ]
+    return {
+        "run_id": trace["run_id"],
+        "started_at": trace["started_at"],
+        "completed_at": trace["completed_at"],
+        "surface": trace["surface"],
+        "database_name": trace["database"],
+        "question": trace["question"],
+        "actor_id": trace["actor_id"],
+        "external_mode": pack["external_search"]["mode"],
+        "external_permitted": int(trace["permissions"]["external_search"]),
+        "external_ran": int(pack["external_search"]["ran"]),
+        "providers": ",".join(metrics["providers"]),
+        "verdict": metrics["verdict"],
+        "evidence_count": metrics["evidence_count"],
+        "external_evidence_count": metrics["external_evidence_count"],
+        "warning_codes": ",".join(metrics["warnings"]),
+        "total_ms": metrics["timings_ms"].get("total", 0.0),
+        "trace_json": json.dumps(trace, ensure_ascii=False),
+    }
 
 
 async def save(db: Any, trace: dict[str, Any], now: datetime | None = None) -> None:
     """Insert the run and its events in one transaction, then apply retention."""
     row = _row(trace)
     events = [
-        [trace["run_id"], seq, e["at"], e["name"], json.dumps(e["data"], ensure_ascii=False)]
+        {
+            "run_id": trace["run_id"],
+            "seq": seq,
+            "at": e["at"],
+            "name": e["name"],
+            "data_json": json.dumps(e["data"], ensure_ascii=False),
+        }
         for seq, e in enumerate(trace["events"])
     ]
     cutoff = iso((now or datetime.now(UTC)) - timedelta(days=KEEP_DAYS))
 
     def write(conn: sqlite3.Connection) -> None:
         with conn:
-            marks = ", ".join("?" for _ in row)
-            conn.execute(f"insert or replace into {RUNS_TABLE} values ({marks})", row)
+            plugin_tables = sqlite_database(conn)
+            plugin_tables[RUNS_TABLE].insert(row, replace=True)
             conn.execute(f"delete from {EVENTS_TABLE} where run_id = ?", [trace["run_id"]])
-            conn.executemany(
-                f"insert into {EVENTS_TABLE} (run_id, seq, at, name, data_json) "
-                "values (?, ?, ?, ?, ?)",
-                events,
-            )
+            plugin_tables[EVENTS_TABLE].insert_all(events)
             prune(conn, cutoff)
 
     await db.execute_write_fn(write)

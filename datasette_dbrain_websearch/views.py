@@ -8,8 +8,15 @@ the page, never a 500.
 from __future__ import annotations
 
 import json
+import logging
+import sqlite3
 import urllib.parse
+from collections import Counter
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from datasette import Forbidden, NotFound, Response
 from datasette.utils import tilde_decode
@@ -17,15 +24,16 @@ from datasette.utils.asgi import AsgiStream
 
 from . import display, traces
 from .answer import AnswerAccess
-from .brain import TABLE, is_brain
-from .compat import EXTERNAL, LLM_ANSWER, PROMOTE, RESEARCH, can
+from .brain import TABLE, check_unchanged, is_brain, reader, table_names
+from .compat import EXTERNAL, LLM_ANSWER, PROMOTE, RESEARCH, USAGE, can
 from .config import MODES, Settings
-from .errors import ResearchError
+from .errors import ResearchError, sqlite_error
 from .feedback import (
     FEEDBACK_VALUES,
     RocchioWeights,
     apply_feedback,
     refine_query,
+    row_urls,
     validate_marks,
 )
 from .judge import VERDICTS
@@ -48,6 +56,9 @@ TEMPLATE = "dbrain_websearch_research.html"
 RUN_TEMPLATE = "dbrain_websearch_run.html"
 RUNS_TEMPLATE = "dbrain_websearch_runs.html"
 HIDDEN_DATABASES = ("_internal", "_memory")
+ROOT = "root"
+
+log = logging.getLogger("datasette_dbrain_websearch")
 
 
 async def brain_databases(datasette: Any, settings: Settings) -> list[str]:
@@ -58,7 +69,7 @@ async def brain_databases(datasette: Any, settings: Settings) -> list[str]:
     for name, db in datasette.databases.items():
         if name in HIDDEN_DATABASES:
             continue
-        if is_brain(await db.table_names()):
+        if is_brain(await reader(db)(table_names)):
             names.append(name)
     return names
 
@@ -93,12 +104,14 @@ async def web_access(datasette: Any, actor: dict | None) -> WebAccess:
         permitted=await can(datasette, actor, EXTERNAL),
         providers=registered_providers(datasette),
         cache_db=plugin_database(datasette),
+        actor_id=_actor_id(actor),
     )
 
 
 def error_response(error: ResearchError) -> Response:
-    """The one JSON error shape (HTML errors are rendered on the page itself)."""
-    return Response.json(error.as_json(), status=error.status)
+    """The one JSON error shape (HTML errors are rendered on the page itself or by
+    ``page_error``), with ``Retry-After`` when trying again later will help."""
+    return Response.json(error.as_json(), status=error.status, headers=error.headers())
 
 
 def stream_path(datasette: Any, database: str | None) -> str:
@@ -140,7 +153,7 @@ async def resolve_brain(
     requested = (params.get("database") or [""])[-1]
     if not allowed:
         if await brain_databases(datasette, settings):
-            raise ResearchError("You may not research any brain here.", 403, "forbidden")
+            raise cannot_research()
         raise ResearchError("No dbrain brain is attached to this Datasette.", 404, "no_brain")
     if requested and requested not in allowed:
         raise ResearchError(
@@ -151,9 +164,26 @@ async def resolve_brain(
     return requested or allowed[0], allowed
 
 
-def page_error(error: ResearchError) -> Exception:
-    """Datasette's own error page for a refused HTML request."""
-    return Forbidden(RESEARCH) if error.status == 403 else NotFound(error.message)
+def cannot_research() -> ResearchError:
+    return ResearchError("You may not research any brain here.", 403, "forbidden")
+
+
+async def page_error(datasette: Any, request: Any, error: ResearchError) -> Response:
+    """Datasette's own error page for a refused HTML request: its 403 and 404 pages, and its
+    error template for the rest (a busy brain: 503 with ``Retry-After``, in the same words as
+    the JSON)."""
+    if error.status == 403:
+        raise Forbidden(RESEARCH) from error
+    if error.status == 404:
+        raise NotFound(error.message) from error
+    context = {"error": error.message, "status": error.status, "title": None}
+    html = await datasette.render_template("error.html", context, request=request)
+    return Response.html(html, status=error.status, headers=error.headers())
+
+
+async def refusal(datasette: Any, request: Any, as_json: bool, error: ResearchError) -> Response:
+    """A refused request, answered in the form it asked for."""
+    return error_response(error) if as_json else await page_error(datasette, request, error)
 
 
 async def run_research(
@@ -167,30 +197,74 @@ async def run_research(
     progress: Progress | None = None,
     lineage: dict[str, Any] | None = None,
     model_permitted: bool | None = None,
+    requester: str | None = None,
 ) -> dict[str, Any]:
     """Parse, research, save the trace: the one path every surface (HTTP and CLI) takes.
 
     ``lineage`` (from ``_refinement``) records a refined run's parent and refinement;
-    ``model_permitted`` overrides the actor's ``dbrain-llm-answer`` check (the CLI's shell user).
+    ``model_permitted`` overrides the actor's ``dbrain-llm-answer`` check (the CLI's shell user);
+    ``requester`` (from ``requester_of``) is who a raw question counts against (None: no limit).
     """
     options = parse_options(params, settings)
     db = datasette.get_database(database)
     if model_permitted is None:
         wants_model = options.answer and settings.answer.synthesizer == "llm"
         model_permitted = wants_model and await can(datasette, actor, LLM_ANSWER)
-    pack = await research(
-        db.execute_fn,
-        database,
-        options,
-        settings,
-        row_url_for(datasette, database),
-        web,
-        progress=progress,
-        answering=AnswerAccess(model_permitted, datasette, actor),
-    )
+    async with raw_question_slot(datasette, requester if options.syntax == "raw" else None):
+        pack = await research(
+            reader(db),
+            database,
+            options,
+            settings,
+            row_url_for(datasette, database),
+            web,
+            progress=progress,
+            answering=AnswerAccess(model_permitted, datasette, actor),
+        )
     pack.update(lineage or {})
     await traces.record(datasette, pack, surface=surface, actor=actor, permitted=web.permitted)
     return pack
+
+
+RAW_IN_FLIGHT = 2
+RAW_RETRY_AFTER_S = 2
+# Raw questions running now, per Datasette, by requester.
+_RAW_RUNNING: WeakKeyDictionary[Any, Counter[str]] = WeakKeyDictionary()
+
+
+def requester_of(request: Any) -> str:
+    """Who a request counts against: its actor, or for anonymous visitors their address."""
+    actor_id = _actor_id(request.actor)
+    if actor_id:
+        return f"actor:{actor_id}"
+    client = request.scope.get("client") or ("",)
+    return f"address:{client[0]}"
+
+
+@asynccontextmanager
+async def raw_question_slot(datasette: Any, requester: str | None) -> AsyncIterator[None]:
+    """At most ``RAW_IN_FLIGHT`` raw FTS5 questions in flight per requester (429 beyond): a raw
+    query can be expensive (prefix and NEAR queries over a large brain), and one visitor must
+    not hold every one of Datasette's query threads while others wait."""
+    if requester is None:
+        yield
+        return
+    running = _RAW_RUNNING.setdefault(datasette, Counter())
+    if running[requester] >= RAW_IN_FLIGHT:
+        raise ResearchError(
+            f"You already have {RAW_IN_FLIGHT} raw FTS5 searches running; wait for one to "
+            "finish, then try again.",
+            429,
+            "too_many_raw_searches",
+            retry_after=RAW_RETRY_AFTER_S,
+        )
+    running[requester] += 1
+    try:
+        yield
+    finally:
+        running[requester] -= 1
+        if not running[requester]:
+            del running[requester]
 
 
 async def _refinement(
@@ -276,9 +350,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
     try:
         settings, params, lineage, database, allowed = await prepare(datasette, request)
     except ResearchError as exc:
-        if as_json:
-            return error_response(exc)
-        raise page_error(exc) from exc
+        return await refusal(datasette, request, as_json, exc)
     web = await web_access(datasette, request.actor)
     pack = None if as_json else await saved_pack(datasette, request, params)
     refinement = None
@@ -300,11 +372,21 @@ async def research_view(request: Any, datasette: Any) -> Response:
                 web,
                 "json" if as_json else "page",
                 lineage=lineage,
+                requester=requester_of(request),
             )
         except ResearchError as exc:
             error = exc
     if as_json:
         return error_response(error) if error else Response.json(pack)
+    try:
+        can_promote = (
+            pack is not None
+            and await can(datasette, request.actor, PROMOTE)
+            and "sources_fts" in await reader(datasette.get_database(database))(table_names)
+        )
+        promoted = await promoted_rows(datasette, pack)
+    except ResearchError as exc:
+        return await page_error(datasette, request, exc)
 
     query_string = request.query_string
     route_db = database if route is not None else None
@@ -345,11 +427,10 @@ async def research_view(request: Any, datasette: Any) -> Response:
         "feedback_form": True,
         "max_limit": settings.max_limit,
         "default_limit": settings.default_limit,
-        "can_promote": await can(datasette, request.actor, PROMOTE)
-        and await datasette.get_database(database).table_exists("sources_fts"),
+        "can_promote": can_promote,
         "promote_url": datasette.urls.path("/-/research/promote"),
         "stream_url": stream_path(datasette, route_db),
-        "promoted": await promoted_rows(datasette, pack),
+        "promoted": promoted,
         "refinement": refinement,
         "marks": {m["key"]: m["value"] for m in (pack or {}).get("feedback", {}).get("marks", [])},
         "feedback_values": FEEDBACK_VALUES,
@@ -357,7 +438,9 @@ async def research_view(request: Any, datasette: Any) -> Response:
         "is_web_url": is_web_url,
     }
     html = await datasette.render_template(TEMPLATE, context, request=request)
-    return Response.html(html, status=error.status if error else 200)
+    if error:
+        return Response.html(html, status=error.status, headers=error.headers())
+    return Response.html(html)
 
 
 MODE_LABELS = {"never": "Off", "on_weak": "If local evidence is weak", "always": "Always"}
@@ -501,13 +584,22 @@ def _form_values(params: dict[str, list[str]]) -> dict[str, str]:
 
 
 def research_menu_links(datasette: Any, actor: dict | None):
-    """The "Research" link in Datasette's menu, for actors who may research some brain."""
+    """The "Research" link in Datasette's menu, for actors who may research some brain, and
+    "Web search usage" for those allowed to see what the providers cost."""
 
     async def inner() -> list[dict[str, str]]:
         settings = Settings.from_datasette(datasette)
-        if not await researchable_brains(datasette, actor, settings):
+        try:
+            if not await researchable_brains(datasette, actor, settings):
+                return []
+        except ResearchError:  # a busy brain must not break every Datasette page
             return []
-        return [{"href": research_path(datasette, None, False), "label": "Research"}]
+        links = [{"href": research_path(datasette, None, False), "label": "Research"}]
+        if settings.external.enabled and await can(datasette, actor, USAGE):
+            links.append(
+                {"href": datasette.urls.path("/-/research/usage"), "label": "Web search usage"}
+            )
+        return links
 
     return inner
 
@@ -517,7 +609,10 @@ def research_database_actions(datasette: Any, actor: dict | None, database: str)
 
     async def inner() -> list[dict[str, str]]:
         settings = Settings.from_datasette(datasette)
-        if database not in await brain_databases(datasette, settings):
+        try:
+            if database not in await brain_databases(datasette, settings):
+                return []
+        except ResearchError:  # a busy brain must not break its database page
             return []
         if not await can(datasette, actor, RESEARCH, database):
             return []
@@ -533,17 +628,17 @@ def research_database_actions(datasette: Any, actor: dict | None, database: str)
 
 
 async def run_view(request: Any, datasette: Any) -> Response:
-    """``/-/research/runs/<run_id>[.json]``: a saved trace, for those who may research its brain."""
+    """``/-/research/runs/<run_id>[.json]``: a saved trace, for its own actor and root (and,
+    for a run made by an anonymous visitor, whoever has its link); 404 for everyone else."""
     as_json = bool(request.url_vars.get("format"))
     run_id = request.url_vars["run_id"]
     try:
         trace = await _trace_for(datasette, request, run_id)
-    except ResearchError as exc:
         if as_json:
-            return error_response(exc)
-        raise page_error(exc) from exc
-    if as_json:
-        return Response.json(trace)
+            return Response.json(trace)
+        promoted = await promoted_rows(datasette, trace["pack"])
+    except ResearchError as exc:
+        return await refusal(datasette, request, as_json, exc)
     labels = {name: p.label for name, p in registered_providers(datasette).items()}
     marks = await feedback_for(plugin_database(datasette), run_id)
     context = {
@@ -552,7 +647,7 @@ async def run_view(request: Any, datasette: Any) -> Response:
         "events": display.timeline(trace, labels),
         "say": display,
         "marks": {m["key"]: m["value"] for m in marks},
-        "promoted": await promoted_rows(datasette, trace["pack"]),
+        "promoted": promoted,
         "feedback_form": False,
         "json_url": traces.run_path(datasette, run_id, as_json=True),
         "runs_url": datasette.urls.path("/-/research/runs"),
@@ -587,21 +682,40 @@ def run_filter(params: dict[str, list[str]], databases: list[str], actor_id: str
     )
 
 
+SIGN_IN_FOR_RUNS = (
+    "Runs hold people's questions, so each person sees only their own. Sign in to see yours "
+    "(anonymous runs are reached only through the link their page gives them)."
+)
+NOT_SAVING = "Runs are not being saved: the plugin has no database of its own here."
+
+
 async def runs_view(request: Any, datasette: Any) -> Response:
-    """``/-/research/runs``: recent runs on the brains this actor may research: everyone's for
-    root and actors allowed web search, their own for others, none for anonymous visitors."""
+    """``/-/research/runs[.json]``: recent runs on the brains this actor may research.
+
+    Runs hold people's questions: a signed-in actor sees only their own, root sees everyone's
+    (anonymous runs too), and anonymous visitors see none. The actor filter is SQL, so one's own
+    runs never hide behind newer runs of others.
+    """
+    as_json = bool(request.url_vars.get("format"))
     settings = Settings.from_datasette(datasette)
-    allowed = await researchable_brains(datasette, request.actor, settings)
+    try:
+        allowed = await researchable_brains(datasette, request.actor, settings)
+    except ResearchError as exc:
+        return await refusal(datasette, request, as_json, exc)
     if not allowed:
-        raise Forbidden(RESEARCH)
+        return await refusal(datasette, request, as_json, cannot_research())
     db = plugin_database(datasette)
-    everyone = await sees_all_runs(datasette, request.actor)
     me = _actor_id(request.actor)
     params = urllib.parse.parse_qs(request.query_string)
-    where = run_filter(params, allowed, None if everyone else me)
-    runs = await traces.recent(db, where) if db is not None and (everyone or me) else []
+    where = run_filter(params, allowed, None if me == ROOT else me)
+    runs = await traces.recent(db, where) if db is not None and me else []
     for run in runs:
         run["url"] = traces.run_path(datasette, run["run_id"])
+    if as_json:
+        message = NOT_SAVING if db is None else "" if me else SIGN_IN_FOR_RUNS
+        return Response.json(
+            {"ok": True, "runs": runs, **({"message": message} if message else {})}
+        )
     html = await datasette.render_template(
         RUNS_TEMPLATE,
         {
@@ -635,14 +749,18 @@ async def promoted_rows(datasette: Any, pack: dict[str, Any] | None) -> dict[str
         brain = info["database"]
         if brain not in datasette.databases:
             continue
-        rows = await datasette.get_database(brain).execute(
-            "select id from sources where source_key = ?", [info["local_source_key"]]
+        row_id = await reader(datasette.get_database(brain))(
+            partial(source_id, source_key=info["local_source_key"])
         )
-        row = rows.first()
         promoted[ext_key]["row_url"] = (
-            str(datasette.urls.row(brain, "sources", str(row[0]))) if row else ""
+            str(datasette.urls.row(brain, "sources", str(row_id))) if row_id else ""
         )
     return promoted
+
+
+def source_id(conn: sqlite3.Connection, source_key: str) -> int | None:
+    row = conn.execute("select id from sources where source_key = ?", [source_key]).fetchone()
+    return row[0] if row else None
 
 
 async def promote_view(request: Any, datasette: Any) -> Response:
@@ -661,29 +779,30 @@ async def promote_view(request: Any, datasette: Any) -> Response:
     try:
         body, back = await _promotion_body(request, as_json)
         promotion = parse_request(body)
-        db = plugin_database(datasette)
-        trace = await traces.load(db, promotion.run_id) if db is not None else None
-        if trace is None:
-            raise ResearchError(f"No saved run {promotion.run_id}.", 404, "no_such_run")
-        if not await can(datasette, request.actor, RESEARCH, trace["database"]):
-            raise ResearchError("You may not use this run's brain.", 403, "forbidden")
+        trace = await visible_run(datasette, request.actor, promotion.run_id)
         brain = datasette.databases.get(trace["database"])
         if brain is None:
             raise ResearchError(
                 f"The brain '{trace['database']}' is not attached.", 404, "no_brain"
             )
+        check_unchanged(brain)
         settings = Settings.from_datasette(datasette)
-        results = await promote(
-            brain,
-            db,
-            trace,
-            promotion,
-            _actor_id(request.actor),
-            settings.external.fetch_allow_networks,
-        )
+        try:
+            results = await promote(
+                brain,
+                plugin_database(datasette),
+                trace,
+                promotion,
+                _actor_id(request.actor),
+                settings.external.fetch_allow_networks,
+            )
+        except sqlite3.Error as exc:
+            raise sqlite_error(exc, trace["database"]) from exc
     except ResearchError as exc:
         if replies_json:
             return error_response(exc)
+        if exc.status == 413:
+            return await page_error(datasette, request, exc)
         datasette.add_message(request, f"Nothing promoted: {exc.message}", datasette.ERROR)
         return Response.redirect(_safe_back(datasette, request, locals().get("back")))
     shown = [
@@ -728,14 +847,36 @@ def wants_json(request: Any) -> bool:
     return json_body(request) or "application/json" in request.headers.get("accept", "")
 
 
+def too_large() -> ResearchError:
+    return ResearchError(
+        f"The request body is too large (at most {MAX_BODY:,} bytes).", 413, "too_large"
+    )
+
+
 async def read_body(request: Any, as_json: bool) -> dict[str, Any]:
-    """A POST body, size-capped: a JSON object, or a form as ``{name: [values]}``."""
+    """A POST body: a JSON object, or a form as ``{name: [values]}``.
+
+    Read a chunk at a time from the ASGI ``receive`` and refused (413) as soon as it passes
+    ``MAX_BODY``, with or without a Content-Length (chunked): reading it all first would let
+    one request hold hundreds of megabytes and a worker for as long as the client likes.
+    """
     declared = request.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > MAX_BODY:
-        raise ResearchError("The request body is too large.", 413, "too_large")
-    raw = await request.post_body()
-    if len(raw) > MAX_BODY:
-        raise ResearchError("The request body is too large.", 413, "too_large")
+        raise too_large()
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await request.receive()
+        if message["type"] == "http.disconnect":
+            raise ResearchError("The request body ended early.", code="body_incomplete")
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > MAX_BODY:
+            raise too_large()
+        chunks.append(chunk)
+        if not message.get("more_body"):
+            break
+    raw = b"".join(chunks)
     if not as_json:
         return urllib.parse.parse_qs(raw.decode("utf-8", "replace"), keep_blank_values=True)
     try:
@@ -801,7 +942,16 @@ async def stream_view(request: Any, datasette: Any) -> Any:
 
         try:
             pack = await run_research(
-                datasette, request.actor, database, params, settings, web, "page", progress, lineage
+                datasette,
+                request.actor,
+                database,
+                params,
+                settings,
+                web,
+                "page",
+                progress,
+                lineage,
+                requester=requester_of(request),
             )
         except ResearchError as exc:
             await progress({"stage": "error", **exc.as_json()})
@@ -831,7 +981,7 @@ async def feedback_view(request: Any, datasette: Any) -> Response:
         except ValueError as exc:
             raise ResearchError(str(exc), code="bad_feedback") from exc
         known = {row["source_key"] for row in _rows(trace["pack"])} | {
-            row.get(field) for row in _rows(trace["pack"]) for field in ("url", "canonical_url")
+            url for row in _rows(trace["pack"]) for url in row_urls(row)
         }
         unknown = [m["key"] for m in marks if m["key"] not in known]
         if unknown:
@@ -852,8 +1002,8 @@ async def feedback_view(request: Any, datasette: Any) -> Response:
     except ResearchError as exc:
         if replies_json:
             return error_response(exc)
-        if exc.status in (403, 404):
-            raise page_error(exc) from exc
+        if exc.status in (403, 404, 413):
+            return await page_error(datasette, request, exc)
         datasette.add_message(request, f"Feedback not saved: {exc.message}", datasette.ERROR)
         return Response.redirect(_safe_back(datasette, request, locals().get("back")))
     if not replies_json:
@@ -872,27 +1022,32 @@ async def feedback_view(request: Any, datasette: Any) -> Response:
 
 
 async def _trace_for(datasette: Any, request: Any, run_id: str) -> dict[str, Any]:
-    """A saved run the actor may see, or a ResearchError (404/403)."""
+    """A saved run the actor may see: permission first (403 for those who may research no brain
+    here), then ``visible_run``."""
+    settings = Settings.from_datasette(datasette)
+    if not await researchable_brains(datasette, request.actor, settings):
+        raise cannot_research()
+    return await visible_run(datasette, request.actor, run_id)
+
+
+async def visible_run(datasette: Any, actor: dict | None, run_id: str) -> dict[str, Any]:
+    """The saved run, or the same 404 whether it does not exist or is not this actor's: a run
+    id must not reveal that someone asked something."""
     db = plugin_database(datasette)
     trace = await traces.load(db, run_id) if db is not None else None
-    if trace is None:
+    if trace is None or not await may_see_run(datasette, actor, trace):
         raise ResearchError(f"No saved run {run_id}.", 404, "no_such_run")
-    if not await may_see_run(datasette, request.actor, trace):
-        raise ResearchError("You may not see this run.", 403, "forbidden")
     return trace
 
 
-async def sees_all_runs(datasette: Any, actor: dict | None) -> bool:
-    """Root and actors allowed web search see everyone's runs; others see their own."""
-    return (actor or {}).get("id") == "root" or await can(datasette, actor, EXTERNAL)
-
-
 async def may_see_run(datasette: Any, actor: dict | None, trace: dict[str, Any]) -> bool:
-    """A run is visible to its own actor and to those who see all runs, on a brain they may
-    research: runs hold people's questions."""
+    """Runs hold people's questions. A run is for its own actor and for root; a run made by an
+    anonymous visitor, for whoever has its link (the run id carries 96 random bits). Always only
+    on a brain the actor may research."""
     if not await can(datasette, actor, RESEARCH, trace["database"]):
         return False
-    return trace.get("actor_id", "") == _actor_id(actor) or await sees_all_runs(datasette, actor)
+    owner, me = trace.get("actor_id", ""), _actor_id(actor)
+    return not owner or owner == me or me == ROOT
 
 
 def _rows(pack: dict[str, Any]) -> list[dict[str, Any]]:
@@ -911,3 +1066,50 @@ async def _feedback_body(request: Any, as_json: bool) -> tuple[Any, str]:
 
 def weights_from(settings: Settings) -> RocchioWeights:
     return RocchioWeights(settings.feedback.alpha, settings.feedback.beta, settings.feedback.gamma)
+
+
+FORM_TYPES = (b"multipart/form-data", b"application/x-www-form-urlencoded")
+UNREADABLE = (TypeError, ValueError, IndexError, AssertionError)
+Asgi = Callable[[dict, Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable]
+
+
+def forms_never_500(app: Asgi) -> Asgi:
+    """ASGI wrapper (outermost): a form POST the CSRF layer cannot read is a 400, not a 500.
+
+    On Datasette 0.65, asgi-csrf parses every cookie-bearing form POST before any route runs.
+    asgi-csrf 0.11 (the newest) passes ``FileClass`` to python-multipart's ``FormParser``,
+    which python-multipart 0.0.26 removed, so every such multipart POST raised TypeError; it
+    also fails on a multipart type without ``; boundary=`` and on a form body that is not
+    UTF-8. Pinning python-multipart below 0.0.26 would bring back CVE-2026-40347 and
+    CVE-2026-42561. Datasette's router turns its own exceptions into error pages, so one that
+    reaches this wrapper before a response started came from reading the body.
+    """
+
+    async def wrapped(scope: dict, receive: Any, send: Any) -> None:
+        headers = dict(scope.get("headers") or []) if scope["type"] == "http" else {}
+        content_type = headers.get(b"content-type", b"").split(b";", 1)[0].strip().lower()
+        if content_type not in FORM_TYPES:
+            await app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: dict) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await app(scope, receive, watched)
+        except UNREADABLE as exc:
+            if started:
+                raise
+            log.warning("dbrain-websearch: unreadable form POST to %s: %r", scope["path"], exc)
+            error = ResearchError(
+                "This form could not be read (Datasette's CSRF check could not parse its body); "
+                "send it as UTF-8 application/x-www-form-urlencoded or as JSON.",
+                400,
+                "unreadable_form",
+            )
+            await error_response(error).asgi_send(send)
+
+    return wrapped

@@ -22,6 +22,7 @@ from datasette.app import Datasette
 from datasette.plugins import pm
 
 from datasette_dbrain_websearch.fakeweb import FakeWeb
+from datasette_dbrain_websearch.providers.brave import clear_plan_memo
 from datasette_dbrain_websearch.schema import create_brain_schema, sync_item_fts, sync_source_fts
 from datasette_dbrain_websearch.urls import normalize_url
 
@@ -242,8 +243,10 @@ def fake(fakeweb, monkeypatch):
     monkeypatch.setenv("TEST_BRAVE_KEY", BRAVE_KEY)
     monkeypatch.setenv("TEST_EXA_KEY", EXA_KEY)
     fakeweb.reset()
+    clear_plan_memo()  # a Brave plan without LLM Context is remembered per process
     yield fakeweb
     fakeweb.reset()
+    clear_plan_memo()
 
 
 def web_config(fake: FakeWeb, **external: Any) -> dict[str, Any]:

@@ -55,3 +55,18 @@ def test_answer_bench_runs_and_prints_what_answering_adds():
     )
     assert result.returncode == 0, result.stderr
     assert "answering adds" in result.stdout and "answer stage (in the pack)" in result.stdout
+
+
+def test_load_test_runs_clean_and_reports():
+    """A short run of the load test: no errors, no duplicate or lost promotion (it exits
+    non-zero on those), every hostile request refused, and the report printed."""
+    result = subprocess.run(
+        [sys.executable, str(BENCH.parent / "bench_load.py"), "--clients", "4", "--seconds", "4"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "errors: 0" in result.stdout
+    assert "duplicate rows: 0; lost: 0" in result.stdout
+    assert "plain research p99 / p50" in result.stdout

@@ -30,6 +30,7 @@ from datasette_dbrain_websearch.urls import try_normalize_url
 
 BRAVE = {"X-Subscription-Token": "test-brave-key"}
 EXA = {"x-api-key": "test-exa-key"}
+SEARXNG = {"Accept-Language": "en-US,en;q=0.9"}  # the bot limiter's price of admission
 RATE_HEADERS = (
     "x-ratelimit-limit",
     "x-ratelimit-policy",
@@ -67,8 +68,8 @@ def exa(client: httpx.Client, web: FakeWeb, endpoint: str, body: Any, headers=EX
     return client.post(f"{web.exa_base_url}/{endpoint}", json=body, headers=headers)
 
 
-def searxng(client: httpx.Client, web: FakeWeb, **params: Any):
-    return client.get(f"{web.searxng_base_url}/search", params=params)
+def searxng(client: httpx.Client, web: FakeWeb, headers=SEARXNG, **params: Any):
+    return client.get(f"{web.searxng_base_url}/search", params=params, headers=headers)
 
 
 def brave_error(response: httpx.Response) -> dict[str, Any]:
@@ -430,7 +431,7 @@ def test_huge_mode_streams_more_than_five_megabytes(client, web, provider):
     request = {
         "brave": ("GET", f"{web.brave_base_url}/web/search?q=sqlite", BRAVE, None),
         "exa": ("POST", f"{web.exa_base_url}/search", EXA, {"query": "sqlite"}),
-        "searxng": ("GET", f"{web.searxng_base_url}/search?q=sqlite&format=json", {}, None),
+        "searxng": ("GET", f"{web.searxng_base_url}/search?q=sqlite&format=json", SEARXNG, None),
     }[provider]
     method, url, headers, body = request
     with client.stream(method, url, headers=headers, json=body) as response:
@@ -530,10 +531,9 @@ def test_exa_search_results_and_contents_only_on_request(client, web):
     assert isinstance(bare["searchTime"], float)
     assert bare["costDollars"] == {"total": 0.005, "search": {"neural": 0.005}}
     for result in bare["results"]:
-        assert {"id", "url", "title", "publishedDate", "author", "score", "favicon"} <= set(result)
+        assert {"id", "url", "title", "publishedDate", "author", "favicon"} <= set(result)
         assert not {"text", "highlights", "highlightScores", "summary"} & set(result)
-    scores = [r["score"] for r in bare["results"]]
-    assert scores == sorted(scores, reverse=True)
+        assert "score" not in result  # no longer in Exa's schema
 
     full = exa(
         client,
@@ -676,7 +676,7 @@ def test_searxng_json_shape(client, web):
         assert result["parsed_url"][1] == httpx.URL(result["url"]).netloc.decode()
         assert result["category"] == "general"
         date = result["publishedDate"]
-        assert date is None or re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d", date)
+        assert date is None or re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\+00:00)?", date)
 
 
 def test_searxng_parameters_and_formats(client, web):
@@ -707,6 +707,178 @@ def test_searxng_parameters_and_formats(client, web):
     assert searxng(client, web, q="sqlite", format="json").status_code == 403
     web.set_mode("searxng", "rate_limited", times=1)
     assert searxng(client, web, q="sqlite", format="json").status_code == 429
+
+
+# --- Seen outside our fake (provider-apis.md §7a) -------------------------------------------
+
+
+def test_searxng_bot_limiter_wants_accept_language(client, web):
+    for blank in ({}, {"Accept-Language": ""}):
+        refused = searxng(client, web, headers=blank, q="sqlite", format="json")
+        assert (refused.status_code, refused.text) == (429, "Too Many Requests")
+    posted = client.post(f"{web.searxng_base_url}/search", data={"q": "sqlite", "format": "json"})
+    assert posted.status_code == 429
+    web.set_mode("searxng", "json_disabled")
+    assert searxng(client, web, headers={}, q="sqlite", format="json").status_code == 429
+    web.reset()
+    assert searxng(client, web, q="sqlite", format="json").status_code == 200
+    with FakeWeb(searxng_limiter=False) as open_instance:
+        assert searxng(client, open_instance, headers={}, q="sqlite", format="json").json()
+
+
+@pytest.mark.parametrize(
+    ("language", "ok"),
+    [
+        ("de", True),
+        ("de-CH", True),
+        ("fil", True),
+        ("auto", True),
+        ("all", True),
+        ("de_CH", False),
+        ("german", False),
+        ("EN", False),
+        ("", False),
+    ],
+)
+def test_searxng_language_must_be_a_code(client, web, language, ok):
+    response = searxng(client, web, q="espresso", format="json", language=language)
+    assert (response.status_code == 200) is ok
+    if not ok:
+        assert response.json() == {"error": f'Invalid value "{language}" for parameter language'}
+
+
+def test_searxng_dates_in_both_eras(client, web):
+    def dated() -> list[dict[str, Any]]:
+        found = []
+        for q in ("datasette sqlite heat pump", "lattice qcd"):
+            body = searxng(client, web, q=q, format="json").json()
+            found.extend(r for r in body["results"] if r.get("pubdate"))
+        return found
+
+    iso = [r for r in dated() if r["publishedDate"]]
+    assert any(r["publishedDate"].endswith("+00:00") for r in iso)
+    assert any(not r["publishedDate"].endswith("+00:00") for r in iso)
+    for result in iso:
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\+0000)?", result["pubdate"])
+        assert (
+            result["pubdate"].replace(" ", "T").replace("+0000", "+00:00")
+            == (result["publishedDate"])
+        )
+
+    web.set_mode("searxng", "localized_dates")
+    old = dated()
+    texts = {r["url"]: r["publishedDate"] for r in old}
+    assert texts["https://news.ycombinator.com/item?id=46012345"] == "4 hour(s), 0 minute(s) ago"
+    assert texts["https://arxiv.org/abs/2611.01234"] == "Nov 3, 2026"
+    assert [r["pubdate"] for r in old] == [r["pubdate"] for r in iso]
+    assert all(not re.match(r"\d{4}-", date) for date in texts.values())
+
+
+@pytest.mark.parametrize("kind", ["keyword", "hybrid", ""])
+def test_exa_rejects_retired_search_types(client, web, kind):
+    response = exa(client, web, "search", {"query": "sqlite", "type": kind})
+    body = response.json()
+    assert (response.status_code, body["tag"]) == (400, "INVALID_REQUEST_BODY")
+    assert body["error"].startswith("Invalid request body | Validation error: Invalid option")
+    assert body["error"].endswith('at "type"')
+
+
+def test_exa_accepts_todays_search_types(client, web):
+    for kind in ("auto", "fast", "instant", "deep", "deep-lite", "deep-reasoning", "neural"):
+        assert exa(client, web, "search", {"query": "sqlite", "type": kind}).status_code == 200
+
+
+def test_exa_contents_answers_by_requested_id_at_the_crawled_url(client, web):
+    abstract = "https://arxiv.org/abs/2611.01234"
+    slashed = "https://www.sqlite.org/fts5.html/"
+    body = exa(client, web, "contents", {"ids": [abstract, slashed], "text": True}).json()
+    assert [(r["id"], r["url"]) for r in body["results"]] == [
+        (abstract, "https://arxiv.org/pdf/2611.01234.pdf"),
+        (slashed, "https://www.sqlite.org/fts5.html"),
+    ]
+    assert [s["id"] for s in body["statuses"]] == [abstract, slashed]
+    assert all("score" not in r for r in body["results"])
+
+
+@pytest.mark.parametrize(
+    ("mode", "options", "status"),
+    [
+        ("url_failed", {}, 422),
+        ("rate_limited", {"endpoint": "contents"}, 429),
+        ("server_error", {"endpoint": "contents", "status": 503}, 503),
+    ],
+)
+def test_exa_contents_can_fail_as_a_whole_while_search_works(client, web, mode, options, status):
+    web.set_mode("exa", mode, times=1, **options)
+    assert exa(client, web, "search", {"query": "lattice qcd"}).status_code == 200
+    failed = exa(client, web, "contents", {"ids": ["https://arxiv.org/abs/2611.01234"]})
+    assert failed.status_code == status
+    assert "requestId" in failed.json()
+    if mode == "url_failed":
+        assert failed.json()["error"] == "URL failed to fetch"
+    assert exa(client, web, "contents", {"ids": ["https://arxiv.org/abs/2611.01234"]}).json()
+
+
+def test_exa_contents_can_stall_while_search_answers(client, web):
+    web.set_mode("exa", "slow", seconds=2, endpoint="contents")
+    started = time.monotonic()
+    assert exa(client, web, "search", {"query": "lattice qcd"}).status_code == 200
+    assert time.monotonic() - started < 0.5
+    with httpx.Client(timeout=0.3) as impatient, pytest.raises(httpx.ReadTimeout):
+        exa(impatient, web, "contents", {"ids": ["https://arxiv.org/abs/2611.01234"]})
+
+
+def test_slow_mode_withholds_even_the_status_line(web):
+    """A stall long enough to outlast a request's deadline: nothing arrives, not even headers."""
+    web.set_mode("brave", "slow", seconds=1.5)
+    started = time.monotonic()
+    with (
+        httpx.Client(timeout=httpx.Timeout(5, read=1.0)) as patient,
+        pytest.raises(httpx.ReadTimeout),
+        patient.stream("GET", f"{web.brave_base_url}/web/search?q=sqlite", headers=BRAVE),
+    ):
+        pass
+    assert time.monotonic() - started >= 1.0
+
+
+def test_brave_errors_in_the_reference_array_form(client, web):
+    web.set_mode("brave", "normal", form="array")
+    bad = brave(client, web, q="sqlite", headers={"X-Subscription-Token": "nope"})
+    body = bad.json()
+    assert list(body) == ["type", "errors", "time"]
+    [error] = body["errors"]
+    assert (bad.status_code, error["code"]) == (422, "SUBSCRIPTION_TOKEN_INVALID")
+    assert brave(client, web, q="sqlite").status_code == 200
+
+    web.set_mode("brave", "rate_limited", form="array", times=1)
+    assert brave(client, web, q="sqlite").json()["errors"][0]["code"] == "RATE_LIMITED"
+    assert "error" in brave(client, web, headers={}).json()
+
+
+def test_brave_plan_refusing_llm_context_with_403(client, web):
+    web.set_mode("brave", "not_in_plan", code="RESOURCE_NOT_ALLOWED")
+    refused = brave(client, web, "llm/context", q="sqlite")
+    error = brave_error(refused)
+    assert (refused.status_code, error["code"]) == (403, "RESOURCE_NOT_ALLOWED")
+    assert error["detail"] == "The user is not authorized to access this resource."
+    assert error["meta"] == {"component": "api"}
+    assert brave(client, web, q="sqlite").status_code == 200
+    web.set_mode("brave", "not_in_plan", code="OPTION_NOT_IN_PLAN", form="array")
+    listed = brave(client, web, "llm/context", q="sqlite")
+    assert (listed.status_code, listed.json()["errors"][0]["code"]) == (400, "OPTION_NOT_IN_PLAN")
+
+
+def test_new_mode_options_are_checked(web):
+    with pytest.raises(ValueError, match="unknown options"):
+        web.set_mode("brave", "slow", endpoint="contents")
+    with pytest.raises(ValueError, match="unknown options"):
+        web.set_mode("exa", "url_failed", endpoint="search")
+    with pytest.raises(ValueError, match="bad value"):
+        web.set_mode("brave", "normal", form="list")
+    with pytest.raises(ValueError, match="bad value"):
+        web.set_mode("brave", "not_in_plan", code="FORBIDDEN")
+    with pytest.raises(ValueError, match="bad value"):
+        web.set_mode("exa", "slow", endpoint="answer")
 
 
 # --- Request log and control ----------------------------------------------------------------
@@ -754,7 +926,9 @@ def test_wrong_paths_and_methods(client, web):
     assert client.get(f"{web.exa_base_url}/search").status_code == 405
     assert client.get(f"{web.url}/brave/res/v1/images/search", headers=BRAVE).status_code == 404
     assert client.get(f"{web.url}/__fake/nothing").status_code == 404
-    form = client.post(f"{web.searxng_base_url}/search", data={"q": "tokio", "format": "json"})
+    form = client.post(
+        f"{web.searxng_base_url}/search", data={"q": "tokio", "format": "json"}, headers=SEARXNG
+    )
     assert form.json()["results"]
     assert [r.provider for r in web.requests] == ["exa", "brave", "searxng"]
 

@@ -163,8 +163,8 @@ async def test_runs_are_private_to_their_actor(ds):
     alice, bob = actor_cookies(ds, "alice"), actor_cookies(ds, "bob")
     pack = (await ds.client.get("/-/research.json?q=espresso", cookies=alice)).json()
     assert (await ds.client.get(pack["trace_url"] + ".json", cookies=alice)).status_code == 200
-    assert (await ds.client.get(pack["trace_url"] + ".json", cookies=bob)).status_code == 403
-    assert (await ds.client.get(pack["trace_url"])).status_code == 403
+    assert (await ds.client.get(pack["trace_url"] + ".json", cookies=bob)).status_code == 404
+    assert (await ds.client.get(pack["trace_url"])).status_code == 404
     assert pack["run_id"] not in (await ds.client.get("/-/research/runs", cookies=bob)).text
     assert pack["run_id"] in (await ds.client.get("/-/research/runs", cookies=alice)).text
     root = actor_cookies(ds, "root")

@@ -35,7 +35,7 @@ async def test_pack_shape(ds):
         "warnings",
         "timings_ms",
     }
-    assert re.fullmatch(r"\d{8}T\d{6}\.\d{9}Z-[0-9a-f]{12}", pack["run_id"])
+    assert re.fullmatch(r"\d{8}T\d{6}\.\d{9}Z-[0-9a-f]{24}", pack["run_id"])
     plan = pack["query_plan"]
     assert plan["fts_query"] == '"espresso"* AND "grinder"*'
     assert plan["query_terms"] == ["espresso", "grinder"]

@@ -62,8 +62,8 @@ async def test_page_runs_are_saved_too_and_link_to_their_trace(ds, brain):
 async def test_web_run_trace_has_every_stage_and_no_secret(brain, fake):
     ds = await web_ds(brain, fake, providers=["brave", "exa"])
     _, pack = await ask(ds, q="sqlite fts5 bm25 ranking", external="always", provider="all")
-    # Root's run: visible to root (and to actors who may search the web), not to anonymous.
-    assert (await ds.client.get(pack["trace_url"] + ".json")).status_code == 403
+    # Root's run: visible to root only; to anyone else it does not exist.
+    assert (await ds.client.get(pack["trace_url"] + ".json")).status_code == 404
     trace_json = await ds.client.get(pack["trace_url"] + ".json", cookies=actor_cookies(ds, "root"))
     page = await ds.client.get(pack["trace_url"], cookies=actor_cookies(ds, "root"))
     for text in (trace_json.text, page.text):

@@ -284,7 +284,7 @@ async def test_llm_context_not_in_plan_falls_back_to_web_search(brain, fake):
     ds = await web_ds(brain, fake)
     _, pack = await ask(ds, q="lattice qcd", external="always")
     assert [r.endpoint for r in provider_requests(fake)] == ["llm/context", "web/search"]
-    assert pack["external_evidence"] and codes(pack) == []
+    assert pack["external_evidence"] and codes(pack) == ["provider_fallback"]
 
 
 async def test_web_search_endpoint_by_config(brain, fake):
@@ -702,7 +702,7 @@ async def test_exa_text_via_contents(brain, fake):
     search, contents = provider_requests(fake)
     assert (search.endpoint, contents.endpoint) == ("search", "contents")
     assert "text" not in search.json["contents"] and "highlights" in search.json["contents"]
-    assert contents.json["urls"] and contents.json["text"]["maxCharacters"] > 0
+    assert contents.json["ids"] and contents.json["text"]["maxCharacters"] > 0
     assert pack["external_evidence"] and all(r["text"] for r in pack["external_evidence"])
 
 

@@ -19,12 +19,15 @@ from datasette_dbrain_websearch.merge import merge_external
 from datasette_dbrain_websearch.pack import external_key, merged_ranking
 from datasette_dbrain_websearch.providers.base import WebResult, plain_text, redact
 from datasette_dbrain_websearch.providers.brave import (
+    BraveProvider,
     brave_query,
+    error_object,
     parse_llm_context,
     parse_web_search,
     rate_limit_reset,
 )
-from datasette_dbrain_websearch.providers.exa import published_window
+from datasette_dbrain_websearch.providers.exa import identified_results, published_window
+from datasette_dbrain_websearch.providers.searxng import accept_language, published_at
 
 ENABLED = Settings.from_config({"external_search": {"enabled": True}}).external
 
@@ -75,6 +78,67 @@ def test_brave_web_search_strips_strong_and_uses_extra_snippets():
     (r,) = parse_web_search(body)
     assert (r.title, r.snippet, r.highlights) == ("C & D", "A ratio of 1:1", ("more text",))
     assert parse_web_search({"type": "search"}) == []
+
+
+def test_brave_error_object_reads_both_forms():
+    live = {"type": "ErrorResponse", "error": {"code": "RATE_LIMITED", "detail": "x"}}
+    listed = {"type": "ErrorResponse", "errors": [{"code": "RATE_LIMITED"}, {"code": "OTHER"}]}
+    assert error_object(live)["code"] == error_object(listed)["code"] == "RATE_LIMITED"
+    for odd in (None, "text", {"errors": []}, {"errors": ["x"]}, {"error": "x"}):
+        assert error_object(odd) == {}
+
+
+@pytest.mark.parametrize("code", ["OPTION_NOT_IN_PLAN", "RESOURCE_NOT_ALLOWED"])
+def test_brave_plan_refusals_are_not_auth_failures(code):
+    body = {"errors": [{"code": code, "detail": "Not in plan", "status": 403}]}
+    error = BraveProvider().http_error(403, body, {})
+    assert error.code == "provider_not_in_plan"
+    assert "Not in plan" in error.message
+
+
+def test_exa_results_carry_their_id():
+    body = {
+        "results": [
+            {"id": "doc-1", "url": "https://a.example/pdf", "text": "t"},
+            {"url": "https://b.example/"},
+            {"id": "no-url"},
+        ]
+    }
+    assert [(i, r.url) for i, r in identified_results(body)] == [
+        ("doc-1", "https://a.example/pdf"),
+        ("https://b.example/", "https://b.example/"),
+    ]
+    assert identified_results(None) == []
+
+
+@pytest.mark.parametrize(
+    "item, expected",
+    [
+        (
+            {"pubdate": "2023-06-05 10:00:00+0200", "publishedDate": "Jun 5, 2023"},
+            "2023-06-05T08:00:00Z",
+        ),
+        ({"pubdate": "2023-06-05 10:00:00", "publishedDate": "Jun 5, 2023"}, "2023-06-05T10:00:00"),
+        ({"publishedDate": "2026-11-29T10:00:00+00:00"}, "2026-11-29T10:00:00Z"),
+        ({"publishedDate": "2026-11-29T10:00:00.250000"}, "2026-11-29T10:00:00"),
+        ({"pubdate": "not a date", "publishedDate": "2026-11-29T10:00:00"}, "2026-11-29T10:00:00"),
+        ({"publishedDate": "2 hour(s), 3 minute(s) ago"}, ""),
+        ({"publishedDate": "Jun 5, 2023"}, ""),
+        ({"publishedDate": "20230605"}, ""),
+        ({"publishedDate": None, "pubdate": None}, ""),
+        ({}, ""),
+    ],
+)
+def test_searxng_dates_from_either_era(item, expected):
+    assert published_at(item) == expected
+
+
+def test_searxng_accept_language():
+    assert accept_language("") == accept_language("auto") == "en-US,en;q=0.9"
+    assert accept_language("all") == "en-US,en;q=0.9"
+    assert accept_language("de") == "de,en;q=0.5"
+    assert accept_language("pt-BR") == "pt-BR,pt;q=0.9,en;q=0.5"
+    assert accept_language("en") == "en"
 
 
 def test_brave_rate_limit_reset_uses_the_exhausted_window():
@@ -167,7 +231,8 @@ def test_web_query_is_keywords_within_brave_limits():
 
 def hit_list(provider, urls):
     results = [WebResult(url=u, title=f"t{i}", rank=i + 1) for i, u in enumerate(urls)]
-    return normalize_hits(provider, results, cached=False)
+    hits, rejected, *_ = normalize_hits(provider, results, cached=False)
+    return hits, rejected
 
 
 def test_normalize_hits_drops_urls_dbrain_refuses():

@@ -10,12 +10,15 @@ Other Datasette plugins add providers through the ``register_dbrain_websearch_pr
 
 from __future__ import annotations
 
+import asyncio
 import html
 import json
 import re
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -25,6 +28,9 @@ FAILED = "provider_failed"
 TIMEOUT = "provider_timeout"
 NOT_IN_PLAN = "provider_not_in_plan"
 TOO_LARGE = "provider_response_too_large"
+
+DEFAULT_TIMEOUT = 20.0  # seconds, for a request when the context has no deadline
+MIN_TIMEOUT = 0.05  # seconds: a request that may start at all gets at least this long
 
 
 @dataclass(frozen=True)
@@ -87,19 +93,38 @@ class ProviderError(Exception):
         self.retry_after = retry_after
 
 
+class CallRecord(TypedDict):
+    """One HTTP request a provider made, for the ledger: no query string, header or key."""
+
+    endpoint: str  # the URL path relative to the base URL, e.g. "/llm/context"
+    status: int  # the HTTP status, 0 when no response arrived
+    error: str  # the ProviderError code, "" when the request succeeded
+    latency_ms: float
+
+
 @dataclass
 class ProviderContext:
-    """Per-call plumbing handed to ``Provider.search``."""
+    """Per-call plumbing handed to ``Provider.search``.
+
+    ``deadline`` is a ``time.monotonic()`` instant: every request gets only the time left until
+    it, so a provider that makes two calls (Exa's search, then /contents) cannot overrun the
+    stage budget. ``calls`` records each HTTP request ``fetch_json`` made, whatever the outcome.
+    """
 
     provider: Provider
     client: httpx.AsyncClient
     options: Mapping[str, Any] = field(repr=False)
     max_bytes: int = 5 * 1024 * 1024
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    deadline: float | None = None
+    calls: list[CallRecord] = field(default_factory=list)
 
     def warn(self, code: str, message: str) -> None:
-        """Tell the user something about this answer (an option the API cannot honour ...)."""
-        self.warnings.append((code, message))
+        """Tell the user something about this answer (an option the API cannot honour ...).
+
+        The same warning twice (a retried search repeats its fallback) tells nothing new."""
+        if (code, message) not in self.warnings:
+            self.warnings.append((code, message))
 
     @property
     def api_key(self) -> str:
@@ -108,6 +133,27 @@ class ProviderContext:
 
     def base_url(self) -> str:
         return str(self.options.get("base_url") or self.provider.default_base_url).rstrip("/")
+
+    def time_left(self) -> float:
+        """Seconds the next request may take; raises TIMEOUT when the deadline has passed.
+
+        httpx reads ``timeout=None`` as "wait forever", so a request always gets a number."""
+        if self.deadline is None:
+            return DEFAULT_TIMEOUT
+        left = self.deadline - time.monotonic()
+        if left <= 0:
+            raise ProviderError(
+                TIMEOUT, f"{self.provider.label} was not asked: the web-search time ran out."
+            )
+        return max(MIN_TIMEOUT, left)
+
+    def endpoint(self, url: str) -> str:
+        """``url``'s path relative to the base URL (the path alone for another host)."""
+        path = urlsplit(url).path
+        base = urlsplit(self.base_url()).path.rstrip("/")
+        if base and path.startswith(base + "/"):
+            path = path[len(base) :]
+        return redact(path, [self.api_key])
 
     async def fetch_json(
         self,
@@ -121,14 +167,50 @@ class ProviderContext:
     ) -> Any:
         """Send one request and return its JSON, or raise a named ProviderError.
 
-        The body is streamed and cut off at ``max_bytes``; non-2xx answers go to the
-        provider's ``http_error`` so each API's error model stays in its own module.
+        The request gets the time left until ``deadline`` (``timeout``, when given, caps it
+        further), as a whole and not per read, so a server trickling bytes is cut too. The
+        body is streamed and cut off at ``max_bytes``; non-2xx answers go to the provider's
+        ``http_error`` so each API's error model stays in its own module. Every request made
+        is appended to ``calls``.
         """
+        seconds = self.time_left()
+        if timeout is not None:
+            seconds = min(seconds, max(MIN_TIMEOUT, timeout))
+        record = CallRecord(endpoint=self.endpoint(url), status=0, error="", latency_ms=0.0)
+        started = time.monotonic()
+        try:
+            return await self._fetch(method, url, params, json_body, headers, seconds, record)
+        except ProviderError as exc:
+            record["error"] = exc.code
+            raise
+        except asyncio.CancelledError:
+            # The stage cancels a provider at its deadline; anything else is not a timeout.
+            if self.deadline is not None and time.monotonic() >= self.deadline:
+                record["error"] = TIMEOUT
+            raise
+        finally:
+            record["latency_ms"] = round((time.monotonic() - started) * 1000, 3)
+            self.calls.append(record)
+
+    async def _fetch(
+        self,
+        method: str,
+        url: str,
+        params: Mapping[str, Any] | None,
+        json_body: Mapping[str, Any] | None,
+        headers: Mapping[str, str] | None,
+        seconds: float,
+        record: CallRecord,
+    ) -> Any:
         received = 0
         try:
-            async with self.client.stream(
-                method, url, params=params, json=json_body, headers=headers, timeout=timeout
-            ) as response:
+            async with (
+                asyncio.timeout(seconds),
+                self.client.stream(
+                    method, url, params=params, json=json_body, headers=headers, timeout=seconds
+                ) as response,
+            ):
+                record["status"] = response.status_code
                 chunks: list[bytes] = []
                 async for chunk in response.aiter_bytes():
                     received += len(chunk)
@@ -139,8 +221,10 @@ class ProviderContext:
                             "the response was cut off and ignored.",
                         )
                     chunks.append(chunk)
-        except httpx.TimeoutException as exc:
-            raise ProviderError(TIMEOUT, f"{self.provider.label} did not answer in time.") from exc
+        except (httpx.TimeoutException, TimeoutError) as exc:
+            raise ProviderError(
+                TIMEOUT, f"{self.provider.label} did not answer within {seconds:.1f} s."
+            ) from exc
         except httpx.HTTPError as exc:
             raise ProviderError(
                 FAILED, f"Could not reach {self.provider.label}: {type(exc).__name__}."

@@ -1,13 +1,17 @@
 """Brave Search: the LLM Context endpoint by default, Web Search on request or as fallback.
 
 LLM Context (``/llm/context``) returns ranked grounding snippets per URL, which is what evidence
-wants. A legacy plan without it answers 400 ``OPTION_NOT_IN_PLAN``; the provider then uses Web
-Search (``/web/search`` with ``extra_snippets``) for the same request. Brave reports a bad key as
-422 ``SUBSCRIPTION_TOKEN_INVALID`` (not 401), so errors branch on ``error.code``.
+wants. A plan without it answers 400 ``OPTION_NOT_IN_PLAN`` or 403 ``RESOURCE_NOT_ALLOWED``; the
+provider then uses Web Search (``/web/search`` with ``extra_snippets``) for the same request,
+remembers the refusal for the rest of the process and says so in a warning on every run it
+applies to. Brave reports a bad key as 422 ``SUBSCRIPTION_TOKEN_INVALID`` (not 401), so errors
+branch on ``error.code``; live bodies carry one ``error`` object, the reference pages an
+``errors`` array, and both are read.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -29,6 +33,25 @@ from .base import (
 ENDPOINTS = ("llm_context", "web_search")
 MAX_QUERY_CHARS = 400
 MAX_QUERY_WORDS = 50
+FALLBACK = "provider_fallback"
+FALLBACK_MESSAGE = (
+    "Brave's plan does not include LLM Context; used Web Search instead "
+    "(set external_search.brave.endpoint to web_search to skip the check)."
+)
+
+# (base URL, sha256 of the key) of plans that refused LLM Context: a plan does not change while
+# the process runs, so later runs go straight to Web Search instead of paying a refusal each.
+_NO_LLM_CONTEXT: set[tuple[str, str]] = set()
+
+
+def clear_plan_memo() -> None:
+    """Forget which keys' plans refused LLM Context (tests switch plans on one fake server)."""
+    _NO_LLM_CONTEXT.clear()
+
+
+def _plan_key(ctx: ProviderContext) -> tuple[str, str]:
+    """The memo key holds a digest, never the API key: a key lives only in its config block."""
+    return ctx.base_url(), hashlib.sha256(ctx.api_key.encode()).hexdigest()
 
 
 class BraveProvider(Provider):
@@ -47,12 +70,16 @@ class BraveProvider(Provider):
     async def search(self, request: SearchRequest, ctx: ProviderContext) -> list[WebResult]:
         if ctx.options.get("endpoint", "llm_context") == "web_search":
             return await self._web_search(request, ctx)
-        try:
-            return await self._llm_context(request, ctx)
-        except ProviderError as exc:
-            if exc.code != NOT_IN_PLAN:
-                raise
-            return await self._web_search(request, ctx)
+        plan = _plan_key(ctx)
+        if plan not in _NO_LLM_CONTEXT:
+            try:
+                return await self._llm_context(request, ctx)
+            except ProviderError as exc:
+                if exc.code != NOT_IN_PLAN:
+                    raise
+                _NO_LLM_CONTEXT.add(plan)
+        ctx.warn(FALLBACK, FALLBACK_MESSAGE)
+        return await self._web_search(request, ctx)
 
     def _headers(self, ctx: ProviderContext) -> dict[str, str]:
         return {"X-Subscription-Token": ctx.api_key, "Accept": "application/json"}
@@ -96,8 +123,7 @@ class BraveProvider(Provider):
         return parse_web_search(body)
 
     def http_error(self, status: int, body: Any, headers: Mapping[str, str]) -> ProviderError:
-        error = body.get("error") if isinstance(body, Mapping) else None
-        error = error if isinstance(error, Mapping) else {}
+        error = error_object(body)
         code = str(error.get("code") or "")
         detail = plain_text(error.get("detail")) or f"HTTP {status}"
         if code == "SUBSCRIPTION_TOKEN_INVALID" or (
@@ -107,8 +133,12 @@ class BraveProvider(Provider):
                 AUTH_FAILED,
                 f"Brave rejected the API key ({detail}); check external_search.brave.api_key.",
             )
-        if code == "OPTION_NOT_IN_PLAN":
-            return ProviderError(NOT_IN_PLAN, f"Brave: {detail}")
+        if code in ("OPTION_NOT_IN_PLAN", "RESOURCE_NOT_ALLOWED"):
+            return ProviderError(
+                NOT_IN_PLAN,
+                f"Brave: {detail}; the plan of external_search.brave.api_key does not "
+                "include this endpoint.",
+            )
         if status == 429 or code in ("RATE_LIMITED", "QUOTA_LIMITED"):
             wait = None if code == "QUOTA_LIMITED" else rate_limit_reset(headers)
             return ProviderError(
@@ -116,12 +146,26 @@ class BraveProvider(Provider):
                 f"Brave {code or 'rate limit'}: {detail}",
                 retry_after=wait,
             )
-        if code in ("RESOURCE_NOT_ALLOWED", "SUBSCRIPTION_NOT_FOUND"):
+        if code == "SUBSCRIPTION_NOT_FOUND":
             return ProviderError(
                 AUTH_FAILED,
                 f"Brave: {detail}; check external_search.brave.api_key and its plan.",
             )
         return ProviderError(FAILED, f"Brave answered HTTP {status}: {detail}")
+
+
+def error_object(body: Any) -> Mapping[str, Any]:
+    """The error in a Brave error body: live answers send one ``error`` object, the reference
+    pages show an ``errors`` array (the first entry is read); every field may be missing."""
+    if not isinstance(body, Mapping):
+        return {}
+    error = body.get("error")
+    if isinstance(error, Mapping):
+        return error
+    errors = body.get("errors")
+    if isinstance(errors, list) and errors and isinstance(errors[0], Mapping):
+        return errors[0]
+    return {}
 
 
 def brave_query(query: str) -> str:

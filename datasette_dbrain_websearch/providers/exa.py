@@ -2,6 +2,7 @@
 
 Exa reports a bad key as 401 ``INVALID_API_KEY`` and credits as 402; the JSON error body has
 ``error`` and ``tag`` but the status decides. Freshness becomes a published-date window.
+``score`` is no longer in Exa's schema: it is read when present, never relied on.
 """
 
 from __future__ import annotations
@@ -27,6 +28,9 @@ from .base import (
 
 FRESHNESS_DAYS = {"pd": 1, "pw": 7, "pm": 31, "py": 365}
 HIGHLIGHT_CHARS = 600
+# The search types Exa accepts today; "keyword" is gone and answers 400.
+SEARCH_TYPES = ("auto", "fast", "instant", "deep", "deep-lite", "deep-reasoning", "neural")
+PARTIAL_CONTENTS = "provider_partial_contents"
 
 
 class ExaProvider(Provider):
@@ -38,10 +42,22 @@ class ExaProvider(Provider):
     requires_api_key: ClassVar[bool] = True
     default_base_url: ClassVar[str] = "https://api.exa.ai"
 
+    def unavailable_reason(self, options: Mapping[str, Any]) -> str | None:
+        """A ``type`` Exa would reject with a 400 on every search is a config error."""
+        chosen = options.get("type", "auto")
+        if chosen not in SEARCH_TYPES:
+            return (
+                f"external_search.exa.type must be one of {', '.join(SEARCH_TYPES[:-1])} or "
+                f"{SEARCH_TYPES[-1]}, not {chosen!r}"
+            )
+        return super().unavailable_reason(options)
+
     async def search(self, request: SearchRequest, ctx: ProviderContext) -> list[WebResult]:
         """``/search`` with highlights and text; with ``text_via_contents: true`` the search
         asks for highlights only and the text of the results comes from one ``/contents`` call
-        (Exa bills text per result, so this keeps searches that are never read cheap)."""
+        (Exa bills text per result, so this keeps searches that are never read cheap). A failing
+        ``/contents`` costs the text only: the results keep their highlights and a warning
+        says why."""
         text = {"maxCharacters": max(1, min(request.max_chars, 10000))}
         via_contents = bool(ctx.options.get("text_via_contents"))
         contents: dict[str, Any] = {
@@ -64,35 +80,45 @@ class ExaProvider(Provider):
         answer = await ctx.fetch_json(
             "POST", f"{ctx.base_url()}/search", json_body=body, headers=headers
         )
-        results = parse_results(answer)
-        if via_contents and results:
-            texts = await self._contents([r.url for r in results], text, ctx, headers)
-            results = [replace(r, text=texts.get(r.url, r.text)) for r in results]
-        return results
+        found = identified_results(answer)
+        if not (via_contents and found):
+            return [result for _, result in found]
+        try:
+            texts = await self._contents([id_ for id_, _ in found], text, ctx, headers)
+        except ProviderError as exc:
+            ctx.warn(
+                PARTIAL_CONTENTS,
+                f"Exa's /contents call failed ({exc.message}); the results show their "
+                "highlights instead of the full text.",
+            )
+            texts = {}
+        return [replace(result, text=texts.get(id_, result.text)) for id_, result in found]
 
     async def _contents(
-        self, urls: list[str], text: dict[str, Any], ctx: ProviderContext, headers: dict
+        self, ids: list[str], text: dict[str, Any], ctx: ProviderContext, headers: dict
     ) -> dict[str, str]:
-        """Text for URLs via ``/contents``; a URL Exa could not crawl is reported in
-        ``statuses`` inside a 200 and simply keeps its highlights."""
+        """Text by result id via ``/contents``. Matched by id, not URL: the URL Exa returns
+        may be another form of the page (an arXiv abstract comes back as its PDF). A page Exa
+        could not crawl is reported in ``statuses`` inside a 200 and keeps its highlights."""
         answer = await ctx.fetch_json(
             "POST",
             f"{ctx.base_url()}/contents",
-            json_body={"urls": urls, "text": text},
+            json_body={"ids": ids, "text": text},
             headers=headers,
         )
+        statuses = answer.get("statuses") if isinstance(answer, Mapping) else None
         failed = [
             s.get("id")
-            for s in (answer or {}).get("statuses") or []
+            for s in statuses or []
             if isinstance(s, Mapping) and s.get("status") == "error"
         ]
         if failed:
             ctx.warn(
-                "provider_partial_contents",
-                f"Exa could not fetch the text of {len(failed)} "
+                PARTIAL_CONTENTS,
+                f"Exa could not fetch the full text of {len(failed)} "
                 "result(s); their highlights are shown instead.",
             )
-        return {r.url: r.text for r in parse_results(answer) if r.text}
+        return {id_: result.text for id_, result in identified_results(answer) if result.text}
 
     def http_error(self, status: int, body: Any, headers: Mapping[str, str]) -> ProviderError:
         body = body if isinstance(body, Mapping) else {}
@@ -136,25 +162,30 @@ def published_window(freshness: str, now: datetime | None = None) -> dict[str, s
 
 def parse_results(body: Any) -> list[WebResult]:
     """``results[]``: title may be null, highlights and text only when they were requested."""
+    return [result for _, result in identified_results(body)]
+
+
+def identified_results(body: Any) -> list[tuple[str, WebResult]]:
+    """``results[]`` with each result's ``id`` (its URL when Exa sent none), which is what
+    ``/contents`` is asked for and keys its answer by."""
     body = body if isinstance(body, Mapping) else {}
-    results: list[WebResult] = []
+    results: list[tuple[str, WebResult]] = []
     for item in body.get("results") or []:
         if not isinstance(item, Mapping) or not item.get("url"):
             continue
         highlights = tuple(str(h) for h in item.get("highlights") or [] if isinstance(h, str) and h)
         text = str(item.get("text") or "")
         score = item.get("score")
-        results.append(
-            WebResult(
-                url=str(item["url"]),
-                title=plain_text(item.get("title")),
-                snippet=highlights[0] if highlights else text[:300],
-                highlights=highlights,
-                text=text,
-                author=str(item.get("author") or ""),
-                published_at=str(item.get("publishedDate") or ""),
-                rank=len(results) + 1,
-                score=float(score) if isinstance(score, int | float) else None,
-            )
+        result = WebResult(
+            url=str(item["url"]),
+            title=plain_text(item.get("title")),
+            snippet=highlights[0] if highlights else text[:300],
+            highlights=highlights,
+            text=text,
+            author=str(item.get("author") or ""),
+            published_at=str(item.get("publishedDate") or ""),
+            rank=len(results) + 1,
+            score=float(score) if isinstance(score, int | float) else None,
         )
+        results.append((str(item.get("id") or item["url"]), result))
     return results

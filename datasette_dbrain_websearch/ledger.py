@@ -1,0 +1,122 @@
+"""The provider ledger: every call to a web search provider, what it cost, and the caps on it.
+
+Each HTTP request a provider makes (an Exa search and its ``/contents`` are two) becomes one row
+in the plugin database with its endpoint, status, latency, result count and estimated cost
+(``price_per_call`` for answers the provider bills: only successful ones). ``external_search.
+budgets`` caps a provider's calls per UTC day and estimated spend per UTC month; a provider over
+its cap is skipped before any request is made. ``/-/research/usage`` reads the same rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from .config import Budget
+from .schema import sqlite_database
+from .store import LEDGER_TABLE
+
+KEEP_DAYS = 400  # a year of usage, plus the month a monthly cap is counted over
+
+
+@dataclass(frozen=True)
+class Spent:
+    """A provider's use so far: calls today and estimated dollars this month (UTC)."""
+
+    calls_today: int = 0
+    usd_this_month: float = 0.0
+
+
+def over_budget(label: str, budget: Budget | None, spent: Spent) -> str | None:
+    """Why a provider may not be called now, or None (pure; 0 in a cap means no cap)."""
+    if budget is None:
+        return None
+    if budget.daily_calls and spent.calls_today >= budget.daily_calls:
+        return (
+            f"{label} reached its budget of {budget.daily_calls:,} calls today "
+            "(external_search.budgets); it was not called."
+        )
+    if budget.monthly_usd and spent.usd_this_month >= budget.monthly_usd:
+        return (
+            f"{label} reached its budget of ${budget.monthly_usd:,.2f} this month "
+            f"(about ${spent.usd_this_month:,.2f} spent; external_search.budgets); "
+            "it was not called."
+        )
+    return None
+
+
+def rows_for(
+    provider: str,
+    calls: list[Mapping[str, Any]],
+    results: int,
+    price: float,
+    actor_id: str,
+    run_id: str,
+    now: datetime | None = None,
+) -> list[dict[str, Any]]:
+    """Ledger rows for one provider's calls; the results are credited to its last good call."""
+    now = now or datetime.now(UTC)
+    last_ok = max((i for i, c in enumerate(calls) if 200 <= c.get("status", 0) < 300), default=-1)
+    return [
+        {
+            "at": now.strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "day": now.strftime("%Y-%m-%d"),
+            "provider": provider,
+            "endpoint": str(call.get("endpoint", "")),
+            "status": int(call.get("status", 0)),
+            "error": str(call.get("error", "")),
+            "latency_ms": round(float(call.get("latency_ms", 0.0)), 3),
+            "results": results if i == last_ok else 0,
+            "cost_usd": price if 200 <= call.get("status", 0) < 300 else 0.0,
+            "actor_id": actor_id,
+            "run_id": run_id,
+        }
+        for i, call in enumerate(calls)
+    ]
+
+
+async def record(db: Any, rows: list[dict[str, Any]]) -> None:
+    if not rows:
+        return
+    cutoff = (datetime.now(UTC) - timedelta(days=KEEP_DAYS)).strftime("%Y-%m-%d")
+
+    def write(conn: Any) -> None:
+        with conn:
+            conn.execute(f"delete from {LEDGER_TABLE} where day < ?", [cutoff])
+            sqlite_database(conn)[LEDGER_TABLE].insert_all(rows)
+
+    await db.execute_write_fn(write)
+
+
+async def spent(db: Any, provider: str, now: datetime | None = None) -> Spent:
+    now = now or datetime.now(UTC)
+    today = now.strftime("%Y-%m-%d")
+    month_start = now.strftime("%Y-%m-01")
+    row = (
+        await db.execute(
+            "select coalesce(sum(case when day = :today then 1 else 0 end), 0), "
+            "coalesce(sum(cost_usd), 0) "
+            f"from {LEDGER_TABLE} where provider = :provider and day >= :month_start",
+            {"today": today, "provider": provider, "month_start": month_start},
+        )
+    ).first()
+    return Spent(int(row[0]), float(row[1])) if row else Spent()
+
+
+async def usage(db: Any, days: int = 31, now: datetime | None = None) -> list[dict[str, Any]]:
+    """Calls, errors, results, spend and median-ish latency per provider per day, newest first."""
+    now = now or datetime.now(UTC)
+    since = (now - timedelta(days=days - 1)).strftime("%Y-%m-%d")
+    rows = await db.execute(
+        "select day, provider, count(*) as calls, "
+        "sum(case when status between 200 and 299 then 0 else 1 end) as errors, "
+        "sum(results) as results, round(sum(cost_usd), 4) as cost_usd, "
+        "round(avg(latency_ms), 1) as avg_latency_ms, "
+        "group_concat(distinct endpoint) as endpoints "
+        f"from {LEDGER_TABLE} where day >= ? group by day, provider "
+        "order by day desc, provider",
+        [since],
+    )
+    return [dict(row) for row in rows.rows]

@@ -1,0 +1,59 @@
+"""``/-/research/usage``: what the web search providers were asked, answered and cost.
+
+The page and its JSON read the provider ledger (ledger.py) and set it beside the configured
+caps. It shows who pays for what, so it is for root by default (``dbrain-view-usage``).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from datasette import Forbidden, Response
+
+from . import ledger
+from .compat import USAGE, can
+from .config import Settings
+from .store import plugin_database
+
+USAGE_TEMPLATE = "dbrain_websearch_usage.html"
+DAYS = 31
+
+
+async def usage_view(request: Any, datasette: Any) -> Response:
+    if not await can(datasette, request.actor, USAGE):
+        raise Forbidden(USAGE)
+    settings = Settings.from_datasette(datasette)
+    db = plugin_database(datasette)
+    now = datetime.now(UTC)
+    days = await ledger.usage(db, DAYS, now) if db is not None else []
+    names = list(dict.fromkeys([*settings.external.providers, *(d["provider"] for d in days)]))
+    providers = []
+    for name in names:
+        spent = await ledger.spent(db, name, now) if db is not None else ledger.Spent()
+        budget = settings.external.budgets.get(name)
+        providers.append(
+            {
+                "provider": name,
+                "calls_today": spent.calls_today,
+                "usd_this_month": round(spent.usd_this_month, 4),
+                "daily_calls_cap": budget.daily_calls if budget else 0,
+                "monthly_usd_cap": budget.monthly_usd if budget else 0.0,
+                "price_per_call": settings.external.price_per_call(name),
+                "over_budget": bool(ledger.over_budget(name, budget, spent)),
+            }
+        )
+    data = {"days": days, "providers": providers, "recording": db is not None}
+    if request.url_vars.get("format") == ".json":
+        return Response.json(data)
+    html = await datasette.render_template(
+        USAGE_TEMPLATE,
+        {
+            **data,
+            "period_days": DAYS,
+            "json_url": datasette.urls.path("/-/research/usage.json"),
+            "research_url": datasette.urls.path("/-/research"),
+        },
+        request=request,
+    )
+    return Response.html(html)

@@ -1,0 +1,298 @@
+"""Hostile requests and a hostile environment, through HTTP on both Datasette lines: bodies
+larger than the cap (chunked), multipart forms with cookies, a brain another program has
+locked, deleted or replaced, and expensive raw FTS5 questions. None may produce a 500."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sqlite3
+import threading
+import time
+
+import pytest
+
+from datasette_dbrain_websearch import research
+from datasette_dbrain_websearch.brain import TimeBudget
+from datasette_dbrain_websearch.errors import BUSY_MESSAGE, ResearchError
+from datasette_dbrain_websearch.views import MAX_BODY, RAW_IN_FLIGHT
+
+from .conftest import actor_cookies, build_fixture_brain, make_datasette, web_config
+from .test_promote import csrf, promoting_ds, web_run
+
+CHUNK = 64 * 1024
+
+
+class Flood:
+    """A chunked request body of ``total`` bytes that counts how much the server pulled."""
+
+    def __init__(self, total: int = 200 * 1024 * 1024) -> None:
+        self.total = total
+        self.sent = 0
+
+    async def __aiter__(self):
+        while self.sent < self.total:
+            self.sent += CHUNK
+            yield b"x" * CHUNK
+
+
+async def test_a_chunked_body_over_the_cap_is_refused_as_soon_as_it_passes(brain, fake):
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    anonymous = (await ds.client.get("/-/research.json", params={"q": "espresso"})).json()
+    root_cookies, root_headers, _ = await csrf(ds, actor_cookies(ds, "root"))
+    for path, cookies, headers in (
+        ("/-/research/promote", root_cookies, root_headers),
+        (f"/-/research/runs/{pack['run_id']}/feedback", root_cookies, root_headers),
+        (f"/-/research/runs/{anonymous['run_id']}/feedback", {}, {}),
+    ):
+        flood = Flood()
+        response = await ds.client.post(
+            path,
+            content=flood,
+            cookies=cookies,
+            headers={**headers, "content-type": "application/json"},
+        )
+        assert response.status_code == 413, (path, response.text)
+        assert response.json()["code"] == "too_large"
+        assert "content-length" not in response.request.headers  # chunked
+        assert flood.sent <= MAX_BODY + 2 * CHUNK, (path, flood.sent)
+
+
+async def test_a_form_over_the_cap_is_a_413_page(ds):
+    pack = (await ds.client.get("/-/research.json", params={"q": "espresso"})).json()
+    flood = Flood(4 * MAX_BODY)
+    response = await ds.client.post(
+        pack["trace_url"] + "/feedback",
+        content=flood,
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
+    assert response.status_code == 413 and "too large" in response.text
+    assert flood.sent <= MAX_BODY + 2 * CHUNK
+
+
+MULTIPART = {"files": {"upload": ("notes.txt", b"hello")}, "data": {"mark": "x|relevant"}}
+
+
+@pytest.mark.parametrize(
+    "cookie", ["actor", "csrftoken"], ids=["ds_actor cookie", "ds_csrftoken cookie"]
+)
+async def test_multipart_posts_with_cookies_are_never_a_500(brain, fake, cookie):
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    cookies = (
+        actor_cookies(ds, "root")
+        if cookie == "actor"
+        else (await csrf(ds, actor_cookies(ds, "root")))[0]
+    )
+    for path in (
+        "/-/research/promote",
+        f"/-/research/runs/{pack['run_id']}/feedback",
+        "/brain",  # a plain Datasette page
+        "/-/research",
+    ):
+        response = await ds.client.post(path, cookies=cookies, **MULTIPART)
+        assert response.status_code < 500, (path, response.status_code)
+        bare = await ds.client.post(
+            path,
+            content=b"--x\r\n\r\n",
+            cookies=cookies,
+            headers={"content-type": "multipart/form-data"},  # no boundary
+        )
+        assert bare.status_code < 500, (path, bare.status_code)
+        latin = await ds.client.post(
+            path,
+            content="q=caf\xe9".encode("latin-1"),
+            cookies=cookies,
+            headers={"content-type": "application/x-www-form-urlencoded"},
+        )
+        assert latin.status_code < 500, (path, latin.status_code)
+
+
+@pytest.fixture
+def locked(brain):
+    """Another program writing to the brain: a second connection holding BEGIN EXCLUSIVE."""
+    conn = sqlite3.connect(brain[0], isolation_level=None)
+    conn.execute("begin exclusive")
+    yield
+    conn.execute("rollback")
+    conn.close()
+
+
+async def test_a_locked_brain_is_a_503_that_says_so_quickly(ds, brain, locked):
+    for path in ("/-/research.json", "/brain/-/research.json"):
+        started = time.monotonic()
+        response = await ds.client.get(path, params={"q": "espresso"})
+        assert time.monotonic() - started < 4.5  # Datasette alone would wait 5 s, then 500
+        assert response.status_code == 503
+        assert response.headers["retry-after"] == "2"
+        assert response.json() == {
+            "ok": False,
+            "error": BUSY_MESSAGE,
+            "status": 503,
+            "code": "brain_busy",
+        }
+    for path in ("/-/research", "/-/research/runs"):
+        page = await ds.client.get(path, params={"q": "espresso"})
+        assert page.status_code == 503 and BUSY_MESSAGE in page.text
+        assert page.headers["retry-after"] == "2"
+    stream = await ds.client.get("/-/research/stream", params={"q": "espresso"})
+    assert '"code": "brain_busy"' in stream.text
+
+
+async def test_a_brain_locked_mid_run_is_a_503(ds, brain, monkeypatch):
+    real = research.retrieve
+
+    def retrieve_then_lock(conn, *args):
+        other = sqlite3.connect(brain[0], isolation_level=None)
+        other.execute("begin exclusive")
+        try:
+            return real(conn, *args)
+        finally:
+            other.execute("rollback")
+            other.close()
+
+    monkeypatch.setattr(research, "retrieve", retrieve_then_lock)
+    response = await ds.client.get("/-/research.json", params={"q": "espresso"})
+    assert response.status_code == 503 and response.json()["code"] == "brain_busy"
+
+
+def replace_brain(path, empty: bool) -> None:
+    """``mv new.db brain.db`` while Datasette serves brain.db (a new inode at the path)."""
+    new = path.with_name("new.db")
+    build_fixture_brain(new)
+    if empty:
+        conn = sqlite3.connect(new)
+        with conn:
+            conn.execute("delete from sources_fts")
+            conn.execute("delete from sources")
+        conn.close()
+    os.replace(new, path)
+
+
+@pytest.mark.parametrize("change", ["replaced", "deleted"])
+async def test_a_replaced_or_deleted_brain_is_a_503_telling_the_operator(brain, fake, change):
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    assert (await ds.client.get("/-/research.json", params={"q": "espresso"})).status_code == 200
+    if change == "replaced":
+        replace_brain(brain[0], empty=True)
+    else:
+        os.remove(brain[0])
+    response = await ds.client.get("/-/research.json", params={"q": "espresso"})
+    assert response.status_code == 503, response.text
+    body = response.json()
+    assert body["code"] == "brain_replaced"
+    assert "restart Datasette" in body["error"] and str(brain[0]) not in body["error"]
+    page = await ds.client.get("/-/research", params={"q": "espresso"})
+    assert page.status_code == 503 and "restart Datasette" in page.text
+    cookies, headers, _ = await csrf(ds, actor_cookies(ds, "root"))
+    promoted = await ds.client.post(
+        "/-/research/promote",
+        json={
+            "run_id": pack["run_id"],
+            "source_keys": [pack["external_evidence"][0]["source_key"]],
+        },
+        cookies=cookies,
+        headers=headers,
+    )
+    assert promoted.status_code == 503 and promoted.json()["code"] == "brain_replaced"
+    assert "readonly" not in promoted.text
+
+
+async def test_raw_questions_are_limited_per_requester(brain, monkeypatch):
+    ds = make_datasette([str(brain[0])], settings={"num_sql_threads": 2 * RAW_IN_FLIGHT + 2})
+    await ds.invoke_startup()
+    real = research.retrieve
+    inside = threading.Semaphore(0)
+    release = threading.Event()
+
+    def slow_raw(conn, question, plan, *args):
+        if plan.syntax == "raw":
+            inside.release()
+            release.wait(10)
+        return real(conn, question, plan, *args)
+
+    monkeypatch.setattr(research, "retrieve", slow_raw)
+    alice, bob = actor_cookies(ds, "alice"), actor_cookies(ds, "bob")
+    raw = {"q": "espresso*", "syntax": "raw"}
+
+    async def ask(cookies, params=raw):
+        return await ds.client.get("/-/research.json", params=params, cookies=cookies)
+
+    running = [asyncio.create_task(ask(cookies)) for cookies in [alice] * RAW_IN_FLIGHT + [{}]]
+    for _ in running:
+        assert await asyncio.to_thread(inside.acquire, True, 10)
+    try:
+        refused = await ask(alice)
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "2"
+        assert refused.json()["code"] == "too_many_raw_searches"
+        page = await ds.client.get("/-/research", params=raw, cookies=alice)
+        assert page.status_code == 429 and "raw FTS5 searches running" in page.text
+        assert (await ask(alice, {"q": "espresso"})).status_code == 200  # simple: no limit
+        anonymous = asyncio.create_task(ask({}))  # one anonymous run is in flight: room for one
+        assert await asyncio.to_thread(inside.acquire, True, 10)
+        assert (await ask({})).status_code == 429  # keyed by address
+        other = asyncio.create_task(ask(bob))
+        assert await asyncio.to_thread(inside.acquire, True, 10)  # bob is not held back
+    finally:
+        release.set()
+    for task in [*running, anonymous, other]:
+        assert (await task).status_code == 200
+    assert (await ask(alice)).status_code == 200  # slots come back
+
+
+def spin(conn: sqlite3.Connection, seconds: float) -> None:
+    """Busy SQL for a while (interruptible by the progress handler like any query)."""
+    until = time.perf_counter() + seconds
+    while time.perf_counter() < until:
+        conn.execute(
+            "with recursive c(x) as (select 1 union all select x + 1 from c limit 20000) "
+            "select count(*) from c"
+        ).fetchone()
+
+
+async def test_one_time_limit_covers_every_local_query_of_a_run(brain, fake, monkeypatch):
+    """Retrieval uses 60% of the limit and the lookup of web results the brain holds wants
+    60% more: together they pass it, so the run stops (each alone would fit)."""
+    limit_ms = 1000
+    ds = make_datasette(
+        [str(brain[0])],
+        plugin_config={**web_config(fake), "time_limit_ms": limit_ms},
+    )
+    await ds.invoke_startup()
+    real_retrieve, real_held = research.retrieve, research.sources_by_url
+
+    def slow_retrieve(conn, *args):
+        found = real_retrieve(conn, *args)
+        spin(conn, 0.6 * limit_ms / 1000)
+        return found
+
+    def slow_held(conn, *args):
+        spin(conn, 0.6 * limit_ms / 1000)
+        return real_held(conn, *args)
+
+    monkeypatch.setattr(research, "retrieve", slow_retrieve)
+    local_only = await ds.client.get("/-/research.json", params={"q": "espresso"})
+    assert local_only.status_code == 200
+    monkeypatch.setattr(research, "sources_by_url", slow_held)
+    root = actor_cookies(ds, "root")
+    response = await ds.client.get(
+        "/-/research.json", params={"q": "lattice qcd", "external": "always"}, cookies=root
+    )
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == "time_limit"
+    assert f"{limit_ms} ms" in response.json()["error"]
+
+
+def test_a_time_budget_is_shared_and_spent(tmp_path):
+    conn = sqlite3.connect(tmp_path / "x.db")
+    budget = TimeBudget(300, "x")
+    budget.run(conn, lambda c: spin(c, 0.15))
+    assert 150 <= budget.spent_ms < 300
+    with pytest.raises(ResearchError) as raised:
+        budget.run(conn, lambda c: spin(c, 0.3))
+    assert raised.value.code == "time_limit"
+    with pytest.raises(ResearchError):
+        budget.run(conn, lambda c: c.execute("select 1").fetchone())  # nothing left
+    assert conn.execute("select 1").fetchone() == (1,)  # the handler is gone afterwards
