@@ -42,6 +42,7 @@ demo: $(VENV)/.installed demo/brain.db
 	@echo "  Web search:    http://127.0.0.1:$(PORT)/-/research?q=lattice+qcd&external=always"
 	@echo "                 (offline: a fake Brave/Exa/SearXNG on 127.0.0.1:$(FAKEWEB_PORT))"
 	@echo "  Promote:       open the /-/auth-token link printed below to sign in as root"
+	@echo "  Usage, caps:   http://127.0.0.1:$(PORT)/-/research/usage (as root)"
 	@echo ""
 	$(VENV)/bin/python -m datasette_dbrain_websearch.fakeweb --port $(FAKEWEB_PORT) \
 		--brave-key demo-brave-key --exa-key demo-exa-key & fake=$$!; \

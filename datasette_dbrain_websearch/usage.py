@@ -14,6 +14,7 @@ from datasette import Forbidden, Response
 from . import ledger
 from .compat import USAGE, can
 from .config import Settings
+from .providers import registered_providers
 from .store import plugin_database
 
 USAGE_TEMPLATE = "dbrain_websearch_usage.html"
@@ -28,6 +29,9 @@ async def usage_view(request: Any, datasette: Any) -> Response:
     now = datetime.now(UTC)
     days = await ledger.usage(db, DAYS, now) if db is not None else []
     names = list(dict.fromkeys([*settings.external.providers, *(d["provider"] for d in days)]))
+    labels = {name: p.label for name, p in registered_providers(datasette).items()}
+    for day in days:
+        day["label"] = labels.get(day["provider"], day["provider"])
     providers = []
     for name in names:
         spent = await ledger.spent(db, name, now) if db is not None else ledger.Spent()
@@ -35,12 +39,13 @@ async def usage_view(request: Any, datasette: Any) -> Response:
         providers.append(
             {
                 "provider": name,
+                "label": labels.get(name, name),
                 "calls_today": spent.calls_today,
                 "usd_this_month": round(spent.usd_this_month, 4),
                 "daily_calls_cap": budget.daily_calls if budget else 0,
                 "monthly_usd_cap": budget.monthly_usd if budget else 0.0,
                 "price_per_call": settings.external.price_per_call(name),
-                "over_budget": bool(ledger.over_budget(name, budget, spent)),
+                "over_budget": bool(ledger.over_budget(labels.get(name, name), budget, spent)),
             }
         )
     data = {"days": days, "providers": providers, "recording": db is not None}

@@ -30,13 +30,17 @@ def server(tmp_path_factory):
                 "enabled": True,
                 "providers": ["brave", "exa"],
                 "allow": {"id": "root"},
+                "budgets": {"brave": {"daily_calls": 1000, "monthly_usd": 5}},
                 "brave": {"api_key": {"$env": "TEST_BRAVE_KEY"}, "base_url": fake.brave_base_url},
                 "exa": {"api_key": {"$env": "TEST_EXA_KEY"}, "base_url": fake.exa_base_url},
             }
         }
         config = {"plugins": {"datasette-dbrain-websearch": plugin}}
         if DATASETTE_1:
-            config["permissions"] = {"dbrain-promote": {"id": "root"}}
+            config["permissions"] = {
+                "dbrain-promote": {"id": "root"},
+                "dbrain-view-usage": {"id": "root"},
+            }
         env = {"TEST_BRAVE_KEY": BRAVE_KEY, "TEST_EXA_KEY": EXA_KEY}
         with serve(brain, tmp, config, env) as running:
             yield running
@@ -219,6 +223,24 @@ def test_layout_at_375px_and_keyboard(page, server):
     assert not page.locator(".dbrain-raw pre").is_visible()
     no_horizontal_overflow(page)
     shot(page, "run-375.png")
+    assert page.console_errors == []
+
+
+def test_usage_page_shows_calls_and_caps_at_both_widths(page, server):
+    page.goto(server["url"] + "/-/research?q=sqlite+fts5+bm25&external=always&provider=all")
+    assert "Outside dbrain corpus" in page.inner_text("body")
+    page.click("nav .nav-menu summary, details.nav-menu summary")
+    page.click("text=Web search usage")
+    page.wait_for_url(re.compile(r"/-/research/usage$"))
+    body = page.inner_text("body")
+    assert "Web search usage" in body and "/llm/context" in body and "$5.00" in body
+    shot(page, "usage-1280.png", full_page=False)
+    page.set_viewport_size({"width": 375, "height": 800})
+    page.reload()
+    no_horizontal_overflow(page)
+    cell = page.locator('.dbrain-usage td[data-label="Calls"]').first
+    assert cell.evaluate("el => getComputedStyle(el, '::before').content") == '"Calls"'
+    shot(page, "usage-375.png")
     assert page.console_errors == []
 
 
