@@ -30,7 +30,6 @@ import os
 import random
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -38,7 +37,7 @@ from pathlib import Path
 import httpx
 
 # Run as a script, so this folder is on sys.path and the sibling benchmark's helpers import.
-from bench_research import DATASETTE, free_port, pct, wait_for
+from bench_research import DATASETTE, free_port, pct, start_fakeweb, wait_for
 from itsdangerous import URLSafeSerializer
 
 SECRET = "bench-load-secret"
@@ -275,22 +274,7 @@ def main() -> None:
         brain = Path(tmp) / "brain.db"
         subprocess.run([DATASETTE, "dbrain-demo", str(brain)], check=True, capture_output=True)
         fake_port, port = free_port(), free_port()
-        fake = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "datasette_dbrain_websearch.fakeweb",
-                "--port",
-                str(fake_port),
-                "--latency-ms",
-                "50",
-                "--brave-key",
-                "bench-brave",
-                "--exa-key",
-                "bench-exa",
-            ],
-            stdout=subprocess.DEVNULL,
-        )
+        fake = start_fakeweb(fake_port, 50, "bench-brave", "bench-exa")
         # 1.0 reads plugin config and permissions from -c; 0.65 from metadata (-m).
         settings = Path(tmp) / "settings.json"
         settings.write_text(json.dumps(config(f"http://127.0.0.1:{fake_port}")))

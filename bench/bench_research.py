@@ -115,6 +115,26 @@ def serve(path: Path, port: int, metadata: Path) -> subprocess.Popen:
     return process
 
 
+def start_fakeweb(port: int, latency_ms: float, brave_key: str, exa_key: str) -> subprocess.Popen:
+    """The offline fake Brave/Exa/SearXNG on loopback, answering after ``latency_ms``."""
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "datasette_dbrain_websearch.fakeweb",
+            "--port",
+            str(port),
+            "--latency-ms",
+            str(latency_ms),
+            "--brave-key",
+            brave_key,
+            "--exa-key",
+            exa_key,
+        ],
+        stdout=subprocess.DEVNULL,
+    )
+
+
 def wait_for(url: str, process: subprocess.Popen, seconds: float = 60) -> None:
     """Poll until the server answers; stop it and give up after ``seconds``."""
     deadline = time.monotonic() + seconds

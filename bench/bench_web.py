@@ -22,14 +22,13 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import httpx
 
 # Run as a script, so this folder is on sys.path and the sibling benchmark's helpers import.
-from bench_research import DATASETTE, free_port, pct, timed, wait_for
+from bench_research import DATASETTE, free_port, pct, start_fakeweb, timed, wait_for
 
 QUESTIONS = [
     "lattice qcd",
@@ -74,22 +73,7 @@ def main() -> None:
         brain = Path(tmp) / "brain.db"
         subprocess.run([DATASETTE, "dbrain-demo", str(brain)], check=True, capture_output=True)
         fake_port, port = free_port(), free_port()
-        fake = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "datasette_dbrain_websearch.fakeweb",
-                "--port",
-                str(fake_port),
-                "--latency-ms",
-                str(args.latency_ms),
-                "--brave-key",
-                "bench-brave",
-                "--exa-key",
-                "bench-exa",
-            ],
-            stdout=subprocess.DEVNULL,
-        )
+        fake = start_fakeweb(fake_port, args.latency_ms, "bench-brave", "bench-exa")
         metadata = Path(tmp) / "metadata.json"
         metadata.write_text(json.dumps(config(f"http://127.0.0.1:{fake_port}")))
         server = subprocess.Popen(
