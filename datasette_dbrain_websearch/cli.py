@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ import click
 from datasette.utils import StartupError
 
 from .config import ConfigError, Settings
+from .display import terminal_safe
 from .errors import ResearchError
 from .evals import register_eval_commands
 
@@ -47,14 +47,6 @@ async def _run(brain: str, params: dict[str, list[str]], metadata: str | None) -
         "cli",
         model_permitted=True,
     )
-
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
-def terminal_safe(text: str) -> str:
-    """Drop control characters, so provider text cannot move the cursor or retitle a terminal."""
-    return _CONTROL.sub("", text)
 
 
 def citation_labels(pack: dict[str, Any]) -> dict[str, str]:
@@ -232,6 +224,23 @@ def register(cli: click.Group) -> None:
 
         count = purge(Path(database), expired_only=expired)
         click.echo(f"Deleted {count} cached provider response(s) from {database}")
+
+    @dbrain_websearch.command(name="config-reference")
+    @click.option(
+        "--write",
+        type=click.Path(exists=True, dir_okay=False),
+        help="Rewrite the reference between its markers in this file (the README)",
+    )
+    def config_reference(write: str | None) -> None:
+        """Print every configuration key with its type, default and limits (Markdown)."""
+        from .config import reference_markdown, with_reference
+
+        if write is None:
+            click.echo(reference_markdown())
+            return
+        path = Path(write)
+        path.write_text(with_reference(path.read_text()))
+        click.echo(f"Rewrote the configuration reference in {write}")
 
     @cli.command(name="dbrain-demo")
     @click.argument("path", type=click.Path(dir_okay=False))

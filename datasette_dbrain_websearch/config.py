@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from .providers.brave import ENDPOINTS as BRAVE_ENDPOINTS
+from .providers.exa import SEARCH_TYPES as EXA_SEARCH_TYPES
+
 PLUGIN_NAME = "datasette-dbrain-websearch"
 MODES = ("never", "on_weak", "always")
 # dbrain's plan (seed 000) calls the middle mode by its long name; both are accepted.
@@ -37,14 +40,353 @@ class ConfigError(ValueError):
     """The plugin block is malformed; raised at startup with a message naming the key."""
 
 
-class _Block:
-    """Typed reads from one mapping, with errors that name the full key path."""
+@dataclass(frozen=True)
+class Option:
+    """One configuration key: how it is read, its default and limits, and what it is for.
 
-    def __init__(self, raw: Any, path: str, known: set[str]) -> None:
+    ``OPTIONS`` below is the one definition of the plugin's configuration: the parser reads every
+    value through it and the README's configuration reference is generated from it, so the two
+    cannot drift. ``<provider>`` and ``<name>`` stand for keys the user chooses.
+    """
+
+    path: str
+    kind: str  # integer | number | boolean | choice | strings | string | allow | secret | mapping
+    default: Any
+    doc: str
+    low: float | None = None
+    high: float | None = None
+    choices: tuple[str, ...] = ()
+    checked_by: str = "config"  # "provider": the provider checks it when it is used
+
+
+MB = 1024 * 1024
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "databases",
+        "strings",
+        None,
+        "brains to research; default: every attached database that looks like a brain",
+    ),
+    Option(
+        "default_limit",
+        "integer",
+        10,
+        "rows a question returns by default (at most `max_limit`)",
+        1,
+        500,
+    ),
+    Option("max_limit", "integer", 50, "the most rows `limit=` may ask for", 1, 500),
+    Option("excerpt_chars", "integer", 240, "length of a row's excerpt", 40, 4000),
+    Option(
+        "time_limit_ms",
+        "integer",
+        3000,
+        "time for all of a question's local queries together",
+        50,
+        120_000,
+    ),
+    Option(
+        "traces_database",
+        "string",
+        "",
+        "the plugin's own database file; default: `research_runs.db` next to the first brain",
+    ),
+    Option("judge.min_evidence", "integer", 2, "rows needed for `enough_evidence`", 1, 1000),
+    Option(
+        "judge.min_term_coverage",
+        "number",
+        0.75,
+        "share of the question's words the top rows must match",
+        0,
+        1,
+    ),
+    Option("judge.top_k", "integer", 3, "how many top rows the judge looks at", 1, 100),
+    Option("feedback.alpha", "number", 1.0, "Rocchio weight of the original query", 0, 10),
+    Option("feedback.beta", "number", 0.75, "Rocchio weight of rows marked relevant", 0, 10),
+    Option("feedback.gamma", "number", 0.15, "Rocchio weight of rows marked irrelevant", 0, 10),
+    Option(
+        "profiles.coding.docs", "strings", (), "documentation domains added to the coding profile"
+    ),
+    Option(
+        "profiles.coding.repos", "strings", (), "code hosting domains added to the coding profile"
+    ),
+    Option(
+        "profiles.coding.changelog_paths",
+        "strings",
+        (),
+        "changelog path fragments added to the coding profile",
+    ),
+    Option(
+        "profiles.coding.issue_paths",
+        "strings",
+        (),
+        "issue tracker path fragments added to the coding profile",
+    ),
+    Option(
+        "profiles.academic.preprints",
+        "strings",
+        (),
+        "preprint server domains added to the academic profile",
+    ),
+    Option(
+        "profiles.academic.publishers",
+        "strings",
+        (),
+        "publisher domains added to the academic profile",
+    ),
+    Option(
+        "profiles.academic.paper_paths",
+        "strings",
+        (),
+        "paper path fragments added to the academic profile",
+    ),
+    Option("external_search.enabled", "boolean", False, "nothing leaves the machine unless true"),
+    Option(
+        "external_search.default_mode",
+        "choice",
+        "never",
+        "web search when a request does not say (`on_weak_local_evidence` means `on_weak`)",
+        choices=MODES,
+    ),
+    Option(
+        "external_search.providers",
+        "strings",
+        ("brave",),
+        "providers in fallback order; `provider=all` runs them in parallel",
+    ),
+    Option(
+        "external_search.freshness",
+        "string",
+        "",
+        "default freshness: `pd`, `pw`, `pm`, `py` or `YYYY-MM-DDtoYYYY-MM-DD`",
+    ),
+    Option(
+        "external_search.count", "integer", 5, "web rows kept per run (at most `max_count`)", 1, 10
+    ),
+    Option(
+        "external_search.max_count", "integer", 10, "the most `external_count` may ask for", 1, 10
+    ),
+    Option(
+        "external_search.max_tokens",
+        "integer",
+        8192,
+        "text budget for all web rows together (about 4 characters a token)",
+        1024,
+        32768,
+    ),
+    Option("external_search.timeout", "number", 20.0, "seconds for the whole web stage", 0.5, 120),
+    Option(
+        "external_search.provider_timeout",
+        "number",
+        0.0,
+        "seconds per provider in fallback order; 0: an equal share of the time left",
+        0,
+        120,
+    ),
+    Option(
+        "external_search.allow_domains",
+        "strings",
+        (),
+        "if set, only results from these domains (and subdomains)",
+    ),
+    Option(
+        "external_search.block_domains", "strings", (), "results from these domains are dropped"
+    ),
+    Option(
+        "external_search.cache_ttl",
+        "integer",
+        3600,
+        "seconds provider answers are cached; 0: off",
+        0,
+        30 * 24 * 3600,
+    ),
+    Option(
+        "external_search.max_response_bytes",
+        "integer",
+        5 * MB,
+        "a larger provider response is cut off and ignored",
+        1024,
+        50 * MB,
+    ),
+    Option(
+        "external_search.allow",
+        "allow",
+        None,
+        "actors allowed `dbrain-external-search` besides root, e.g. `{id: [alice]}`",
+    ),
+    Option(
+        "external_search.fetch_allow_networks",
+        "strings",
+        (),
+        "private networks (CIDR) that results and promotion fetches may use",
+    ),
+    Option(
+        "external_search.budgets.<provider>.daily_calls",
+        "integer",
+        0,
+        "calls per UTC day before the provider is skipped; 0: no cap",
+        0,
+        10_000_000,
+    ),
+    Option(
+        "external_search.budgets.<provider>.monthly_usd",
+        "number",
+        0.0,
+        "estimated dollars per UTC month before the provider is skipped; 0: no cap",
+        0,
+        1_000_000,
+    ),
+    Option(
+        "external_search.<provider>.api_key",
+        "secret",
+        "",
+        "the provider's key, always through `$env` or `$file`",
+        checked_by="provider",
+    ),
+    Option(
+        "external_search.<provider>.base_url",
+        "string",
+        "",
+        "the provider's API address (SearXNG: required)",
+        checked_by="provider",
+    ),
+    Option(
+        "external_search.<provider>.price_per_call",
+        "number",
+        None,
+        "estimated cost of one answered call; default $0.005 for Brave and Exa, $0 otherwise",
+        0,
+        100,
+    ),
+    Option(
+        "external_search.brave.endpoint",
+        "choice",
+        "llm_context",
+        "Brave endpoint",
+        choices=BRAVE_ENDPOINTS,
+        checked_by="provider",
+    ),
+    Option(
+        "external_search.brave.context_threshold_mode",
+        "string",
+        "balanced",
+        "LLM Context's relevance threshold",
+        checked_by="provider",
+    ),
+    Option(
+        "external_search.brave.country", "string", "", "Brave's `country`", checked_by="provider"
+    ),
+    Option(
+        "external_search.brave.search_lang",
+        "string",
+        "",
+        "Brave's `search_lang`",
+        checked_by="provider",
+    ),
+    Option(
+        "external_search.exa.type",
+        "choice",
+        "auto",
+        "Exa search type",
+        choices=EXA_SEARCH_TYPES,
+        checked_by="provider",
+    ),
+    Option(
+        "external_search.exa.text_via_contents",
+        "boolean",
+        False,
+        "search with highlights only, then one `/contents` call for the texts",
+        checked_by="provider",
+    ),
+    Option(
+        "external_search.searxng.language",
+        "string",
+        "",
+        "like `en`, `de`, `pt-BR` or `auto`",
+        checked_by="provider",
+    ),
+    Option(
+        "external_search.searxng.categories",
+        "string",
+        "",
+        "SearXNG categories, e.g. `general,science`",
+        checked_by="provider",
+    ),
+    Option("answer.default", "boolean", False, "write an answer when a request does not say"),
+    Option(
+        "answer.synthesizer",
+        "choice",
+        "extractive",
+        "`extractive` runs offline; `llm` asks a model of the llm library",
+        choices=SYNTHESIZERS,
+    ),
+    Option(
+        "answer.model", "string", "", "the llm model id (datasette-llm's default model when empty)"
+    ),
+    Option("answer.max_sentences", "integer", 6, "sentences in an answer", 1, 30),
+    Option("answer.max_evidence", "integer", 12, "evidence rows an answer may use", 1, 50),
+    Option(
+        "answer.max_chars",
+        "integer",
+        24_000,
+        "characters of evidence sent to a model",
+        1000,
+        400_000,
+    ),
+    Option("answer.timeout", "number", 60.0, "seconds for a model's answer", 1, 600),
+    Option(
+        "answer.min_support",
+        "number",
+        0.4,
+        "content-word overlap below which a sentence is unsupported",
+        0,
+        1,
+    ),
+    Option("answer.allow", "allow", None, "actors allowed `dbrain-llm-answer` besides root"),
+    Option(
+        "answer.api_key",
+        "secret",
+        "",
+        "the model's key, through `$env` or `$file` (else llm's own keys)",
+    ),
+)
+_BY_PATH = {option.path: option for option in OPTIONS}
+
+
+def _children(spec: str) -> set[str]:
+    """The keys a block accepts: the next segment of every option below ``spec``."""
+    prefix = f"{spec}." if spec else ""
+    return {
+        o.path[len(prefix) :].split(".", 1)[0]
+        for o in OPTIONS
+        if o.path.startswith(prefix) and not o.path[len(prefix) :].startswith("<")
+    }
+
+
+# The external_search keys that are not provider blocks (a provider may have any other name).
+_EXTERNAL_KEYS = {
+    o.path.split(".")[1]
+    for o in OPTIONS
+    if o.path.startswith("external_search.") and o.checked_by == "config"
+} - {"<provider>"}
+
+
+class _Block:
+    """Typed reads from one mapping, by its options in ``OPTIONS``; errors name the full key.
+
+    ``path`` is where the mapping is (``external_search.budgets.brave``), ``spec`` the option
+    path it follows (``external_search.budgets.<provider>``); ``extra`` are keys the user names
+    (provider blocks)."""
+
+    def __init__(
+        self, raw: Any, path: str, spec: str | None = None, extra: set[str] | None = None
+    ) -> None:
         if raw is None:
             raw = {}
         if not isinstance(raw, Mapping):
             raise ConfigError(f"{PLUGIN_NAME}: '{path or 'plugin config'}' must be a mapping")
+        self.spec = path if spec is None else spec
+        known = _children(self.spec) | (extra or set())
         unknown = sorted(set(raw) - known)
         if unknown:
             where = f" in '{path}'" if path else ""
@@ -58,49 +400,65 @@ class _Block:
     def name(self, key: str) -> str:
         return f"{self.path}.{key}" if self.path else key
 
-    def int(self, key: str, default: int, lo: int, hi: int) -> int:
-        value = self.raw.get(key, default)
+    def option(self, key: str) -> Option:
+        return _BY_PATH[f"{self.spec}.{key}" if self.spec else key]
+
+    def int(self, key: str, high: int | None = None) -> int:
+        option = self.option(key)
+        lo, hi = int(option.low or 0), int(option.high if high is None else high)
+        value = self.raw.get(key, option.default)
         if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
             raise ConfigError(
                 f"{PLUGIN_NAME}: '{self.name(key)}' must be an integer from {lo} to {hi}"
             )
         return value
 
-    def number(self, key: str, default: float, lo: float, hi: float) -> float:
-        value = self.raw.get(key, default)
+    def number(self, key: str) -> float:
+        option = self.option(key)
+        lo, hi = option.low or 0, option.high
+        value = self.raw.get(key, option.default)
         if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
             raise ConfigError(
-                f"{PLUGIN_NAME}: '{self.name(key)}' must be a number from {lo} to {hi}"
+                f"{PLUGIN_NAME}: '{self.name(key)}' must be a number from {lo:g} to {hi:g}"
             )
         return float(value)
 
-    def bool(self, key: str, default: bool) -> bool:
-        value = self.raw.get(key, default)
+    def bool(self, key: str) -> bool:
+        value = self.raw.get(key, self.option(key).default)
         if not isinstance(value, bool):
             raise ConfigError(f"{PLUGIN_NAME}: '{self.name(key)}' must be true or false")
         return value
 
-    def choice(
-        self,
-        key: str,
-        default: str,
-        choices: tuple[str, ...],
-        fold: Callable[[Any], Any] = lambda v: v,
-    ) -> str:
-        value = fold(self.raw.get(key, default))
-        if value not in choices:
+    def choice(self, key: str, fold: Callable[[Any], Any] = lambda v: v) -> str:
+        option = self.option(key)
+        value = fold(self.raw.get(key, option.default))
+        if value not in option.choices:
             raise ConfigError(
-                f"{PLUGIN_NAME}: '{self.name(key)}' must be one of {', '.join(choices)}"
+                f"{PLUGIN_NAME}: '{self.name(key)}' must be one of {', '.join(option.choices)}"
             )
         return value
 
-    def strings(self, key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
-        value = self.raw.get(key, list(default))
+    def strings(self, key: str) -> tuple[str, ...]:
+        value = self.raw.get(key, list(self.option(key).default or ()))
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{PLUGIN_NAME}: '{self.name(key)}' must be a list of strings")
         return tuple(value)
+
+    def string(self, key: str) -> str:
+        value = self.raw.get(key) or self.option(key).default
+        if not isinstance(value, str):
+            raise ConfigError(f"{PLUGIN_NAME}: '{self.name(key)}' must be a string")
+        return value
+
+    def allow(self, key: str) -> Any:
+        value = self.raw.get(key)
+        if value is not None and not isinstance(value, bool | Mapping):
+            raise ConfigError(
+                f"{PLUGIN_NAME}: '{self.name(key)}' must be an allow block like {{id: root}}"
+            )
+        return value
 
 
 @dataclass(frozen=True)
@@ -168,63 +526,37 @@ class ExternalSettings:
         return [secret for secret in found if secret]
 
 
-EXTERNAL_KEYS = {
-    "enabled",
-    "default_mode",
-    "providers",
-    "freshness",
-    "count",
-    "max_count",
-    "max_tokens",
-    "timeout",
-    "allow_domains",
-    "block_domains",
-    "cache_ttl",
-    "max_response_bytes",
-    "allow",
-    "fetch_allow_networks",
-    "provider_timeout",
-    "budgets",
-}
-
-
 def parse_external(raw: Any) -> ExternalSettings:
     """Validate the ``external_search`` block. Provider blocks are any other mapping keys."""
-    provider_names = {k for k, v in (raw or {}).items() if isinstance(v, Mapping)} - EXTERNAL_KEYS
-    block = _Block(raw, "external_search", EXTERNAL_KEYS | provider_names)
-    freshness = block.raw.get("freshness", "") or ""
-    if not isinstance(freshness, str) or (freshness and not FRESHNESS_RE.match(freshness)):
+    mappings = {k for k, v in (raw or {}).items() if isinstance(v, Mapping)}
+    provider_names = mappings - _EXTERNAL_KEYS
+    block = _Block(raw, "external_search", extra=provider_names)
+    freshness = block.string("freshness")
+    if freshness and not FRESHNESS_RE.match(freshness):
         raise ConfigError(
             f"{PLUGIN_NAME}: 'external_search.freshness' must be pd, pw, pm, py or "
             "YYYY-MM-DDtoYYYY-MM-DD"
         )
-    max_count = block.int("max_count", MAX_EXTERNAL_COUNT, 1, MAX_EXTERNAL_COUNT)
-    providers = block.strings("providers", ("brave",))
+    max_count = block.int("max_count")
+    providers = block.strings("providers")
     if not providers:
         raise ConfigError(f"{PLUGIN_NAME}: 'external_search.providers' must name a provider")
-    allow = block.raw.get("allow")
-    if allow is not None and not isinstance(allow, bool | Mapping):
-        raise ConfigError(
-            f"{PLUGIN_NAME}: 'external_search.allow' must be an allow block like {{id: root}}"
-        )
     return ExternalSettings(
-        enabled=block.bool("enabled", False),
-        default_mode=block.choice(
-            "default_mode", "never", MODES, fold=lambda v: external_mode(str(v))
-        ),
+        enabled=block.bool("enabled"),
+        default_mode=block.choice("default_mode", fold=lambda v: external_mode(str(v))),
         providers=providers,
         freshness=freshness,
-        count=block.int("count", 5, 1, max_count),
+        count=block.int("count", high=max_count),
         max_count=max_count,
-        max_tokens=block.int("max_tokens", 8192, 1024, 32768),
-        timeout=block.number("timeout", 20.0, 0.5, 120.0),
+        max_tokens=block.int("max_tokens"),
+        timeout=block.number("timeout"),
         allow_domains=tuple(d.lower().strip(".") for d in block.strings("allow_domains")),
         block_domains=tuple(d.lower().strip(".") for d in block.strings("block_domains")),
-        cache_ttl=block.int("cache_ttl", 3600, 0, 30 * 24 * 3600),
-        max_response_bytes=block.int("max_response_bytes", 5 * 1024 * 1024, 1024, 50 * 1024**2),
-        allow=allow,
+        cache_ttl=block.int("cache_ttl"),
+        max_response_bytes=block.int("max_response_bytes"),
+        allow=block.allow("allow"),
         fetch_allow_networks=_networks(block),
-        provider_timeout=block.number("provider_timeout", 0.0, 0.0, 120.0),
+        provider_timeout=block.number("provider_timeout"),
         budgets=_budgets(block.raw.get("budgets")),
         provider_options={name: _provider_block(block.raw[name], name) for name in provider_names},
     )
@@ -233,26 +565,31 @@ def parse_external(raw: Any) -> ExternalSettings:
 def _budgets(raw: Any) -> dict[str, Budget]:
     """``budgets: {brave: {daily_calls: 1000, monthly_usd: 5}}``."""
     names = set(raw) if isinstance(raw, Mapping) else set()
-    block = _Block(raw, "external_search.budgets", names)
+    block = _Block(raw, "external_search.budgets", extra=names)
     budgets = {}
     for name in block.raw:
         caps = _Block(
-            block.raw[name], f"external_search.budgets.{name}", {"daily_calls", "monthly_usd"}
+            block.raw[name],
+            f"external_search.budgets.{name}",
+            spec="external_search.budgets.<provider>",
         )
         budgets[name] = Budget(
-            daily_calls=caps.int("daily_calls", 0, 0, 10_000_000),
-            monthly_usd=caps.number("monthly_usd", 0.0, 0.0, 1_000_000.0),
+            daily_calls=caps.int("daily_calls"), monthly_usd=caps.number("monthly_usd")
         )
     return budgets
 
 
 def _provider_block(raw: Mapping[str, Any], name: str) -> dict[str, Any]:
-    """A provider's options as given; the keys every provider shares are checked here."""
+    """A provider's options as given (each provider checks its own); the keys every provider
+    shares and that the plugin itself uses are checked here."""
     options = dict(raw)
     if "price_per_call" in options:
-        _Block(options, f"external_search.{name}", set(options)).number(
-            "price_per_call", 0.0, 0.0, 100.0
-        )
+        _Block(
+            options,
+            f"external_search.{name}",
+            spec="external_search.<provider>",
+            extra=set(options),
+        ).number("price_per_call")
     return options
 
 
@@ -276,42 +613,20 @@ class AnswerSettings:
     api_key: str = field(default="", repr=False)
 
 
-ANSWER_KEYS = {
-    "default",
-    "synthesizer",
-    "model",
-    "max_sentences",
-    "max_evidence",
-    "max_chars",
-    "timeout",
-    "min_support",
-    "allow",
-    "api_key",
-}
-
-
 def parse_answer(raw: Any) -> AnswerSettings:
     """Validate the ``answer`` block."""
-    block = _Block(raw, "answer", ANSWER_KEYS)
-    allow = block.raw.get("allow")
-    if allow is not None and not isinstance(allow, bool | Mapping):
-        raise ConfigError(f"{PLUGIN_NAME}: 'answer.allow' must be an allow block like {{id: root}}")
-    model = block.raw.get("model") or ""
-    api_key = block.raw.get("api_key") or ""
-    for key, value in (("model", model), ("api_key", api_key)):
-        if not isinstance(value, str):
-            raise ConfigError(f"{PLUGIN_NAME}: 'answer.{key}' must be a string")
+    block = _Block(raw, "answer")
     return AnswerSettings(
-        default=block.bool("default", False),
-        synthesizer=block.choice("synthesizer", "extractive", SYNTHESIZERS),
-        model=model.strip(),
-        max_sentences=block.int("max_sentences", 6, 1, 30),
-        max_evidence=block.int("max_evidence", 12, 1, 50),
-        max_chars=block.int("max_chars", 24_000, 1000, 400_000),
-        timeout=block.number("timeout", 60.0, 1, 600),
-        min_support=block.number("min_support", 0.4, 0, 1),
-        allow=allow,
-        api_key=api_key.strip(),
+        default=block.bool("default"),
+        synthesizer=block.choice("synthesizer"),
+        model=block.string("model").strip(),
+        max_sentences=block.int("max_sentences"),
+        max_evidence=block.int("max_evidence"),
+        max_chars=block.int("max_chars"),
+        timeout=block.number("timeout"),
+        min_support=block.number("min_support"),
+        allow=block.allow("allow"),
+        api_key=block.string("api_key").strip(),
     )
 
 
@@ -338,37 +653,20 @@ class Settings:
     @classmethod
     def from_config(cls, raw: Mapping[str, Any] | None) -> Settings:
         """Validate a plugin block (``None`` means defaults) and build Settings."""
-        known = {
-            "databases",
-            "default_limit",
-            "max_limit",
-            "excerpt_chars",
-            "time_limit_ms",
-            "judge",
-            "external_search",
-            "traces_database",
-            "profiles",
-            "feedback",
-            "answer",
-        }
-        block = _Block(raw, "", known)
-        databases = None
-        if "databases" in block.raw:
-            databases = block.strings("databases")
-        judge = _Block(
-            block.raw.get("judge"), "judge", {"min_evidence", "min_term_coverage", "top_k"}
-        )
-        max_limit = block.int("max_limit", 50, 1, 500)
+        block = _Block(raw, "")
+        databases = block.strings("databases") if "databases" in block.raw else None
+        judge = _Block(block.raw.get("judge"), "judge")
+        max_limit = block.int("max_limit")
         return cls(
             databases=databases,
-            default_limit=block.int("default_limit", 10, 1, max_limit),
+            default_limit=block.int("default_limit", high=max_limit),
             max_limit=max_limit,
-            excerpt_chars=block.int("excerpt_chars", 240, 40, 4000),
-            time_limit_ms=block.int("time_limit_ms", 3000, 50, 120_000),
+            excerpt_chars=block.int("excerpt_chars"),
+            time_limit_ms=block.int("time_limit_ms"),
             judge=JudgeThresholds(
-                min_evidence=judge.int("min_evidence", 2, 1, 1000),
-                min_term_coverage=judge.number("min_term_coverage", 0.75, 0, 1),
-                top_k=judge.int("top_k", 3, 1, 100),
+                min_evidence=judge.int("min_evidence"),
+                min_term_coverage=judge.number("min_term_coverage"),
+                top_k=judge.int("top_k"),
             ),
             external=parse_external(block.raw.get("external_search")),
             traces_database=_path(block, "traces_database"),
@@ -393,27 +691,19 @@ class RocchioSettings:
 
 
 def _rocchio(raw: Any) -> RocchioSettings:
-    block = _Block(raw, "feedback", {"alpha", "beta", "gamma"})
+    block = _Block(raw, "feedback")
     return RocchioSettings(
-        alpha=block.number("alpha", 1.0, 0, 10),
-        beta=block.number("beta", 0.75, 0, 10),
-        gamma=block.number("gamma", 0.15, 0, 10),
+        alpha=block.number("alpha"), beta=block.number("beta"), gamma=block.number("gamma")
     )
-
-
-PROFILE_LISTS = {
-    "coding": ("docs", "repos", "changelog_paths", "issue_paths"),
-    "academic": ("preprints", "publishers", "paper_paths"),
-}
 
 
 def _profiles(raw: Any) -> dict[str, dict[str, tuple[str, ...]]]:
     """``profiles: {coding: {docs: [...]}}``: domains and paths added to a built-in profile."""
-    block = _Block(raw, "profiles", set(PROFILE_LISTS))
+    block = _Block(raw, "profiles")
     return {
         name: {key: inner.strings(key) for key in inner.raw}
         for name in block.raw
-        for inner in [_Block(block.raw[name], f"profiles.{name}", set(PROFILE_LISTS[name]))]
+        for inner in [_Block(block.raw[name], f"profiles.{name}")]
     }
 
 
@@ -461,3 +751,65 @@ def literal_secrets(raw: Any, path: str = "") -> list[str]:
             else:
                 found.extend(literal_secrets(value, where))
     return found
+
+
+REFERENCE_START = (
+    "<!-- config-reference: generated from config.OPTIONS by `make docs`; do not edit -->"
+)
+REFERENCE_END = "<!-- /config-reference -->"
+_KINDS = {
+    "integer": "integer",
+    "number": "number",
+    "boolean": "true/false",
+    "choice": "one of",
+    "strings": "list of strings",
+    "string": "string",
+    "allow": "allow block",
+    "secret": "secret",
+}
+
+
+def _shown(value: Any) -> str:
+    if value is None or value in ("", ()):
+        return "none"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple):
+        return "[" + ", ".join(value) + "]"
+    return (
+        f"{value:,}"
+        if isinstance(value, int)
+        else f"{value:g}"
+        if isinstance(value, float)
+        else str(value)
+    )
+
+
+def _allowed(option: Option) -> str:
+    if option.choices:
+        return ", ".join(f"`{c}`" for c in option.choices)
+    if option.low is not None and option.high is not None:
+        return f"{_shown(option.low)} to {_shown(option.high)}"
+    return ""
+
+
+def reference_markdown() -> str:
+    """The configuration reference: every key with its type, default and limits (a table)."""
+    lines = [
+        "| key | type | default | allowed | what it does |",
+        "|---|---|---|---|---|",
+    ]
+    for option in OPTIONS:
+        doc = option.doc + (" (checked by the provider)" if option.checked_by == "provider" else "")
+        lines.append(
+            f"| `{option.path}` | {_KINDS[option.kind]} | {_shown(option.default)} | "
+            f"{_allowed(option)} | {doc} |"
+        )
+    return "\n".join(lines)
+
+
+def with_reference(text: str) -> str:
+    """``text`` (the README) with the generated reference between its markers."""
+    start = text.index(REFERENCE_START) + len(REFERENCE_START)
+    end = text.index(REFERENCE_END, start)
+    return f"{text[:start]}\n{reference_markdown()}\n{text[end:]}"

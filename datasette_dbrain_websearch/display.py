@@ -7,6 +7,7 @@ sentences: "matched 3 of 3 words", "found by Brave at rank 2", "in your brain si
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
@@ -14,6 +15,14 @@ from typing import Any
 Row = Mapping[str, Any]
 ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
 FEW_WORDS = 0.5  # a web row holding fewer than half the question's words says so
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """Drop control characters, so provider text cannot move the cursor or retitle a terminal."""
+    return _CONTROL.sub("", text)
 
 
 def plural(count: int, word: str, many: str = "") -> str:

@@ -62,6 +62,7 @@ import click
 
 from .answer import AnswerAccess
 from .config import MODES, PLUGIN_NAME, ConfigError, Settings
+from .display import terminal_safe
 from .errors import ResearchError
 from .judge import VERDICTS
 from .providers.replay import ERROR_CODES, ReplayError, ReplayProvider
@@ -651,7 +652,6 @@ def check_answer(case: Case, pack: Mapping[str, Any]) -> list[str]:
 
 def render_table(results: Sequence[CaseResult]) -> str:
     """The readable report: one line per case, its reasons under it, then the totals."""
-    from .cli import terminal_safe
 
     def number(value: float | None) -> str:
         return "-" if value is None else f"{value:.2f}"

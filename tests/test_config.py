@@ -1,8 +1,20 @@
 """Config validation: defaults, bounds, unknown keys."""
 
-import pytest
+from pathlib import Path
 
-from datasette_dbrain_websearch.config import ConfigError, Settings
+import pytest
+from click.testing import CliRunner
+from datasette.cli import cli
+
+from datasette_dbrain_websearch.config import (
+    OPTIONS,
+    REFERENCE_END,
+    REFERENCE_START,
+    ConfigError,
+    Settings,
+    reference_markdown,
+    with_reference,
+)
 
 
 def test_defaults():
@@ -71,3 +83,74 @@ def test_invalid_answer_config_names_the_key(raw, fragment):
     with pytest.raises(ConfigError) as info:
         Settings.from_config(raw)
     assert fragment in str(info.value)
+
+
+README = Path(__file__).resolve().parent.parent / "README.md"
+
+
+def test_readme_configuration_reference_is_generated_from_the_definitions():
+    text = README.read_text()
+    assert with_reference(text) == text, "run `make docs` to regenerate the reference"
+    for option in OPTIONS:
+        assert f"| `{option.path}` |" in text
+
+
+def test_the_definitions_are_the_defaults_the_parser_uses():
+    assert Settings.from_config(None) == Settings()
+
+
+def _nested(path: str, value: object) -> dict:
+    """``{"a": {"b": value}}`` for ``a.b``; a placeholder segment becomes a real name."""
+    keys = [segment.replace("<provider>", "brave") for segment in path.split(".")]
+    block: object = value
+    for key in reversed(keys):
+        block = {key: block}
+    return block  # type: ignore[return-value]
+
+
+CHECKED_BOUNDS = [
+    o for o in OPTIONS if o.checked_by == "config" and o.kind in ("integer", "number")
+]
+# Bounds that depend on another key: that key is set so only the option under test can fail.
+PARTNERS = {
+    "default_limit": ("max_limit", 500),
+    "max_limit": ("default_limit", 1),
+    "external_search.max_count": ("external_search.count", 1),
+}
+
+
+def _config(path: str, value: object) -> dict:
+    config = _nested(path, value)
+    if path in PARTNERS:
+        partner, partner_value = PARTNERS[path]
+        top, *rest = partner.split(".")
+        if rest:
+            config[top][rest[0]] = partner_value
+        else:
+            config[top] = partner_value
+    return config
+
+
+@pytest.mark.parametrize("option", CHECKED_BOUNDS, ids=lambda o: o.path)
+def test_every_bounded_option_accepts_its_limits_and_refuses_beyond(option):
+    for value in (option.low, option.high):
+        typed = int(value) if option.kind == "integer" else value
+        Settings.from_config(_config(option.path, typed))
+    with pytest.raises(ConfigError) as info:
+        Settings.from_config(_config(option.path, option.high + 1))
+    assert option.path.replace("<provider>", "brave") in str(info.value)
+
+
+def test_config_reference_command_prints_the_table(tmp_path):
+    result = CliRunner().invoke(cli, ["dbrain-websearch", "config-reference"])
+    assert result.exit_code == 0 and result.output.strip() == reference_markdown()
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{REFERENCE_START}\nstale\n{REFERENCE_END}\nrest\n")
+    result = CliRunner().invoke(
+        cli, ["dbrain-websearch", "config-reference", "--write", str(readme)]
+    )
+    assert result.exit_code == 0
+    assert (
+        readme.read_text()
+        == f"intro\n{REFERENCE_START}\n{reference_markdown()}\n{REFERENCE_END}\nrest\n"
+    )
