@@ -5,6 +5,8 @@ DATASETTE_STABLE := datasette>=0.65,<1.0
 DATASETTE_ALPHA := datasette==1.0a41
 # datasette-llm installs on the 1.0 alphas only; its answer path is tested there.
 DATASETTE_LLM := datasette-llm==0.1a8
+# datasette-agent (1.0 alphas only) offers the research and promotion tools in its chat.
+DATASETTE_AGENT := datasette-agent==0.4a0
 PORT ?= 8001
 FAKEWEB_PORT := 8002  # metadata.yml points the demo providers here
 # The demo's web search goes to the offline fake provider server with these (fake) keys.
@@ -17,7 +19,7 @@ CHROMIUM ?= /usr/bin/chromium
 # The page's 👍 / 👎 need a colour emoji font to show in the screenshots.
 EMOJI_FONT := /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
 
-.PHONY: demo demo-reset test test-stable test-alpha lint bench eval clean browser-deps
+.PHONY: demo demo-reset docs test test-stable test-alpha lint bench eval clean browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,7 +30,8 @@ $(VENV)/.installed: pyproject.toml
 $(VENV_ALPHA)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV_ALPHA)
 	$(VENV_ALPHA)/bin/pip install --quiet --upgrade pip
-	$(VENV_ALPHA)/bin/pip install --quiet -e '.[test]' '$(DATASETTE_ALPHA)' '$(DATASETTE_LLM)'
+	$(VENV_ALPHA)/bin/pip install --quiet -e '.[test]' '$(DATASETTE_ALPHA)' '$(DATASETTE_LLM)' \
+		'$(DATASETTE_AGENT)'
 	touch $@
 
 demo/brain.db: $(VENV)/.installed
@@ -44,7 +47,7 @@ demo: $(VENV)/.installed demo/brain.db
 	@echo "  Promote:       open the /-/auth-token link printed below to sign in as root"
 	@echo "  Usage, caps:   http://127.0.0.1:$(PORT)/-/research/usage (as root)"
 	@echo ""
-	$(VENV)/bin/python -m datasette_dbrain_websearch.fakeweb --port $(FAKEWEB_PORT) \
+	$(VENV)/bin/python -m datasette_dbrain_websearch.demo.fakeweb --port $(FAKEWEB_PORT) \
 		--brave-key demo-brave-key --exa-key demo-exa-key & fake=$$!; \
 	trap 'kill $$fake 2>/dev/null' EXIT INT TERM; \
 	$(DEMO_KEYS) $(VENV)/bin/datasette serve demo/brain.db \
@@ -77,6 +80,10 @@ browser-deps:
 	@$(CHROMIUM) --version 2>/dev/null
 
 test: lint browser-deps test-stable test-alpha
+
+# The README's configuration reference, generated from config.OPTIONS (a test checks it).
+docs: $(VENV)/.installed
+	$(VENV)/bin/datasette dbrain-websearch config-reference --write README.md
 
 # The eval set expects the demo brain as built (promoting into demo/brain.db changes answers).
 eval: $(VENV)/.installed

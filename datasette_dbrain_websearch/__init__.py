@@ -21,15 +21,10 @@ def startup(datasette: Any) -> Any:
 
 @hookimpl
 def register_routes(datasette: Any) -> list:
-    from .usage import usage_view
-    from .views import (
-        feedback_view,
-        promote_view,
-        research_view,
-        run_view,
-        runs_view,
-        stream_view,
-    )
+    from .views.actions import feedback_view, promote_view
+    from .views.research import research_view, stream_view
+    from .views.runs import run_view, runs_view
+    from .views.usage import usage_view
 
     return [
         (r"^/-/research(?P<format>\.json)?$", research_view),
@@ -68,14 +63,14 @@ def permission_allowed(datasette: Any, actor: Any, action: str, resource: Any) -
 
 @hookimpl
 def menu_links(datasette: Any, actor: Any, request: Any) -> Any:
-    from .views import research_menu_links
+    from .views.research import research_menu_links
 
     return research_menu_links(datasette, actor)
 
 
 @hookimpl
 def database_actions(datasette: Any, actor: Any, database: str, request: Any) -> Any:
-    from .views import research_database_actions
+    from .views.research import research_database_actions
 
     return research_database_actions(datasette, actor, database)
 
@@ -90,7 +85,25 @@ def register_llm_purposes(datasette: Any) -> list:
 
 
 @hookimpl
+def register_mcp_tools(datasette: Any, mcp: Any) -> None:
+    """datasette-mcp (when installed): ``dbrain_research`` and ``dbrain_get_source`` at
+    ``/-/mcp``, checked against the calling actor on every call."""
+    from .tools import register_mcp
+
+    register_mcp(datasette, mcp)
+
+
+@hookimpl
+def register_agent_tools(datasette: Any) -> list:
+    """datasette-agent (when installed, Datasette 1.0a): research, reading a row, and
+    promotion after the person approves it in the chat."""
+    from .tools import agent_tools
+
+    return agent_tools(datasette)
+
+
+@hookimpl
 def asgi_wrapper(datasette: Any) -> Any:
-    from .views import forms_never_500
+    from .views.common import forms_never_500
 
     return forms_never_500

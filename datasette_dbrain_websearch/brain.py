@@ -8,8 +8,11 @@ Retrieval is modelled on dbrain's ``Store.Search`` (``internal/store/search.go``
 first (a protected floor that always ranks first), then bm25-ranked FTS5 over ``items_fts`` and
 ``sources_fts``, then a relaxed OR query kept by dbrain's ``matchesRelaxedTerms`` rule only when
 nothing else was found. Deliberate differences:
-- the two FTS lanes are fused with reciprocal rank fusion (as dbrain's hybrid retrieval does)
-  instead of items first and sources filling the rest of the limit;
+- the two FTS lanes are fused with reciprocal rank fusion (as dbrain's hybrid retrieval does),
+  each weighted by how selective the question is in its table (``lane_weights``), instead of
+  items first and sources filling the rest of the limit; an item and the page it links to that
+  both match are one row (``merge_linked``), and after the relaxed fallback rows holding more
+  of the words come first;
 - the exact lookup also tries the question's dbrain-normalized URL, and compares unindexed
   columns only when the question could be a URL or a path (ordinary questions stay cheap);
 - dbrain's ``LIKE '%q%'`` fallback is left out: it scans every row (seconds on a large brain),
@@ -22,6 +25,7 @@ locked, or whose file was replaced, becomes a clear 503 (``brief_busy_wait``,
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 import time
@@ -32,8 +36,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .errors import ResearchError, brain_gone, is_busy, sqlite_error
-from .fts import QueryPlan, matched_terms, min_relaxed_coverage
-from .merge import rrf
+from .fts import QueryPlan, matched_terms, matches_relaxed_terms, min_relaxed_coverage
+from .merge import rrf_contribution
+from .schema import X_MEDIA_TRANSCRIPT_ARTICLE_TITLE
 from .urls import source_key, try_normalize_url
 
 KINDS = ("item", "source")
@@ -108,14 +113,28 @@ def is_brain(table_names: Iterable[str]) -> bool:
     return any({TABLE[k], FTS_TABLE[k]} <= names for k in KINDS)
 
 
-def brain_shape(conn: sqlite3.Connection) -> BrainShape:
+SHAPE_TABLES = (
+    "items",
+    "sources",
+    "items_fts",
+    "sources_fts",
+    "item_enrichments",
+    "item_source_links",
+)
+# Shapes by (file, device, inode, schema_version): read once per brain file and schema, not
+# once per query (six statements on every request otherwise).
+_SHAPES: dict[tuple[str, int, int, int], BrainShape] = {}
+MAX_SHAPES = 64
+
+
+def read_shape(conn: sqlite3.Connection) -> BrainShape:
     """Read the dbrain tables' columns in one pass over sqlite_master."""
-    wanted = ("items", "sources", "items_fts", "sources_fts", "item_enrichments")
+    marks = ", ".join("?" for _ in SHAPE_TABLES)
     names = [
         r[0]
         for r in conn.execute(
-            "select name from sqlite_master where type = 'table' and name in (?, ?, ?, ?, ?)",
-            wanted,
+            f"select name from sqlite_master where type = 'table' and name in ({marks})",
+            SHAPE_TABLES,
         )
     ]
     columns = {
@@ -123,6 +142,27 @@ def brain_shape(conn: sqlite3.Connection) -> BrainShape:
         for name in names
     }
     return BrainShape(columns)
+
+
+def brain_shape(conn: sqlite3.Connection) -> BrainShape:
+    """The brain's shape, cached per database file and ``schema_version`` (which SQLite bumps
+    on every schema change, so a migrated brain is read again); in-memory brains are read
+    every time."""
+    path = conn.execute("pragma database_list").fetchone()[2]
+    version = conn.execute("pragma schema_version").fetchone()[0]
+    try:
+        found = os.stat(path) if path else None
+    except OSError:
+        found = None
+    if found is None:
+        return read_shape(conn)
+    key = (path, found.st_dev, found.st_ino, version)
+    shape = _SHAPES.get(key)
+    if shape is None:
+        if len(_SHAPES) >= MAX_SHAPES:
+            _SHAPES.clear()
+        shape = _SHAPES[key] = read_shape(conn)
+    return shape
 
 
 @dataclass(frozen=True)
@@ -196,15 +236,23 @@ class Hit:
     exact_rank: int = 0
     lane_rank: int = 0
     lane_size: int = 0
+    weight: float = 1.0  # the lane's weight (``lane_weights``)
     bm25: float | None = None
     fused: float = 0.0
     mode: str = ""
     matched: list[str] = field(default_factory=list)
     row: dict[str, Any] = field(default_factory=dict)
+    # A source this item links to (item_source_links) that matched too: shown inside the
+    # item's row, so one bookmark and its page take one place in the list, not two.
+    linked: Hit | None = None
 
     @property
     def key(self) -> tuple[str, int]:
         return (self.kind, self.id)
+
+    def parts(self) -> list[Hit]:
+        """The hit and the linked source it carries, if any."""
+        return [self] if self.linked is None else [self, self.linked]
 
 
 @dataclass
@@ -218,6 +266,7 @@ class LocalResult:
     warnings: list[dict[str, str]]
     timings_ms: dict[str, float]
     kinds_searched: list[str]
+    lane_weights: dict[str, float] = field(default_factory=dict)
 
 
 def exact_fields(question: str) -> dict[str, dict[str, list[str]]]:
@@ -324,23 +373,34 @@ def hydrate(conn: sqlite3.Connection, hits: list[Hit], shape: BrainShape) -> Non
 
 
 def excerpt_fields(kind: str, row: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """(field, evidence_role, text) in dbrain's excerpt fallback order."""
+    """(field, evidence_role, text) in dbrain's excerpt order: compact text first (summary,
+    description), then raw (``internal/ask/evidence.go``: post, article, text, OCR for items).
+
+    An item's transcript (its ``x_media_transcript`` enrichment, or article text titled
+    "X Media Transcript" as dbrain mirrors it) takes the article's place, as it does in dbrain's
+    FTS row, so a transcript match is shown as a transcript.
+    """
     if kind == "source":
         return [
             ("summary_text", "derived_summary", row.get("summary_text", "")),
-            ("extracted_text", "raw_extract_window", row.get("extracted_text", "")),
             ("description", "excerpt", row.get("description", "")),
+            ("extracted_text", "raw_extract_window", row.get("extracted_text", "")),
         ]
+    article = row.get("article_text") or ""
+    transcript = row.get("enrichment_x_media_transcript") or ""
+    if transcript or (row.get("article_title") or "").strip() == X_MEDIA_TRANSCRIPT_ARTICLE_TITLE:
+        transcript, article = transcript or article, ""
     return [
         (
             "summary",
             "derived_summary",
             row.get("enrichment_summary") or row.get("summary_text", ""),
         ),
-        ("ocr", "raw_ocr", row.get("enrichment_ocr") or row.get("ocr_text", "")),
-        ("transcript", "raw_transcript", row.get("enrichment_x_media_transcript", "")),
-        ("article_text", "raw_item_window", row.get("article_text") or row.get("x_post_text", "")),
+        ("x_post_text", "raw_item_window", row.get("x_post_text", "")),
+        ("transcript", "raw_transcript", transcript),
+        ("article_text", "raw_item_window", article),
         ("text", "raw_item_window", row.get("text", "")),
+        ("ocr", "raw_ocr", row.get("enrichment_ocr") or row.get("ocr_text", "")),
     ]
 
 
@@ -378,35 +438,107 @@ def dbrain_snippet(kind: str, row: dict[str, Any]) -> str:
             row.get("text"),
         ]
     text = next((str(t) for t in order if t), "")
-    return text.replace("\n", " ").strip()[:200]
+    return text.replace("\n", " ").strip(" ")[:200]  # SQLite's trim() removes spaces only
 
 
 def relaxed_texts(kind: str, row: dict[str, Any]) -> list[str]:
-    """What ``matchesRelaxedTerms`` reads: key, title, URL, tags and the snippet."""
-    return [
-        str(row.get("source_key", "")),
-        str(row.get("title", "")),
-        str(row.get("canonical_url", "")),
-        str(row.get("user_tags", "")),
-        dbrain_snippet(kind, row),
-    ]
+    """What dbrain's ``matchesRelaxedTerms`` reads: key, title, author handle and name, URL,
+    domain, note path, tags and the snippet (``internal/store/search_helpers.go``)."""
+    names = (
+        "source_key",
+        "title",
+        "author_handle",
+        "author_name",
+        "canonical_url",
+        "primary_domain" if kind == "item" else "domain",
+        "note_path",
+        "user_tags",
+    )
+    return [str(row.get(n) or "") for n in names] + [dbrain_snippet(kind, row)]
+
+
+def lane_weights(conn: sqlite3.Connection, matches: dict[str, int]) -> dict[str, float]:
+    """Each table's lane weighs as much as the question is selective there: its idf in that
+    table, ``log(1 + rows / matches)``, relative to the most selective table's (1.0).
+
+    Fused ranks alone would give each table half of the first rows however broadly the question
+    matches it: a few words of a note match a handful of short items and hundreds of long pages,
+    and the pages would push the note out (dbrain's own search lists items first). Weighting
+    each collection by how selective the query is there is how federated search merges
+    collections; a question as selective in both tables gets plain RRF. ``max(rowid)`` stands
+    for the table's size (an index lookup; deleted rows make it a little larger).
+    """
+    idf: dict[str, float] = {}
+    for kind, found in matches.items():
+        if found:
+            rows = conn.execute(f"select max(rowid) from [{TABLE[kind]}]").fetchone()[0] or 0
+            idf[kind] = math.log(1 + rows / found)
+    top = max(idf.values(), default=0.0)
+    return {kind: idf[kind] / top if top and kind in idf else 1.0 for kind in matches}
 
 
 def _rank_lanes(
-    lanes: dict[str, list[tuple[int, float]]], mode: str, hits: dict[tuple[str, int], Hit]
+    lanes: dict[str, list[tuple[int, float]]],
+    mode: str,
+    hits: dict[tuple[str, int], Hit],
+    weights: dict[str, float],
 ) -> None:
-    fused = rrf([[(kind, row_id) for row_id, _ in ranked] for kind, ranked in lanes.items()])
+    """Reciprocal rank fusion, each table's lane weighted (``lane_weights``)."""
     for kind, ranked in lanes.items():
+        weight = weights.get(kind, 1.0)
         for rank, (row_id, score) in enumerate(ranked, start=1):
             hit = hits.setdefault((kind, row_id), Hit(kind, row_id))
             hit.lane_rank, hit.lane_size, hit.bm25, hit.mode = rank, len(ranked), score, mode
-            hit.fused = fused[(kind, row_id)]
+            hit.weight = weight
+            hit.fused = weight * rrf_contribution(rank)
+
+
+def merge_linked(
+    conn: sqlite3.Connection, hits: dict[tuple[str, int], Hit], shape: BrainShape
+) -> None:
+    """An item and a source it links to (``item_source_links``) that both matched become one
+    row: the item, carrying the source as ``linked``.
+
+    Otherwise a bookmark and its page take two of the ten places and push other things out.
+    The row scores as the stronger of its two lanes (as a document scores by its best passage,
+    "MaxP"): one thing is not counted twice, so it cannot push out a better match found once.
+    Pairs are taken best first; an item carries at most one page, a page joins one item (the
+    best), and exact hits stay rows of their own (the question named that row).
+    """
+    if not shape.has("item_source_links"):
+        return
+    items = [h.id for h in hits.values() if h.kind == "item" and h.lane_rank and not h.exact_rank]
+    sources = [
+        h.id for h in hits.values() if h.kind == "source" and h.lane_rank and not h.exact_rank
+    ]
+    if not items or not sources:
+        return
+    pairs = conn.execute(
+        "select item_id, source_id from item_source_links "
+        f"where item_id in ({', '.join('?' for _ in items)}) "
+        f"and source_id in ({', '.join('?' for _ in sources)})",
+        [*items, *sources],
+    ).fetchall()
+
+    def strength(pair: tuple[int, int]) -> tuple[float, int, int]:
+        both = hits[("item", pair[0])].fused + hits[("source", pair[1])].fused
+        return (-both, pair[0], pair[1])
+
+    for item_id, source_id in sorted(pairs, key=strength):
+        item = hits[("item", item_id)]
+        if item.linked is None and ("source", source_id) in hits:
+            item.linked = hits.pop(("source", source_id))
+            item.fused = max(item.fused, item.linked.fused)
 
 
 def _order(hit: Hit) -> tuple[Any, ...]:
-    """Exact hits first (the protected floor), then fused score, sources before items, key."""
+    """Exact hits first (the protected floor); after the relaxed fallback, rows holding more of
+    the question's words (an item with its page holds what either holds: dbrain's ask takes
+    points off for each missing word); then fused score, sources before items, key."""
     exact = hit.exact_rank or 10**9
-    return (exact, -hit.fused, 0 if hit.kind == "source" else 1, hit.row.get("source_key", ""))
+    held = len({t for part in hit.parts() for t in part.matched}) if hit.mode == "relaxed" else 0
+    kind = 0 if hit.kind == "source" else 1
+    return (exact, -held, -hit.fused, kind, hit.row.get("source_key", ""))
 
 
 def retrieve(
@@ -470,16 +602,24 @@ def retrieve(
                 }
             )
         mark = lap("relaxed", mark)
-    _rank_lanes(ranked_lanes, mode, hits)
+    # Relaxed lanes keep at most ``depth`` OR hits each, which says nothing of how selective
+    # the question is: they fuse unweighted.
+    weights = lane_weights(conn, matches) if mode != "relaxed" else dict.fromkeys(kinds, 1.0)
+    _rank_lanes(ranked_lanes, mode, hits, weights)
+    merge_linked(conn, hits, shape)
     ordered = sorted(hits.values(), key=_order)[:limit]
-    hydrate(conn, ordered, shape)
+    hydrate(conn, [part for hit in ordered for part in hit.parts()], shape)
     ordered.sort(key=_order)
     for hit in ordered:
-        if hit.mode == "strict":
-            hit.matched = list(plan.query_terms)
-        elif not hit.matched:
-            texts = searchable_texts(hit.kind, hit.row)
-            hit.matched = matched_terms(plan.query_terms, texts)
+        for part in hit.parts():
+            if part.mode == "strict":
+                part.matched = list(plan.query_terms)
+            elif not part.matched:
+                texts = searchable_texts(part.kind, part.row)
+                part.matched = matched_terms(plan.query_terms, texts)
+        if hit.linked is not None:  # the row holds the words its item or its page holds
+            held = {*hit.matched, *hit.linked.matched}
+            hit.matched = [t for t in plan.query_terms if t in held]
     lap("hydrate", mark)
     timings["local"] = round((time.perf_counter() - started) * 1000, 3)
     return LocalResult(
@@ -490,6 +630,7 @@ def retrieve(
         warnings=warnings,
         timings_ms=timings,
         kinds_searched=kinds,
+        lane_weights={kind: round(w, 4) for kind, w in weights.items()},
     )
 
 
@@ -524,8 +665,6 @@ def _relaxed(
     hits: dict[tuple[str, int], Hit],
 ) -> dict[str, list[tuple[int, float]]]:
     """OR query, keeping rows that hold enough of the terms (dbrain's matchesRelaxedTerms)."""
-    need = min_relaxed_coverage(plan.query_terms)
-    long_terms = [t for t in plan.query_terms if len(t) >= 3]
     lanes, _ = _run_lanes(conn, plan.relaxed_query, kinds, filters, shape, depth)
     kept: dict[str, list[tuple[int, float]]] = {}
     for kind, (ranked, _) in lanes.items():
@@ -533,8 +672,7 @@ def _relaxed(
         hydrate(conn, candidates, shape)
         kept[kind] = []
         for candidate, (row_id, score) in zip(candidates, ranked, strict=True):
-            found = matched_terms(long_terms, relaxed_texts(kind, candidate.row))
-            if len(found) >= need:
+            if matches_relaxed_terms(plan.query_terms, relaxed_texts(kind, candidate.row)):
                 candidate.matched = matched_terms(
                     plan.query_terms, searchable_texts(kind, candidate.row)
                 )

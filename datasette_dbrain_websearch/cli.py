@@ -26,7 +26,7 @@ async def _run(brain: str, params: dict[str, list[str]], metadata: str | None) -
     from datasette.utils import parse_metadata
 
     from .research import WebAccess
-    from .views import run_research, web_access
+    from .views.common import run_research, web_access
 
     config = parse_metadata(Path(metadata).read_text()) if metadata else {}
     datasette = Datasette([brain], metadata=config)

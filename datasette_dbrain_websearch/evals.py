@@ -32,7 +32,8 @@ Metrics (per case, then averaged over the cases that have expectations):
 
 - expected = ``expect_any_source_keys`` + ``expect_top_source_keys`` + ``expect_external_urls``
   (canonicalized as dbrain does); a row of ``pack["ranking"]`` matches an expected key by its
-  ``source_key`` and, for a web row, an expected URL by its ``canonical_url``;
+  ``source_key`` (or, for an item shown with the page it links to, the page's key) and, for a
+  web row, an expected URL by its ``canonical_url``;
 - rank = the 1-based position in ``pack["ranking"]`` of the first row matching anything
   expected; RR = 1/rank, or 0 when nothing expected is ranked;
 - recall@k = |expected found in the top k rows| / |expected|, with k = the case's ``limit``
@@ -65,6 +66,7 @@ from .config import MODES, PLUGIN_NAME, ConfigError, Settings
 from .display import terminal_safe
 from .errors import ResearchError
 from .judge import VERDICTS
+from .pack import row_keys
 from .providers.replay import ERROR_CODES, ReplayError, ReplayProvider
 from .research import Options, WebAccess, parse_options, research
 from .store import DEFAULT_FILENAME, FEEDBACK_TABLE, RUNS_TABLE
@@ -271,14 +273,15 @@ def score_ranking(ranking: Sequence[AbstractSet[str]], expected: AbstractSet[str
 
 
 def ranked_ids(pack: Mapping[str, Any]) -> list[frozenset[str]]:
-    """Each ranked row's ids: its source_key, plus its canonical URL for a web row."""
+    """Each ranked row's ids: its keys (an item's and its linked page's), plus its canonical URL
+    for a web row."""
     ids = []
     for entry in pack["ranking"]:
         row = pack[entry["list"]][entry["index"]]
         if entry["list"] == "external_evidence":
             ids.append(frozenset((entry["source_key"], row["canonical_url"])))
         else:
-            ids.append(frozenset((entry["source_key"],)))
+            ids.append(frozenset(row_keys(row)))
     return ids
 
 
@@ -515,7 +518,7 @@ async def run_cases(
     """
     from datasette.app import Datasette
 
-    from .views import row_url_for
+    from .views.common import row_url_for
 
     datasette = Datasette([str(brain)], metadata=dict(metadata or {}))
     base = datasette.plugin_config(PLUGIN_NAME) or {}
@@ -579,8 +582,8 @@ def check_case(
     """Every failed expectation, worded like dbrain's eval failures; empty when it passes."""
     reasons: list[str] = []
     ranking = pack["ranking"]
-    keys = {e["source_key"] for e in ranking}
     rows = [pack[e["list"]][e["index"]] for e in ranking]
+    keys = {key for row in rows for key in row_keys(row)}
     if len(ranking) < case.min_evidence:
         reasons.append(
             f"evidence_count={len(ranking)} below min_evidence={case.min_evidence} "
@@ -593,7 +596,7 @@ def check_case(
     if case.expect_top_source_keys:
         if not ranking:
             reasons.append("missing top evidence for expected top source_key check")
-        elif ranking[0]["source_key"] not in case.expect_top_source_keys:
+        elif not set(row_keys(rows[0])) & set(case.expect_top_source_keys):
             reasons.append(
                 f"top source_key {ranking[0]['source_key']} not in expected set "
                 + ", ".join(case.expect_top_source_keys)
@@ -630,10 +633,13 @@ def check_case(
 
 
 def cited_ids(pack: Mapping[str, Any]) -> set[str]:
-    """The valid citations of a pack's answer: keys, plus the canonical URL of a cited web row."""
+    """The valid citations of a pack's answer: keys (a cited item shown with its linked page
+    cites the page too), plus the canonical URL of a cited web row."""
     citations = pack["answer"]["citations"]
     urls = {row["source_key"]: row["canonical_url"] for row in pack["external_evidence"]}
-    return set(citations["local"]) | {
+    local = set(citations["local"])
+    local |= {k for row in pack["evidence"] if row["source_key"] in local for k in row_keys(row)}
+    return local | {
         value for key in citations["external"] for value in (key, urls.get(key, ""))
     } - {""}
 

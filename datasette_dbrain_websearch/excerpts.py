@@ -1,9 +1,13 @@
 """Excerpts around the matched terms, with matches marked (pure functions).
 
-dbrain picks a window of ``maxChars`` runes that starts about ``maxChars/4`` before the match,
-scoring candidate windows by the terms they hold, weighted toward rare terms
-(``internal/ask/excerpt.go``). The field falls back in dbrain's order: summary, OCR, transcript,
-article text, text (items); summary, extracted text, description (sources).
+The field and window follow dbrain's ``evidenceExcerpt`` (``internal/ask/excerpt.go`` and
+``excerpt_window.go``, darron/dbrain @9cdb6e3): the compact text (summary, description) is read
+first, and the raw text (post, transcript, article, text, OCR, extracted text) joins when the
+compact text holds fewer than two of the terms. Every matching field offers its best window of
+``maxChars`` characters, starting ``maxChars/4`` before a match and scored by the distinct terms
+it holds, rare ones weighing more; the best window of all wins, so a transcript match shows the
+transcript and an article match the article. Terms match as word prefixes (as FTS5 found them),
+where dbrain tests substrings, and windows are snapped to word edges.
 
 Marking is the one place HTML is produced from row text: every segment is HTML-escaped and only
 our own ``<mark>`` tags are added, so a title or excerpt holding ``<script>`` stays text.
@@ -12,11 +16,16 @@ our own ``<mark>`` tags are added, so a title or excerpt holding ``<script>`` st
 from __future__ import annotations
 
 import html
+from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .fts import term_pattern
 
 ELLIPSIS = "..."
+# Evidence roles of the compact fields dbrain reads before the raw ones.
+COMPACT_ROLES = frozenset({"derived_summary", "excerpt"})
+Field = tuple[str, str, str]  # (name, evidence_role, text)
 
 
 @dataclass(frozen=True)
@@ -61,25 +70,28 @@ def mark(text: str, terms: tuple[str, ...] | list[str]) -> str:
     return "".join(out)
 
 
-def _window(text: str, matches: list[tuple[int, int, str]], max_chars: int) -> tuple[int, int]:
-    """Choose the window holding the most (rarest-weighted) distinct terms."""
-    if len(text) <= max_chars:
-        return 0, len(text)
-    if not matches:
-        return 0, max_chars
-    counts: dict[str, int] = {}
-    for _, _, term in matches:
-        counts[term] = counts.get(term, 0) + 1
-    best_start, best_score = 0, -1.0
+def _window(
+    text: str, matches: list[tuple[int, int, str]], max_chars: int, counts: dict[str, int]
+) -> tuple[int, int, int]:
+    """(start, end, score) of the best window, scored as dbrain's ``queryWindowScore``: the
+    anchoring term's length plus, per distinct term inside, 100 + 1000/occurrences + length.
+    Equal scores go to the earlier window."""
     lead = max_chars // 4
-    for start, _, _ in matches:
-        window_start = max(0, min(start - lead, len(text) - max_chars))
+    starts = [m[0] for m in matches]
+    best = (-1, 0, 0)  # score, -start, start
+    for anchor, _, term in matches:
+        window_start = max(0, min(anchor - lead, len(text) - max_chars))
         window_end = window_start + max_chars
-        inside = {t for s, e, t in matches if s >= window_start and e <= window_end}
-        score = sum(1.0 + 1.0 / counts[t] for t in inside)
-        if score > best_score:
-            best_start, best_score = window_start, score
-    return best_start, best_start + max_chars
+        inside = {
+            t
+            for s, e, t in matches[
+                bisect_left(starts, window_start) : bisect_right(starts, window_end)
+            ]
+            if e <= window_end
+        }
+        score = len(term) + sum(100 + 1000 // counts[t] + len(t) for t in inside)
+        best = max(best, (score, -window_start, window_start))
+    return best[2], min(len(text), best[2] + max_chars), best[0]
 
 
 def _snap(text: str, start: int, end: int) -> tuple[int, int]:
@@ -95,31 +107,40 @@ def _snap(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def best_excerpt(
-    fields: list[tuple[str, str, str]], terms: tuple[str, ...] | list[str], max_chars: int
-) -> Excerpt:
-    """Pick the field (``(name, evidence_role, text)``, fallback order) and window to show."""
-    best: tuple[int, str, str, str, list[tuple[int, int, str]]] | None = None
-    for name, role, raw in fields:
-        text = squash(raw or "")
-        if not text:
-            continue
-        matches = find_matches(text, terms)
-        covered = len({t for _, _, t in matches})
-        if best is None or covered > best[0]:
-            best = (covered, name, role, text, matches)
-    if best is None:
+def best_excerpt(fields: Sequence[Field], terms: Sequence[str], max_chars: int) -> Excerpt:
+    """Pick the field and the window to show (see the module docstring); nothing matched gives
+    the start of the first non-empty field, compact ones first."""
+    texts = [(name, role, squash(raw or "")) for name, role, raw in fields]
+    compact = [f for f in texts if f[2] and f[1] in COMPACT_ROLES]
+    raw = [f for f in texts if f[2] and f[1] not in COMPACT_ROLES]
+    unique = list(dict.fromkeys(terms))
+    covered = {m[2] for f in compact for m in find_matches(f[2], unique)}
+    candidates = compact if compact and len(covered) >= min(2, len(unique)) else compact + raw
+    if not candidates:
         return Excerpt("", "", "", "", ())
-    _, name, role, text, matches = best
-    start, end = _snap(text, *_window(text, matches, max_chars))
+    found = [find_matches(text, unique) for _, _, text in candidates]
+    counts = {t: sum(1 for matches in found for m in matches if m[2] == t) for t in unique}
+    best: tuple[int, Field, int, int] | None = None
+    for field, matches in zip(candidates, found, strict=True):
+        if matches:
+            start, end, score = _window(field[2], matches, max_chars, counts)
+            if best is None or score > best[0]:
+                best = (score, field, start, end)
+    if best is None:
+        field = candidates[0]
+        start, end = 0, min(len(field[2]), max_chars)
+    else:
+        _, field, start, end = best
+    name, role, text = field
+    start, end = _snap(text, start, end)
     body = text[start:end]
     prefix = ELLIPSIS if start > 0 else ""
     suffix = ELLIPSIS if end < len(text) else ""
-    found = tuple(t for t in terms if any(m[2] == t for m in find_matches(body, terms)))
+    inside = {m[2] for m in find_matches(body, unique)}
     return Excerpt(
         text=prefix + body + suffix,
-        html=html.escape(prefix) + mark(body, terms) + html.escape(suffix),
+        html=html.escape(prefix) + mark(body, unique) + html.escape(suffix),
         field=name,
         role=role,
-        matched_terms=found,
+        matched_terms=tuple(t for t in unique if t in inside),
     )

@@ -28,6 +28,7 @@ from typing import Any
 
 from .display import plural
 from .fts import NEGATIONS, RAW_OPERATORS, STOP_WORDS, stem, trim_token
+from .pack import row_keys
 
 FEEDBACK_VALUES = ("more", "less", "relevant", "irrelevant", "unsure")
 MARK_STRENGTH = {"relevant": 1.0, "more": 0.5, "unsure": 0.0, "less": -0.5, "irrelevant": -1.0}
@@ -156,7 +157,7 @@ def _resolve(
     by_row: dict[Address, str] = {}
     for mark in marks:
         key = mark["key"]
-        hits = [a for a, row in rows.items() if row.get("source_key") == key] or [
+        hits = [a for a, row in rows.items() if key in row_keys(row)] or [
             a for a, row in rows.items() if key in row_urls(row)
         ]
         for a in hits:

@@ -1,17 +1,28 @@
 """Turning a question into FTS5 queries, the way dbrain does (pure functions).
 
-dbrain (``internal/store/search_helpers.go`` ``buildFTSQueryWithOperator``) splits on white space,
-trims non-letter/digit characters from both ends of each token, and emits ``"token"*`` prefix
-matches joined with AND (strict) or OR (relaxed). We add its query-term rules on top: lowercase,
-stop words and conversational fillers dropped, ``not``/``without``/``exclude``/``wrong`` drop
-the word after them, and current-state words ("latest", "today") are not required locally. Quoting
-every token makes FTS5 operators, column filters and stray quotes plain text, so a simple-syntax
-question can never be an FTS5 syntax error.
+Words: dbrain's ``internal/queryterms`` (``Terms``, darron/dbrain ``queryterms.go`` @0b78933,
+``normalize.go`` @9cdb6e3, ``stopwords.go`` and ``chat.go`` @c9fd9bc), rule for rule: chat
+scaffolding ("Current question:", "Prior evidence ...:") reduced to the questions; corpus
+frames ("in my research") removed; hyphens, underscores and every other non-letter/digit split
+words; lowercase; variants folded (kids -> children, killed -> kill, models -> model);
+``not``/``wrong``/``exclude``/``without`` drop the next word and ``instead``/``correct(ion)``
+are dropped; dbrain's stop list (conversational fillers such as "dbrain", "information",
+"look", "stories" included) and source-key fragments (long digit or hex runs) dropped; first
+occurrence kept. Extras dbrain lacks, none of which its term table contradicts: a possessive
+``'s`` goes with its word (dbrain would keep a lone ``s``); current-state words ("latest",
+"today") are not required locally but go to the web; the excluded words are recorded; and a
+question with no content words searches nothing (dbrain would search its raw words instead).
+
+MATCH strings: dbrain's ``buildFTSQueryWithOperator`` (``internal/store/search_helpers.go``):
+``"term"*`` prefix matches joined with AND (strict) or OR (relaxed). Quoting every term makes
+FTS5 operators, column filters and stray quotes plain text, so a simple-syntax question can
+never be an FTS5 syntax error.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -19,6 +30,8 @@ from .errors import ResearchError
 
 MAX_TERMS = 32
 
+# Common English words that feedback suggestions and answer sentences skip. Questions use
+# dbrain's own list, QUESTION_STOP_WORDS.
 STOP_WORDS = frozenset(
     """
     a about above after again against all am an and any are as at be because been before being
@@ -33,6 +46,74 @@ STOP_WORDS = frozenset(
     """.split()
 )
 
+# dbrain's stopwords.go, word for word.
+QUESTION_STOP_WORDS = frozenset(
+    """
+    a an and are can could did do does
+    about as at be been being brain by context current data dbrain evidence expansion find for
+    from github have her him his how i if in include information into is it its key keys know
+    like local look looks me metadata my of on or other present prior query question questions
+    recent related relevant saved stories story that the their them there these this those
+    repo repos repository repositories
+    favored favoured favorite favorites favourite favourites
+    show should source sources src tag tags tell tweet tweets
+    to use user using was we were what when where which who why with would x you your
+    """.split()
+)
+
+# dbrain's canonicalTerm (normalize.go): variants folded onto one term.
+CANONICAL_TERMS = {
+    "models": "model",
+    "kid": "children",
+    "kids": "children",
+    "child": "children",
+    "killed": "kill",
+    "killing": "kill",
+    "kills": "kill",
+    "charged": "charge",
+    "charges": "charge",
+    "charging": "charge",
+    "tools": "tool",
+    "projects": "project",
+    "packages": "package",
+    "libraries": "library",
+    "comparisons": "comparison",
+    "compared": "comparison",
+    "compare": "comparison",
+    "histories": "history",
+    "historical": "history",
+    "transcripts": "transcript",
+    "screenshots": "screenshot",
+    "images": "image",
+    "photos": "photo",
+    "videos": "video",
+    "recordings": "recording",
+}
+
+# dbrain's stripCorpusFramePhrases: removed in this order from the lowercased question.
+CORPUS_FRAMES = (
+    "in my research",
+    "from my research",
+    "my research",
+    "in your research",
+    "from your research",
+    "your research",
+    "in the research",
+    "from the research",
+)
+
+# dbrain's chat retrieval headings (chat.go): a line break goes before each.
+CHAT_HEADINGS = (
+    "Current question:",
+    "Recent user questions:",
+    "Prior evidence titles for query focus:",
+    "Prior evidence metadata for query expansion:",
+    "Relevant prior evidence source keys:",
+    "Pinned evidence keys:",
+)
+_CURRENT = "current question:"
+_RECENT = "recent user questions:"
+
 # Words that ask how things are *now*. They mark a question as current-state (so the web may
 # be worth asking) but are not required of local rows: "latest sqlite" finds what "sqlite"
 # finds. Web providers still receive them.
@@ -40,8 +121,12 @@ CURRENT_STATE_WORDS = frozenset(
     "latest current currently today recent recently now new newest".split()
 )
 
-NEGATIONS = frozenset({"not", "without", "exclude", "wrong"})
+NEGATIONS = frozenset({"not", "without", "exclude", "wrong"})  # drop the next word
+CORRECTIONS = frozenset({"instead", "correct", "correction"})  # dropped themselves
 RAW_OPERATORS = frozenset({"and", "or", "not", "near"})
+
+_POSSESSIVE = re.compile(r"(?<=[^\W_])['\u2019]s\b", re.IGNORECASE)
+_NOT_WORD = re.compile(r"[\W_]+")
 
 
 @dataclass(frozen=True)
@@ -74,43 +159,120 @@ def trim_token(token: str) -> str:
     return token[start:end]
 
 
-def _possessive(token: str) -> str:
-    """``sqlite's`` -> ``sqlite``: the tokenizer splits at the apostrophe anyway."""
-    for suffix in ("'s", "\u2019s"):
-        if token.endswith(suffix) and len(token) > len(suffix):
-            return token[: -len(suffix)]
-    return token
+def search_text(question: str) -> str:
+    """dbrain's ``SearchText``: a pasted chat prompt is reduced to its current and recent
+    questions, so headings and prior-evidence titles never become search terms."""
+    question = question.strip()
+    if not question:
+        return ""
+    question = question.replace("\\n", "\n").replace("\\r", "\n").replace("\\t", " ")
+    for heading in CHAT_HEADINGS:
+        question = _break_before(question, heading)
+    lines = question.split("\n")
+    if not any(_is_retrieval_heading(line.strip().lower()) for line in lines):
+        return question.strip()
+    parts: list[str] = []
+    section = ""
+    for line in lines:
+        trimmed = line.strip()
+        lower = trimmed.lower()
+        if not trimmed:
+            continue
+        if lower.startswith(_CURRENT):
+            section = "search"
+            if value := trimmed[len(_CURRENT) :].strip():
+                parts.append(value)
+        elif lower.startswith(_RECENT):
+            section = "search"
+            if value := trimmed[len(_RECENT) :].strip():
+                parts.append(value.removeprefix("-").strip())
+        elif _is_prior_evidence(lower) or (
+            lower.endswith(":") and ("evidence" in lower or "question" in lower)
+        ):
+            section = "ignore"
+        elif section == "search":
+            parts.append(trimmed.removeprefix("-").strip())
+    return " ".join(parts).strip() if parts else question.strip()
+
+
+def _break_before(text: str, heading: str) -> str:
+    """A line break before every (ASCII case-insensitive) occurrence of a chat heading."""
+    pattern = re.compile(re.escape(heading), re.IGNORECASE | re.ASCII)
+    return pattern.sub(
+        lambda m: m[0] if m.start() == 0 or text[m.start() - 1] == "\n" else "\n" + m[0], text
+    )
+
+
+def _is_prior_evidence(lower: str) -> bool:
+    return lower.startswith(("prior evidence ", "relevant prior evidence ", "pinned evidence "))
+
+
+def _is_retrieval_heading(lower: str) -> bool:
+    return lower.startswith((_CURRENT, _RECENT)) or _is_prior_evidence(lower)
+
+
+def normalize_question(text: str) -> str:
+    """dbrain's ``normalizeQuestionText``: lowercase, corpus frames out, and every run of
+    characters other than letters and digits (hyphens and underscores too) one space.
+
+    (Its ``\\n``/``\\t`` replacement is left out: ``search_text`` has already done it.)"""
+    text = text.lower()
+    for phrase in CORPUS_FRAMES:
+        text = text.replace(phrase, " ")
+    return _NOT_WORD.sub(" ", text.strip())
+
+
+def looks_like_source_key_fragment(word: str) -> bool:
+    """dbrain's test for pasted ids: 8+ digits, or 10+ hex digits (lengths in UTF-8 bytes)."""
+    size = len(word.encode())
+    if size < 8:
+        return False
+    if all(ch.isdecimal() for ch in word):
+        return True
+    return size >= 10 and all(ch.isdecimal() or "a" <= ch <= "f" for ch in word)
+
+
+def question_words(question: str) -> list[str]:
+    """The question's words as dbrain reads them, canonicalized, before any is dropped."""
+    text = _POSSESSIVE.sub("", search_text(question))
+    return [CANONICAL_TERMS.get(w, w) for w in normalize_question(text).split()]
 
 
 def extract_terms(question: str) -> tuple[list[str], list[str]]:
-    """Question -> (search terms, excluded terms): lowercased, trimmed, deduplicated, no stop
-    words and no current-state words ("latest"); either list may be empty."""
+    """Question -> (search terms, excluded terms): dbrain's ``Terms`` without the current-state
+    words ("latest"); either list may be empty."""
     terms, excluded, _ = _read(question)
     return terms, excluded
 
 
 def _read(question: str) -> tuple[list[str], list[str], list[str]]:
-    """(search terms, excluded terms, every content word including current-state ones)."""
-    tokens = [_possessive(trim_token(t).lower()) for t in question.split()]
-    tokens = [t for t in tokens if t]
+    """(search terms, excluded terms, every content word including current-state ones).
+
+    dbrain's loop (queryterms.go), in its order: a negation's next word is dropped whatever it
+    is, then negations, corrections, stop words and source-key fragments go, first one wins.
+    """
     terms: list[str] = []
     excluded: list[str] = []
     content: list[str] = []
     skip_next = False
-    for token in tokens:
+    for word in question_words(question):
         if skip_next:
             skip_next = False
-            if token not in STOP_WORDS:
-                excluded.append(token)
+            if word not in QUESTION_STOP_WORDS:
+                excluded.append(word)
             continue
-        if token in NEGATIONS:
+        if word in NEGATIONS:
             skip_next = True
             continue
-        if token in STOP_WORDS or token in content:
+        if word in CORRECTIONS or word in content:
             continue
-        content.append(token)
-        if token not in CURRENT_STATE_WORDS:
-            terms.append(token)
+        if word in CURRENT_STATE_WORDS:
+            content.append(word)
+            continue
+        if word in QUESTION_STOP_WORDS or looks_like_source_key_fragment(word):
+            continue
+        content.append(word)
+        terms.append(word)
     return terms, excluded, content
 
 
@@ -179,10 +341,33 @@ def plan_query(question: str, syntax: str = "simple") -> QueryPlan:
     )
 
 
-def min_relaxed_coverage(terms: tuple[str, ...] | list[str]) -> int:
-    """dbrain's ``matchesRelaxedTerms``: 2 of the terms of 3+ characters, or 1 if only one."""
-    long_terms = [t for t in terms if len(t) >= 3]
-    return 1 if len(long_terms) <= 1 else 2
+def relaxed_terms(terms: Sequence[str]) -> list[str]:
+    """dbrain's ``relaxedMatchTerms``: the terms of 3 or more bytes (Go's ``len`` counts UTF-8
+    bytes), once each."""
+    return list(dict.fromkeys(t for t in terms if len(t.encode()) >= 3))
+
+
+def min_relaxed_coverage(terms: Sequence[str]) -> int:
+    """How many relaxed terms a relaxed row must hold: 2, or 1 when there is at most one (with
+    none, every OR hit is kept, and each holds at least one term)."""
+    return 1 if len(relaxed_terms(terms)) <= 1 else 2
+
+
+def matches_relaxed_terms(terms: Sequence[str], texts: Sequence[str]) -> bool:
+    """dbrain's ``matchesRelaxedTerms``: does a relaxed OR hit hold enough of the terms?
+
+    dbrain tests each term as a substring of the row's key, title, author handle and name, URL,
+    domain, note path, tags and snippet, lowercased and joined (``texts``). A term also counts
+    here when it matches as a word prefix after light stemming (``term_pattern``), so
+    "grinders" is found in "burr grinder": this finds more than dbrain's test, never less.
+    With no term of 3+ bytes ("ai ml") every OR hit is kept, as in dbrain.
+    """
+    wanted = relaxed_terms(terms)
+    if not wanted:
+        return True
+    text = " ".join(texts).lower()
+    found = sum(1 for t in wanted if t in text or term_pattern(t).search(text))
+    return found >= min_relaxed_coverage(wanted)
 
 
 _SUFFIXES = ("ingly", "edly", "ings", "ing", "ers", "ies", "ied", "est", "ed", "er", "es", "s")

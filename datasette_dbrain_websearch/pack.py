@@ -54,12 +54,13 @@ def _signals(hit: Hit, terms: tuple[str, ...]) -> list[dict[str, Any]]:
             }
         )
     if hit.lane_rank:
+        weighted = f" x lane weight {hit.weight:.2f}" if hit.weight != 1 else ""
         signals.append(
             {
                 "name": "bm25_rank",
                 "detail": f"rank {hit.lane_rank} of {hit.lane_size} in {FTS_TABLE[hit.kind]} "
-                f"(bm25 {hit.bm25:.3f}); RRF 1/({RRF_K}+{hit.lane_rank})",
-                "weight": round(rrf_contribution(hit.lane_rank), 6),
+                f"(bm25 {hit.bm25:.3f}); RRF 1/({RRF_K}+{hit.lane_rank}){weighted}",
+                "weight": round(hit.weight * rrf_contribution(hit.lane_rank), 6),
             }
         )
     if hit.mode == "relaxed":
@@ -97,6 +98,7 @@ def _lanes(hit: Hit) -> list[dict[str, Any]]:
                 "rank": hit.lane_rank,
                 "raw_score": round(hit.bm25 or 0.0, 6),
                 "query": hit.mode,
+                "weight": round(hit.weight, 4),
             }
         )
     return lanes
@@ -143,7 +145,59 @@ def evidence_row(hit: Hit, plan: QueryPlan, row_url: RowUrl, excerpt_chars: int)
         "matched_terms": matched,
         "missing_terms": [t for t in terms if t not in matched],
     }
+    if hit.linked is not None:
+        _add_linked(evidence, hit.linked, plan, row_url, excerpt_chars)
     return evidence
+
+
+def _add_linked(
+    evidence: dict[str, Any], page: Hit, plan: QueryPlan, row_url: RowUrl, excerpt_chars: int
+) -> None:
+    """The page an item links to, matched too: shown inside the item's row (``linked_source``)
+    with its own lane and signals, so the row says why it holds both."""
+    row = page.row
+    key = row.get("source_key", "")
+    terms = plan.query_terms
+    excerpt = best_excerpt(excerpt_fields("source", row), terms, excerpt_chars)
+    url = row.get("canonical_url", "")
+    evidence["linked_source"] = {
+        "source_key": key,
+        "kind": "source",
+        "title": row.get("title") or url or key,
+        "url": url,
+        "domain": row.get("domain", ""),
+        "source_type": row.get("source_type", ""),
+        "excerpt": excerpt.text,
+        "excerpt_html": excerpt.html,
+        "evidence_role": excerpt.role,
+        "note_path": row.get("note_path", ""),
+        "saved_at": row.get("created_at", ""),
+        "extract_status": row.get("extract_status", ""),
+        "row_url": row_url("source", page.id),
+        "matched_terms": [t for t in terms if t in page.matched],
+    }
+    retrieval = evidence["retrieval"]
+    retrieval["lanes"] += [{**lane, "linked_source_key": key} for lane in _lanes(page)]
+    retrieval["signals"] += [
+        {**signal, "detail": f"its linked page {key}: {signal['detail']}"}
+        for signal in _signals(page, terms)
+        if signal["name"] == "bm25_rank"
+    ]
+    retrieval["signals"].append(
+        {
+            "name": "linked_source_match",
+            "detail": f"the page this item links to ({key}, item_source_links) matched too; "
+            "one row for both, scored by the stronger lane",
+            "weight": 0.0,
+        }
+    )
+
+
+def row_keys(row: Mapping[str, Any]) -> list[str]:
+    """The keys a row stands for: its own and, for an item shown with its linked page, the
+    page's (both were retrieved, so answers may cite and marks may name either)."""
+    linked = row.get("linked_source") or {}
+    return [row["source_key"], *([linked["source_key"]] if linked.get("source_key") else [])]
 
 
 def _counts(values: list[str], top: int | None = None) -> list[dict[str, Any]]:
@@ -183,6 +237,7 @@ def build_pack(
             "status": "used",
             "store": "sqlite_fts",
             "tables": [FTS_TABLE[k] for k in local.kinds_searched],
+            "weights": {FTS_TABLE[k]: w for k, w in local.lane_weights.items()},
         },
         {"name": "semantic", "status": "disabled", "reason": "not_configured"},
     ]
@@ -336,21 +391,24 @@ def credit_local(
     hits: list[ExternalHit],
     labels: dict,
     excerpt_chars: int = PROVIDER_EXCERPT_CHARS,
+    linked_key: str = "",
 ) -> None:
     """A web hit for a page the brain holds: the local row gains the lane, not a twin.
 
+    ``linked_key`` names the page when it is the row's ``linked_source`` (an item shown with the
+    page it links to): the credit lands on that row, and says it is for the linked page.
     When dbrain has not extracted that page, the row has little or no text of its own, so the
     provider's text rides along as ``provider_excerpt``, never as the row's ``excerpt``.
     """
     for hit in hits:
-        row["retrieval"]["lanes"].append(_lane_for(hit, "local"))
+        lane = _lane_for(hit, "local")
+        detail = f"also found by {labels.get(hit.provider, hit.provider)} (rank {hit.rank})"
+        if linked_key:
+            lane["linked_source_key"] = linked_key
+            detail += f": its linked page {linked_key}"
+        row["retrieval"]["lanes"].append(lane)
         row["retrieval"]["signals"].append(
-            {
-                "name": "external_duplicate_local_source",
-                "detail": f"also found by {labels.get(hit.provider, hit.provider)} "
-                f"(rank {hit.rank})",
-                "weight": 0.0,
-            }
+            {"name": "external_duplicate_local_source", "detail": detail, "weight": 0.0}
         )
     row["also_found_by"] = list(
         dict.fromkeys([*row.get("also_found_by", []), *(h.provider for h in hits)])

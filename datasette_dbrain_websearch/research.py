@@ -16,6 +16,7 @@ from typing import Any
 
 from .answer import AnswerAccess, Passage, answer_stage, disabled
 from .brain import (
+    PASSAGE_CHARS,
     ExecuteFn,
     Filters,
     Hit,
@@ -40,6 +41,7 @@ from .pack import (
     external_row,
     merged_ranking,
     new_run_id,
+    row_keys,
 )
 from .profiles import PROFILE_NAMES, apply_profile, profile_for
 from .providers.base import Provider, clean, redact
@@ -341,8 +343,13 @@ async def research(
     pack["answer"] = disabled()
     if options.answer:
         for hit in [*local.hits, *credited]:
+            texts = [passage_text(part.kind, part.row) for part in hit.parts()]
             key = hit.row.get("source_key", "")
-            passages[key] = Passage(key, "local", passage_text(hit.kind, hit.row), "")
+            # An item shown with its linked page answers from both.
+            passages[key] = Passage(key, "local", "\n".join(texts)[:PASSAGE_CHARS], "")
+            if hit.linked is not None:
+                page = hit.linked.row.get("source_key", "")
+                passages[page] = Passage(page, "local", texts[1], hit.linked.row.get("title", ""))
         pack["answer"], answer_warnings = await answer_stage(
             pack,
             passages,
@@ -512,6 +519,10 @@ def _credit_local_sources(
             continue
         key = source.row.get("source_key")
         row = next((r for r in evidence if r["source_key"] == key), None)
+        linked = next((r for r in evidence if key in row_keys(r)), None) if row is None else None
+        if linked is not None:  # the page is shown inside the item that links to it
+            credit_local(linked, hits, labels, settings.excerpt_chars, linked_key=key)
+            continue
         if row is None:
             row = evidence_row(source, plan, row_url, settings.excerpt_chars)
             evidence.append(row)

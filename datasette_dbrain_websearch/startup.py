@@ -58,7 +58,7 @@ async def attach_plugin_database(datasette: Any, settings: Settings) -> None:
     """
     from datasette.database import Database
 
-    from .views import brain_databases
+    from .views.common import brain_databases
 
     if settings.traces_database:
         path: Path | None = Path(settings.traces_database)

@@ -13,9 +13,12 @@ run younger than 180 days, as dbrain's does.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import re
 import sqlite3
+import weakref
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -31,7 +34,8 @@ RUN_ID = re.compile(r"\d{8}T\d{6}\.\d{9}Z-[0-9a-f]{12,64}")
 KEEP_RUNS = 500
 KEEP_DAYS = 180
 MAX_RUNS = 20_000  # a hard ceiling, whatever their age, so a flood of runs cannot fill the disk
-SURFACES = ("page", "json", "cli")
+
+log = logging.getLogger("datasette_dbrain_websearch")
 
 
 def run_started(run_id: str) -> datetime:
@@ -279,9 +283,8 @@ def _row(trace: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def save(db: Any, trace: dict[str, Any], now: datetime | None = None) -> None:
-    """Insert the run and its events in one transaction, then apply retention."""
-    row = _row(trace)
+def _serialized(trace: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The run's row and its events' rows, serialized now: a snapshot of the trace."""
     events = [
         {
             "run_id": trace["run_id"],
@@ -292,17 +295,54 @@ async def save(db: Any, trace: dict[str, Any], now: datetime | None = None) -> N
         }
         for seq, e in enumerate(trace["events"])
     ]
+    return _row(trace), events
+
+
+async def save(db: Any, trace: dict[str, Any], now: datetime | None = None) -> None:
+    """Insert the run and its events in one transaction, then apply retention."""
+    await _write(db, *_serialized(trace), now)
+
+
+async def _write(
+    db: Any, row: dict[str, Any], events: list[dict[str, Any]], now: datetime | None = None
+) -> None:
     cutoff = iso((now or datetime.now(UTC)) - timedelta(days=KEEP_DAYS))
 
     def write(conn: sqlite3.Connection) -> None:
         with conn:
             plugin_tables = sqlite_database(conn)
             plugin_tables[RUNS_TABLE].insert(row, replace=True)
-            conn.execute(f"delete from {EVENTS_TABLE} where run_id = ?", [trace["run_id"]])
+            conn.execute(f"delete from {EVENTS_TABLE} where run_id = ?", [row["run_id"]])
             plugin_tables[EVENTS_TABLE].insert_all(events)
             prune(conn, cutoff)
 
     await db.execute_write_fn(write)
+
+
+# Saves still under way, by plugin Database, then run id: a read of a run waits for its save.
+_PENDING: weakref.WeakKeyDictionary[Any, dict[str, asyncio.Task[None]]] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+async def settle(db: Any, run_id: str | None = None) -> None:
+    """Wait for the saves under way (of one run, or all), so a run just answered reads as
+    saved; a failed save was logged by ``_save_logged`` and reads as missing."""
+    pending = (_PENDING.get(db) or {}) if db is not None else {}
+    tasks = [pending[run_id]] if run_id in pending else [] if run_id else list(pending.values())
+    loop = asyncio.get_running_loop()
+    tasks = [t for t in tasks if t.get_loop() is loop]
+    if tasks:
+        await asyncio.wait(tasks)
+
+
+async def _save_logged(
+    db: Any, run_id: str, row: dict[str, Any], events: list[dict[str, Any]]
+) -> None:
+    try:
+        await _write(db, row, events)
+    except Exception as exc:  # the answer was sent already: say it in the log
+        log.warning("dbrain-websearch: run %s was not saved: %r", run_id, exc)
 
 
 def prune(conn: sqlite3.Connection, cutoff: str) -> None:
@@ -320,6 +360,7 @@ def prune(conn: sqlite3.Connection, cutoff: str) -> None:
 
 
 async def load(db: Any, run_id: str) -> dict[str, Any] | None:
+    await settle(db, run_id)
     row = (
         await db.execute(f"select trace_json from {RUNS_TABLE} where run_id = ?", [run_id])
     ).first()
@@ -390,6 +431,7 @@ class RunFilter:
 async def recent(db: Any, where: RunFilter, limit: int = 100) -> list[dict[str, Any]]:
     """The newest runs that match, summary columns only (filtered in SQL, so an actor's own
     runs never hide behind newer runs of others)."""
+    await settle(db)
     clause, params = where.sql()
     rows = await db.execute(
         f"select {', '.join(RUN_COLUMNS)} from {RUNS_TABLE} where {clause} "
@@ -404,9 +446,21 @@ def run_path(datasette: Any, run_id: str, as_json: bool = False) -> str:
 
 
 async def record(
-    datasette: Any, pack: dict[str, Any], *, surface: str, actor: dict | None, permitted: bool
-) -> None:
-    """Save the run; the pack gains ``trace_url`` (or a ``trace_not_saved`` warning)."""
+    datasette: Any,
+    pack: dict[str, Any],
+    *,
+    surface: str,
+    actor: dict | None,
+    permitted: bool,
+    wait: bool = True,
+) -> asyncio.Task[None] | None:
+    """Save the run; the pack gains ``trace_url`` (or a ``trace_not_saved`` warning).
+
+    With ``wait=False`` the pack is serialized now and written beside the response: the task
+    is returned for the surface to await once its answer is sent, and until it is done every
+    read of the run (``load``, ``recent``) waits for it, so a run is never read before it is
+    saved. The pack must not change after this call.
+    """
     db = plugin_database(datasette)
     if db is None:
         pack["warnings"].append(
@@ -416,13 +470,19 @@ async def record(
                 "database (see traces_database in the README).",
             }
         )
-        return
-    pack["trace_url"] = run_path(datasette, pack["run_id"])
+        return None
+    run_id = pack["run_id"]
+    pack["trace_url"] = run_path(datasette, run_id)
     actor_id = str((actor or {}).get("id") or "")
+    trace = build_trace(pack, surface=surface, actor_id=actor_id, external_permitted=permitted)
+    if not wait:
+        task = asyncio.ensure_future(_save_logged(db, run_id, *_serialized(trace)))
+        pending = _PENDING.setdefault(db, {})
+        pending[run_id] = task
+        task.add_done_callback(lambda _: pending.pop(run_id, None))
+        return task
     try:
-        await save(
-            db, build_trace(pack, surface=surface, actor_id=actor_id, external_permitted=permitted)
-        )
+        await save(db, trace)
     except Exception as exc:  # a locked or full disk must not cost the user the answer
         pack.pop("trace_url")
         pack["warnings"].append(
@@ -431,3 +491,4 @@ async def record(
                 "message": f"This run was not saved ({type(exc).__name__}).",
             }
         )
+    return None

@@ -21,7 +21,7 @@ from datasette import hookimpl
 from datasette.app import Datasette
 from datasette.plugins import pm
 
-from datasette_dbrain_websearch.fakeweb import FakeWeb
+from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.providers.brave import clear_plan_memo
 from datasette_dbrain_websearch.schema import create_brain_schema, sync_item_fts, sync_source_fts
 from datasette_dbrain_websearch.urls import normalize_url

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,6 +22,10 @@ def test_bench_runs_and_prints_ratios(tmp_path):
             "1",
             "--questions",
             "4",
+            "--clients",
+            "4",
+            "--seconds",
+            "1",
             "--db",
             str(tmp_path / "tiny.db"),
         ],
@@ -32,6 +37,30 @@ def test_bench_runs_and_prints_ratios(tmp_path):
     assert "research / floor" in result.stdout
     assert "built-in / research" in result.stdout
     assert "600 items + 300 sources; 4 questions" in result.stdout
+    assert "under load: 4 clients" in result.stdout and "research p99 / p50" in result.stdout
+
+
+def test_known_item_bench_prints_both_recalls_and_the_plugin_keeps_up():
+    """A short run of the known-item benchmark. Recall is a correctness target (speed is not):
+    the plugin finds known items at least as often as dbrain's own order."""
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH.parent / "bench_known_item.py"),
+            "--size",
+            "3000",
+            "--items",
+            "60",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stderr
+    recalls = re.findall(r"^(three|the three).*?(\d\.\d{3})\s+(\d\.\d{3})", result.stdout, re.M)
+    assert len(recalls) == 2, result.stdout
+    for _, plugin, dbrain in recalls:
+        assert float(plugin) >= float(dbrain), result.stdout
 
 
 def test_web_bench_runs_and_prints_ratios():

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from datasette_dbrain_websearch.fakeweb import FakeWeb
+from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 
-from .browser import no_horizontal_overflow, serve, shot
+from .browser import PAGE_PLUGINS, no_horizontal_overflow, serve, shot
 from .conftest import BRAVE_KEY, EXA_KEY, build_fixture_brain
 from .fake_models import INVENTED
 
@@ -49,7 +49,7 @@ def server(tmp_path_factory):
             "answer": {"synthesizer": "llm", "model": "dbrain-fake", "allow": {"id": "root"}},
         }
         config = {"plugins": {"datasette-dbrain-websearch": plugin}}
-        env = {"TEST_BRAVE_KEY": BRAVE_KEY, "LLM_USER_PATH": str(tmp / "llm")}
+        env = {"TEST_BRAVE_KEY": BRAVE_KEY, "LLM_USER_PATH": str(tmp / "llm"), **PAGE_PLUGINS}
         with serve(brain, tmp, config, env, plugins_dir=plugins) as running:
             yield running
 

@@ -13,9 +13,9 @@ import sqlite3
 
 import pytest
 
-from datasette_dbrain_websearch.fakeweb import FakeWeb
+from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 
-from .browser import no_horizontal_overflow, serve, shot
+from .browser import PAGE_PLUGINS, no_horizontal_overflow, serve, shot
 from .conftest import BRAVE_KEY, DATASETTE_1, EXA_KEY, build_fixture_brain
 
 
@@ -41,7 +41,7 @@ def server(tmp_path_factory):
                 "dbrain-promote": {"id": "root"},
                 "dbrain-view-usage": {"id": "root"},
             }
-        env = {"TEST_BRAVE_KEY": BRAVE_KEY, "TEST_EXA_KEY": EXA_KEY}
+        env = {"TEST_BRAVE_KEY": BRAVE_KEY, "TEST_EXA_KEY": EXA_KEY, **PAGE_PLUGINS}
         with serve(brain, tmp, config, env) as running:
             yield running
 

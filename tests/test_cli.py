@@ -16,10 +16,10 @@ def test_research_json_is_the_pack(brain):
     pack = json.loads(result.output)
     assert pack["schema_version"] == "research_pack.v1"
     assert [r["source_key"] for r in pack["evidence"]] == [
-        ids["src_espresso_key"],
         "apple-note:espresso-1",
+        ids["src_espresso_key"],
     ]
-    assert pack["evidence"][0]["row_url"] == f"/brain/sources/{ids['src_espresso']}"
+    assert pack["evidence"][1]["row_url"] == f"/brain/sources/{ids['src_espresso']}"
 
 
 def test_research_text_output(brain):
@@ -28,7 +28,7 @@ def test_research_text_output(brain):
     assert result.exit_code == 0, result.output
     assert "Verdict: weak_evidence (too_few_rows)" in result.output
     assert "Local dbrain evidence: 1 rows" in result.output
-    assert " 1. [source/web] SQLite FTS5 Extension" in result.output
+    assert " 1. [item/github_star] simonw/datasette" in result.output
 
 
 def test_research_filters(brain):

@@ -132,14 +132,15 @@ def test_answer_metrics_sum_over_answered_cases_hand_checked():
 def test_a_passing_and_a_failing_case_with_exact_metrics(group, tmp_path, brain):
     path, ids = brain
     espresso = ids["src_espresso_key"]
-    # The fixture brain ranks "espresso grinder" as [espresso guide source, espresso note].
+    # The fixture brain ranks "espresso grinder" as [espresso note, espresso guide source]: the
+    # question is more selective among its items than among its sources.
     cases = [
         {
             "name": "passes",
             "question": "espresso grinder",
             "min_evidence": 2,
-            "expect_top_source_keys": [espresso],
-            "expect_any_source_keys": ["apple-note:espresso-1"],
+            "expect_top_source_keys": ["apple-note:espresso-1"],
+            "expect_any_source_keys": [espresso],
             "expect_text": ["burr"],
             "expect_verdict": "enough_evidence",
             "max_latency_ms": 5000,
@@ -148,8 +149,8 @@ def test_a_passing_and_a_failing_case_with_exact_metrics(group, tmp_path, brain)
             "name": "fails",
             "question": "espresso grinder",
             "limit": 2,
-            "expect_top_source_keys": ["apple-note:espresso-1"],
-            "forbid_source_keys": [espresso],
+            "expect_top_source_keys": [espresso],
+            "forbid_source_keys": ["apple-note:espresso-1"],
             "expect_text": ["no such words"],
             "expect_verdict": "no_evidence",
             "min_evidence": 3,
@@ -159,13 +160,13 @@ def test_a_passing_and_a_failing_case_with_exact_metrics(group, tmp_path, brain)
     assert code == 1 and report["ok"] is False
     passes, fails = by_name(report)["passes"], by_name(report)["fails"]
     assert passes["passed"] is True and passes["reasons"] == []
-    assert passes["top"] == [espresso, "apple-note:espresso-1"]
+    assert passes["top"] == ["apple-note:espresso-1", espresso]
     assert (passes["rank"], passes["reciprocal_rank"], passes["recall_at_k"]) == (1, 1.0, 1.0)
     assert fails["passed"] is False
     assert fails["reasons"] == [
         "evidence_count=2 below min_evidence=3 (local and web rows)",
-        f"top source_key {espresso} not in expected set apple-note:espresso-1",
-        f"forbidden source_key returned {espresso}",
+        f"top source_key apple-note:espresso-1 not in expected set {espresso}",
+        "forbidden source_key returned apple-note:espresso-1",
         "missing expected text 'no such words'",
         "verdict=enough_evidence, want no_evidence",
     ]

@@ -24,8 +24,8 @@ from typing import Any
 import httpx
 import pytest
 
-from datasette_dbrain_websearch.fakeweb import FakeWeb
-from datasette_dbrain_websearch.fakeweb_corpus import NOW, PAGES
+from datasette_dbrain_websearch.demo.corpus import NOW, PAGES
+from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.urls import try_normalize_url
 
 BRAVE = {"X-Subscription-Token": "test-brave-key"}
@@ -988,7 +988,7 @@ def test_command_line_server_starts_and_answers():
         [
             sys.executable,
             "-m",
-            "datasette_dbrain_websearch.fakeweb",
+            "datasette_dbrain_websearch.demo.fakeweb",
             "--port",
             "0",
             "--exa-key",

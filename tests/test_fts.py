@@ -12,12 +12,16 @@ from datasette_dbrain_websearch.fts import (
     build_match,
     extract_terms,
     matched_terms,
+    matches_relaxed_terms,
     min_relaxed_coverage,
     plan_query,
     raw_terms,
+    relaxed_terms,
     stem,
     trim_token,
 )
+
+from .conftest import add_item, make_datasette
 
 
 def test_trim_token_strips_only_the_ends():
@@ -108,6 +112,21 @@ def test_min_relaxed_coverage_follows_dbrain():
     assert min_relaxed_coverage(["sqlite"]) == 1
 
 
+def test_relaxed_terms_are_dbrains_3_byte_terms():
+    # Go's len counts UTF-8 bytes: "né" is 3 of them.
+    assert relaxed_terms(["ai", "ml", "né", "sqlite", "sqlite"]) == ["né", "sqlite"]
+    assert min_relaxed_coverage(["ai", "ml"]) == 1
+
+
+def test_relaxed_match_is_dbrains_substring_test_or_a_word_prefix():
+    texts = ["x:1", "Weeknotes", "", "", "", "simonwillison.net", "", "", "a sqlite release"]
+    assert matches_relaxed_terms(["willison", "sqlite"], texts)  # substring, as in dbrain
+    assert matches_relaxed_terms(["grinders", "burrs"], ["", "Burr grinder"])  # stems: ours
+    assert not matches_relaxed_terms(["tokio", "zebra", "giraffe"], ["tokio runtime"])
+    assert matches_relaxed_terms(["tokio", "go"], ["tokio runtime"])  # one 3+ byte term: 1
+    assert matches_relaxed_terms(["ai", "ml"], ["nothing here"])  # no 3+ byte term: all kept
+
+
 def test_stem_and_matching_follow_prefix_and_porter_roughly():
     assert stem("running") == "runn"
     assert stem("grinders") == "grind"
@@ -134,3 +153,63 @@ def test_simple_queries_are_never_fts5_syntax_errors(question):
     conn.execute("select count(*) from t where t match ?", [plan.fts_query]).fetchone()
     if plan.relaxed_query:
         conn.execute("select count(*) from t where t match ?", [plan.relaxed_query]).fetchone()
+
+
+@pytest.fixture
+def people_ds(brain):
+    """The fixture brain plus rows whose only trace of a term is where dbrain's relaxed test
+    looks beyond the title and snippet: author, domain, note path."""
+    path, _ = brain
+    conn = sqlite3.connect(path)
+    with conn:
+        add_item(
+            conn,
+            "x:author",
+            "x",
+            title="Datasette plugin notes",
+            text="Thoughts on writing plugins for datasette.",
+            author_handle="simonw",
+            author_name="Simon Willison",
+        )
+        add_item(
+            conn,
+            "rss:weeknotes",
+            "rss",
+            title="Weeknotes",
+            text="Shipped a sqlite release this week.",
+            primary_domain="simonwillison.net",
+        )
+        add_item(
+            conn,
+            "apple-note:talk",
+            "apple_note",
+            title="Weekly log",
+            text="Worked on sqlite query plans.",
+            note_path="people/simon-willison.md",
+        )
+        add_item(conn, "apple-note:ai", "apple_note", title="AI", text="ai alignment reading")
+        add_item(conn, "apple-note:ml", "apple_note", title="ML", text="ml feature stores")
+    conn.close()
+    return make_datasette([str(path)])
+
+
+async def relaxed_keys(datasette, question):
+    response = await datasette.client.get("/-/research.json", params={"q": question})
+    pack = response.json()
+    assert pack["query_plan"]["query_mode"] == "relaxed", pack["query_plan"]
+    return {row["source_key"] for row in pack["evidence"]}
+
+
+async def test_relaxed_reads_author_domain_and_note_path_as_dbrain_does(people_ds, brain):
+    found = await relaxed_keys(people_ds, "simon willison sqlite")
+    assert {"x:author", "rss:weeknotes", "apple-note:talk"} <= found
+    assert brain[1]["src_fts5_key"] not in found  # "sqlite" alone: one term of three
+
+
+async def test_relaxed_counts_a_term_inside_a_word_as_dbrain_does(people_ds):
+    # "willison" is only inside "simonwillison.net": dbrain's substring test counts it.
+    assert "rss:weeknotes" in await relaxed_keys(people_ds, "willison sqlite")
+
+
+async def test_relaxed_keeps_every_or_hit_when_no_term_has_3_letters(people_ds):
+    assert {"apple-note:ai", "apple-note:ml"} <= await relaxed_keys(people_ds, "ai ml")

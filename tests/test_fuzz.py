@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from datasette_dbrain_websearch.fakeweb import FakeWeb
+from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 
 from .conftest import actor_cookies, build_fixture_brain, make_datasette
 

@@ -15,7 +15,7 @@ import pytest
 from datasette_dbrain_websearch import research
 from datasette_dbrain_websearch.brain import TimeBudget
 from datasette_dbrain_websearch.errors import BUSY_MESSAGE, ResearchError
-from datasette_dbrain_websearch.views import MAX_BODY, RAW_IN_FLIGHT
+from datasette_dbrain_websearch.views.common import MAX_BODY, RAW_IN_FLIGHT
 
 from .conftest import actor_cookies, build_fixture_brain, make_datasette, web_config
 from .test_promote import csrf, promoting_ds, web_run

@@ -10,8 +10,8 @@ import pytest
 from datasette.app import Datasette
 
 from datasette_dbrain_websearch.config import ConfigError, Settings
-from datasette_dbrain_websearch.fakeweb import FakeWeb
-from datasette_dbrain_websearch.fakeweb_corpus import PAGES, Page
+from datasette_dbrain_websearch.demo.corpus import PAGES, Page
+from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 
 from .conftest import BRAVE_KEY, EXA_KEY, actor_cookies, make_datasette, web_config
 

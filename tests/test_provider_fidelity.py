@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from datasette_dbrain_websearch.fakeweb import FakeWeb
+from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.providers import (
     BraveProvider,
     ExaProvider,

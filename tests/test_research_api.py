@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
+import math
 import re
 import sqlite3
 
 import pytest
+
+from datasette_dbrain_websearch import traces
 
 from .conftest import make_datasette
 
@@ -73,15 +78,31 @@ async def test_strict_and_query_returns_only_rows_with_every_term(ds, brain):
     assert pack["coverage"]["source_text_matches"] == 1
 
 
-async def test_lanes_are_fused_and_sources_win_ties(ds, brain):
+async def test_lanes_are_fused_and_weighted_by_how_selective_the_question_is(ds, brain):
     _, ids = brain
     _, pack = await get(ds, "/-/research.json", q="espresso grinder")
-    # Rank 1 in each lane gives equal RRF scores; dbrain orders sources before items.
+    # One of 5 items and one of 4 sources match: the items lane is the more selective one.
+    source_weight = math.log(1 + 4 / 1) / math.log(1 + 5 / 1)
+    lexical = pack["query_plan"]["retrieval_lanes"][1]
+    assert lexical["weights"] == {"items_fts": 1.0, "sources_fts": round(source_weight, 4)}
+    assert keys(pack) == ["apple-note:espresso-1", ids["src_espresso_key"]]
+    scores = [row["retrieval"]["score"] for row in pack["evidence"]]
+    assert scores == [pytest.approx(1 / 61, abs=1e-6), pytest.approx(source_weight / 61, abs=1e-6)]
+    lanes = [row["retrieval"]["lanes"][0] for row in pack["evidence"]]
+    assert [(lane["table"], lane["weight"]) for lane in lanes] == [
+        ("items_fts", 1.0),
+        ("sources_fts", round(source_weight, 4)),
+    ]
+
+
+async def test_sources_win_ties(ds, brain):
+    """Relaxed lanes fuse unweighted: rank 1 in each lane ties, and dbrain orders sources
+    before items."""
+    _, ids = brain
+    _, pack = await get(ds, "/-/research.json", q="espresso burr zebra")
     assert keys(pack) == [ids["src_espresso_key"], "apple-note:espresso-1"]
     scores = [row["retrieval"]["score"] for row in pack["evidence"]]
     assert scores == [pytest.approx(1 / 61, abs=1e-6)] * 2
-    tables = [row["retrieval"]["lanes"][0]["table"] for row in pack["evidence"]]
-    assert tables == ["sources_fts", "items_fts"]
 
 
 async def test_prefix_and_stemming_match(ds):
@@ -418,3 +439,50 @@ async def test_current_state_words_are_not_required_of_local_rows(ds):
     assert keys(current) == keys(plain) and keys(plain)
     assert current["external_search"]["current_state_question"] is True
     assert current["judge"]["verdict"] == plain["judge"]["verdict"]
+
+
+async def test_the_answer_is_sent_before_its_trace_is_written(ds, monkeypatch):
+    """The trace is written beside the answer, not before it; a read of the run in the meantime
+    waits for the write, and the request ends only once the run is saved."""
+    written = asyncio.Event()
+    write = traces._write
+
+    async def slow_write(*args, **kwargs):
+        await asyncio.sleep(0.3)
+        await write(*args, **kwargs)
+        written.set()
+
+    monkeypatch.setattr(traces, "_write", slow_write)
+    body_sent = asyncio.Event()
+    chunks: list[bytes] = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        if message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                assert not written.is_set()  # the answer went out first
+                body_sent.set()
+
+    scope = {
+        "type": "http",
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": "/-/research.json",
+        "raw_path": b"/-/research.json",
+        "query_string": b"q=espresso",
+        "root_path": "",
+        "headers": [(b"host", b"localhost")],
+        "client": ("127.0.0.1", 5000),
+        "server": ("localhost", 80),
+    }
+    request = asyncio.ensure_future(ds.app()(scope, receive, send))
+    await asyncio.wait_for(body_sent.wait(), 10)
+    pack = json.loads(b"".join(chunks))
+    trace = await ds.client.get(pack["trace_url"] + ".json")  # waits for the write
+    assert written.is_set() and trace.status_code == 200
+    assert trace.json()["pack"] == pack
+    await request

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..config import AnswerSettings, JudgeThresholds
-from ..pack import is_exact
+from ..pack import is_exact, row_keys
 from .extractive import Passage, extract
 from .gaps import find_gaps, web_contribution
 from .model import Labelled, ModelFailure, ask_model, build_prompt, resolve_model, split_reply
@@ -140,10 +140,13 @@ async def answer_stage(
         )
     rows = choose_rows(ranked, settings.max_evidence)
     chosen = [_passage(row, passages) for row in rows]
+    local = tuple(key for r in pack["evidence"] for key in row_keys(r))
     keys = RunKeys(
-        local=tuple(r["source_key"] for r in pack["evidence"]),
+        local=local,
         external=tuple(r["source_key"] for r in pack["external_evidence"]),
         passages={
+            # A linked page (shown inside its item's row) is cited by its own text.
+            **{k: f"{p.title}\n{p.text}" for k, p in passages.items() if k in local},
             **{r["source_key"]: f"{r['title']}\n{r['excerpt']}" for r in ranked},
             **{p.key: f"{p.title}\n{p.text}" for p in chosen},
         },

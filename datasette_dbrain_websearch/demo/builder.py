@@ -26,7 +26,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from .schema import (
+from ..schema import (
     ITEM_COLUMNS,
     ITEMS_FTS_INSERT,
     SOURCE_COLUMNS,
@@ -37,7 +37,7 @@ from .schema import (
     item_fts_row,
     source_fts_row,
 )
-from .urls import normalize_url, note_path, source_key
+from ..urls import normalize_url, note_path, source_key
 
 __all__ = ["BASE_TIME", "DEMO_QUESTIONS", "DEMO_SEED", "build_demo_brain"]
 

@@ -11,11 +11,11 @@ from typing import Any
 
 from datasette import Forbidden, Response
 
-from . import ledger
-from .compat import USAGE, can
-from .config import Settings
-from .providers import registered_providers
-from .store import plugin_database
+from .. import ledger
+from ..compat import USAGE, can
+from ..config import Settings
+from ..providers import registered_providers
+from ..store import plugin_database
 
 USAGE_TEMPLATE = "dbrain_websearch_usage.html"
 DAYS = 31

@@ -2,7 +2,7 @@
 
 There is no internet in tests or the demo, yet the provider clients must meet the real wire
 formats, status codes, headers and failure shapes (see ``provider-apis.md`` §7). This server
-answers from the fixed corpus in ``fakeweb_corpus`` with deterministic ranking against a fixed
+answers from the fixed corpus in ``corpus`` with deterministic ranking against a fixed
 clock, and can be switched into fault modes (rate limits, 5xx, malformed or huge bodies, slow
 answers, empty results, plan and credit errors) per provider.
 
@@ -22,7 +22,7 @@ Paths, so one server plays all three providers::
     /searxng/search            GET and POST (form)
     /__fake/requests (GET), /__fake/mode (POST), /__fake/reset (POST)
 
-Run it with ``python -m datasette_dbrain_websearch.fakeweb --port N``.
+Run it with ``python -m datasette_dbrain_websearch.demo.fakeweb --port N``.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ from socket import IPPROTO_TCP, SHUT_RDWR, TCP_NODELAY, socket
 from typing import Any
 from urllib.parse import parse_qs, urlparse, urlsplit
 
-from .fakeweb_corpus import NOW, PAGES, Page
+from .corpus import NOW, PAGES, Page
 
 __all__ = ["PLANS", "BravePlan", "FakeWeb", "RecordedRequest", "main"]
 
@@ -2011,7 +2011,7 @@ class _Handler(BaseHTTPRequestHandler):
 def main(argv: Sequence[str] | None = None) -> int:
     """Serve until interrupted; the one printed line tells a parent process where to connect."""
     parser = argparse.ArgumentParser(
-        prog="python -m datasette_dbrain_websearch.fakeweb",
+        prog="python -m datasette_dbrain_websearch.demo.fakeweb",
         description="Offline fake of the Brave Search, Exa and SearXNG HTTP APIs.",
     )
     parser.add_argument("--port", type=int, default=0, help="port to listen on (0: any free one)")

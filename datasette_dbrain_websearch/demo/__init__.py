@@ -1,0 +1,12 @@
+"""The demo and the test bench: never used by research itself.
+
+``builder`` writes a dbrain-schema brain of real-looking items and sources (``datasette
+dbrain-demo``); ``fakeweb`` is an offline fake of Brave, Exa and SearXNG that answers from
+``corpus`` over real loopback HTTP, faithful to each API's errors and limits, so the demo and the
+tests never call a real provider. The dbrain schema writer both use lives in ``schema.py``, with
+promotion, which writes real rows.
+"""
+
+from .builder import DEMO_QUESTIONS, build_demo_brain
+
+__all__ = ["DEMO_QUESTIONS", "build_demo_brain"]

@@ -1,0 +1,728 @@
+"""Research as tools for agents: MCP clients (datasette-mcp) and Datasette's own agent
+(datasette-agent).
+
+Every tool takes the path the research page takes (``views.common.run_research``: the same parsing,
+evidence, verdict, answer verifier and saved run, recorded with surface ``mcp`` or ``agent``)
+and the same permission checks, made per call for the caller's actor. Two rules are stricter
+than on the page: a tool call that asks for the web while its actor may not search it (or the
+config turned web search off) is refused with the reason, rather than quietly answered from
+the brain alone, so an agent never mistakes "the web found nothing" for "the web was not
+asked"; and every row an agent sees carries its origin in words (``provenance``) besides the
+pack's ``origin``, so a web page is never passed off as the user's own note.
+
+Neither integration is a dependency: ``mcp`` and ``datasette_agent`` are imported only inside
+the functions their hooks call. This module has no ``from __future__ import annotations``:
+the MCP SDK finds a tool's ``Context`` parameter and its argument schema by resolving the
+annotations against the module's globals, where the lazily imported types are not.
+"""
+
+import html
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Annotated, Any, Literal
+
+from . import traces
+from .brain import KINDS, TABLE, Hit, brain_shape, excerpt_fields, hydrate, reader, split_tags
+from .brain import check_unchanged as check_brain_unchanged
+from .compat import PROMOTE, RESEARCH, can
+from .config import ConfigError, Settings
+from .errors import ResearchError, sqlite_error
+from .promote import chosen_rows, parse_request, promote
+from .providers import registered_providers
+from .research import parse_options
+from .store import plugin_database
+from .views.actions import promotion_message
+from .views.common import (
+    choose_brain,
+    row_url_for,
+    run_research,
+    visible_run,
+    web_access,
+)
+
+MCP_SURFACE = "mcp"
+AGENT_SURFACE = "agent"
+LOCAL_BADGE = "Your dbrain brain"
+SOURCE_TEXT_CHARS = 8000  # what dbrain_get_source returns of a row's text (about 2k tokens)
+
+Link = Callable[[str], str]
+
+
+def same_path(path: str) -> str:
+    """Links for callers on this site (the agent's chat page): paths as they are."""
+    return path
+
+
+PARAMETERS: dict[str, dict[str, Any]] = {
+    "question": {"type": "string", "description": "What to research, in plain words."},
+    "limit": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "Rows from the brain to return (default 10; the config caps it).",
+    },
+    "kind": {
+        "type": "string",
+        "enum": ["all", "item", "source"],
+        "default": "all",
+        "description": "item: saved posts, notes, stars; source: saved web pages; all: both.",
+    },
+    "tags": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "Only rows with every one of these user tags.",
+    },
+    "source_types": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "Only rows of these source types (web, github, apple_note, x, ...).",
+    },
+    "since": {"type": "string", "description": "Only rows dated on or after YYYY-MM-DD."},
+    "until": {"type": "string", "description": "Only rows dated on or before YYYY-MM-DD."},
+    "external": {
+        "type": "string",
+        "enum": ["never", "on_weak", "always"],
+        "default": "never",
+        "description": "Web search: never (the brain only), on_weak (only when the brain's "
+        "evidence is weak) or always. Needs the dbrain-external-search permission; a call "
+        "that may not search the web fails and says why.",
+    },
+    "answer": {
+        "type": "boolean",
+        "default": False,
+        "description": "Also write a short answer whose [key] citations are checked against "
+        "this run's rows.",
+    },
+    "database": {
+        "type": "string",
+        "description": "Which brain, when Datasette serves several (default: the first).",
+    },
+}
+RESEARCH_SCHEMA = {"type": "object", "properties": PARAMETERS, "required": ["question"]}
+
+KEY_DESCRIPTION = (
+    "A row's key as research returns it: src:... for a saved page, or an item key such as "
+    "x:..., apple-note:..., gh-star:... (ext: keys are web results, not rows of the brain)."
+)
+SOURCE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "key": {"type": "string", "description": KEY_DESCRIPTION},
+        "database": PARAMETERS["database"],
+    },
+    "required": ["key"],
+}
+SOURCE_DESCRIPTION = (
+    "Read one row of the user's dbrain brain by its key (from dbrain_research): title, URL, "
+    f"dates, tags and its text (summary first, at most {SOURCE_TEXT_CHARS:,} characters; "
+    "truncated says when there is more, at row_url). Reads the brain only, never the web."
+)
+
+PROMOTE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "run_id": {"type": "string", "description": "The run_id dbrain_research returned."},
+        "keys": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "ext: keys of that run's web rows to keep in the brain.",
+        },
+    },
+    "required": ["run_id", "keys"],
+}
+PROMOTE_DESCRIPTION = (
+    "Keep web results of a dbrain_research run in the user's brain: each ext: key becomes an "
+    "ordinary dbrain source (src: key), found by later research. The person is shown the pages "
+    "and asked to approve first; nothing is written unless they say yes. If they decline, do not "
+    "retry unless they ask. Only web rows (origin outside_dbrain_corpus) of a run of this person "
+    "can be promoted."
+)
+
+
+def research_description(datasette: Any) -> str:
+    """What the research tool does, and when it may reach the web and through which providers
+    (the design's rule: an agent must never trigger a web search by accident)."""
+    settings = readable_settings(datasette)
+    if settings is not None and not settings.external.enabled:
+        web = "Web search is turned off on this Datasette: external other than never fails."
+    else:
+        web = (
+            "external='on_weak' searches the web only when the brain's evidence is weak, "
+            "'always' searches it as well"
+        )
+        if settings is not None:
+            labels = provider_labels(datasette)
+            web += " (through " + " → ".join(labels.get(n, n) for n in settings.external.providers)
+            web += ")"
+        web += (
+            "; both need the dbrain-external-search permission, and a call that may not search "
+            "the web fails with the reason."
+        )
+    return (
+        "Research the user's dbrain brain (their saved notes, posts, stars and web pages): "
+        "full-text search, ranked, with a verdict on whether the brain holds enough evidence. "
+        "With the default external='never' it reads only the brain and never touches the web. "
+        f"{web} Rows come in two lists: brain_rows (origin 'dbrain_corpus') are the user's own "
+        "brain; web_rows (origin 'outside_dbrain_corpus', store 'ephemeral', with their "
+        "provider) are web results that are NOT in the brain: never present one as the user's "
+        "own note. answer=true adds a short answer whose [key] citations are verified against "
+        "this run's rows. Each call is saved as a run (run_id, trace_url)."
+    )
+
+
+def provider_labels(datasette: Any) -> dict[str, str]:
+    """Each provider's name as people read it (``brave`` -> ``Brave``)."""
+    return {name: p.label for name, p in registered_providers(datasette).items()}
+
+
+def readable_settings(datasette: Any) -> Settings | None:
+    """The plugin's settings, or None while the config is invalid: datasette-mcp builds its
+    tools when Datasette builds its routes, which may come before the startup check that
+    stops Datasette with the config error."""
+    try:
+        return Settings.from_datasette(datasette)
+    except ConfigError:
+        return None
+
+
+def may_reach_web(datasette: Any) -> bool:
+    """MCP's ``openWorldHint`` for the research tool: annotations are fixed per tool when the
+    server is built (not per call or actor), and the hint means "may reach an open world", so
+    it is true whenever some call could search the web: when the config enables web search
+    (and, while the config cannot be read, to be safe)."""
+    settings = readable_settings(datasette)
+    return settings is None or settings.external.enabled
+
+
+@dataclass(frozen=True)
+class ResearchQuery:
+    """One research tool call's arguments, the same for MCP and the agent."""
+
+    question: str
+    limit: int | None = None
+    kind: str = "all"
+    tags: Sequence[str] = ()
+    source_types: Sequence[str] = ()
+    since: str = ""
+    until: str = ""
+    external: str = "never"
+    answer: bool = False
+    database: str | None = None
+
+    def params(self) -> dict[str, list[str]]:
+        """The research page's query parameters for this call (validated by ``parse_options``).
+
+        ``external`` and ``answer`` are always given, so the config's ``default_mode`` and
+        ``answer.default`` never make a tool call search the web or write an answer unasked.
+        """
+        params = {
+            "q": [self.question],
+            "kind": [self.kind],
+            "tag": list(self.tags),
+            "source_type": list(self.source_types),
+            "since": [self.since],
+            "until": [self.until],
+            "external": [self.external],
+            "answer": ["1" if self.answer else "0"],
+        }
+        if self.limit is not None:
+            params["limit"] = [str(self.limit)]
+        return params
+
+
+def web_refusal(settings: Settings, actor: dict | None) -> ResearchError:
+    """Why this call may not search the web, and what to do instead."""
+    instead = " Call again with external='never' to research the brain only."
+    if not settings.external.enabled:
+        return ResearchError(
+            "Web search is turned off on this Datasette (external_search.enabled is false), "
+            "so the web was not searched." + instead,
+            403,
+            "external_search_disabled",
+        )
+    why = (
+        "You are not signed in, and searching the web needs an account allowed "
+        "dbrain-external-search (root, or one named in external_search.allow)"
+        if actor is None
+        else f"Your account ({actor.get('id', '')}) is not allowed dbrain-external-search (root "
+        "and the accounts named in external_search.allow are)"
+    )
+    return ResearchError(
+        f"{why}, so the web was not searched." + instead,
+        403,
+        "external_search_not_permitted",
+    )
+
+
+async def research(
+    datasette: Any, actor: dict | None, query: ResearchQuery, surface: str, link: Link = same_path
+) -> dict[str, Any]:
+    """Run and save one research for a tool call; returns the compact pack agents read.
+
+    Raises ResearchError for everything the caller can act on: no brain to research, a bad
+    argument, a web search the call may not make, a busy brain.
+    """
+    settings = Settings.from_datasette(datasette)
+    database, _ = await choose_brain(datasette, actor, settings, query.database)
+    params = query.params()
+    options = parse_options(params, settings)
+    web = await web_access(datasette, actor)
+    if options.external.mode != "never" and not (settings.external.enabled and web.permitted):
+        raise web_refusal(settings, actor)
+    pack = await run_research(datasette, actor, database, params, settings, web, surface)
+    return compact_pack(pack, web.labels, link)
+
+
+def compact_pack(pack: dict[str, Any], labels: dict[str, str], link: Link) -> dict[str, Any]:
+    """What an agent needs of a pack: the verdict, what the web did, the rows, the verified
+    answer (when asked for), warnings and the run.
+
+    Brain rows and web rows come in two lists, as the pack's ``evidence`` and
+    ``external_evidence`` do, so no row can pass for the other kind even when a caller cuts a
+    long reply short; ``n`` is a row's place in the run's reading order (``ranking``).
+    """
+    web = pack["external_search"]
+    rows: dict[str, list[dict[str, Any]]] = {"evidence": [], "external_evidence": []}
+    for n, entry in enumerate(pack["ranking"], start=1):
+        rows[entry["list"]].append(
+            compact_row(n, pack[entry["list"]][entry["index"]], labels, link)
+        )
+    compact: dict[str, Any] = {
+        "ok": True,
+        "run_id": pack["run_id"],
+        "question": pack["question"],
+        "database": pack["database"],
+        "verdict": {k: pack["judge"][k] for k in ("verdict", "reason", "message")},
+        "web": {
+            "mode": web["mode"],
+            "searched": web["ran"],
+            "providers": [labels.get(p, p) for p in web["providers"]],
+            "skipped_reason": web["skipped_reason"],
+        },
+        "counts": {"brain": len(pack["evidence"]), "web": len(pack["external_evidence"])},
+        "brain_rows": rows["evidence"],
+        "web_rows": rows["external_evidence"],
+        "warnings": [{"code": w["code"], "message": w["message"]} for w in pack["warnings"]],
+    }
+    if pack["answer"]["status"] != "disabled":
+        compact["answer"] = compact_answer(pack["answer"])
+    if pack.get("trace_url"):
+        compact["trace_url"] = link(pack["trace_url"])
+    return compact
+
+
+def compact_row(n: int, row: dict[str, Any], labels: dict[str, str], link: Link) -> dict[str, Any]:
+    """One evidence row as an agent sees it: a brain row with its Datasette row URL, or a web
+    row marked outside the brain, ephemeral, with its providers."""
+    shown: dict[str, Any] = {
+        "n": n,
+        "key": row["source_key"],
+        "origin": row["origin"],
+    }
+    if row["kind"] == "external":
+        providers = [labels.get(p, p) for p in row["providers"]]
+        shown |= {
+            "store": row["store"],
+            "providers": providers,
+            "provenance": f"Outside dbrain corpus / {' + '.join(providers)} / ephemeral: a web "
+            "result, not in the user's brain",
+        }
+    else:
+        shown["provenance"] = LOCAL_BADGE
+    shown |= {
+        "kind": row["kind"],
+        "title": row["title"],
+        "url": row["url"],
+        "excerpt": row["excerpt"],
+    }
+    if row.get("published_at"):
+        shown["published_at"] = row["published_at"]
+    if row["kind"] != "external":
+        shown["source_type"] = row["source_type"]
+        shown["row_url"] = link(row["row_url"])
+    if row.get("also_found_by"):
+        shown["also_found_by"] = [labels.get(p, p) for p in row["also_found_by"]]
+    if row.get("provider_excerpt"):  # the provider's text about a page the brain holds
+        shown["provider_excerpt"] = row["provider_excerpt"]
+    return shown
+
+
+def compact_answer(answer: dict[str, Any]) -> dict[str, Any]:
+    """The verified answer sentence by sentence (its text is the sentences in order), each
+    with the keys it cites and whether they support it; the keys by origin, and what the
+    verifier removed."""
+    return {
+        "status": answer["status"],
+        "synthesizer": answer["synthesizer"],
+        "message": answer["message"],
+        "sentences": [
+            {"text": s["text"], "citations": s["citations"], "supported": s["supported"]}
+            for s in answer["sentences"]
+        ],
+        "citations": answer["citations"],
+        "rejected_citations": answer["rejected_citations"],
+        "gaps": [{"code": g["code"], "message": g["message"]} for g in answer["gaps"]],
+        "conflicts": answer["conflicts"],
+    }
+
+
+async def get_source(
+    datasette: Any, actor: dict | None, key: str, database: str | None, link: Link = same_path
+) -> dict[str, Any]:
+    """One row of a brain the actor may research, by key: the named brain, else the first
+    that holds it."""
+    key = key.strip()
+    if key.startswith("ext:"):
+        raise ResearchError(
+            f"{key} is a web result of one research run, not a row of the brain: it lives only "
+            "in that run (its trace_url) unless it is promoted.",
+            404,
+            "not_in_brain",
+        )
+    settings = Settings.from_datasette(datasette)
+    chosen, allowed = await choose_brain(datasette, actor, settings, database)
+    searched = [chosen] if database else allowed
+    for name in searched:
+        hit = await reader(datasette.get_database(name))(partial(row_by_key, key=key))
+        if hit is not None:
+            return source_row(hit, row_url_for(datasette, name), name, link)
+    raise ResearchError(f"No row with the key {key!r} in {', '.join(searched)}.", 404, "no_row")
+
+
+def row_by_key(conn: sqlite3.Connection, key: str) -> Hit | None:
+    """The item or source with this ``source_key``, hydrated as research hydrates its hits."""
+    shape = brain_shape(conn)
+    kinds = ("source", "item") if key.startswith("src:") else KINDS
+    for kind in kinds:
+        if not shape.has(TABLE[kind]):
+            continue
+        found = conn.execute(
+            f"select id from [{TABLE[kind]}] where source_key = ?", [key]
+        ).fetchone()
+        if found:
+            hit = Hit(kind, found[0])
+            hydrate(conn, [hit], shape)
+            return hit
+    return None
+
+
+def source_row(hit: Hit, row_url: Callable[[str, int], str], database: str, link: Link) -> dict:
+    """A brain row for an agent: what it is, where it came from, and its texts in dbrain's
+    excerpt order (summary first) within ``SOURCE_TEXT_CHARS`` altogether."""
+    row = hit.row
+    shown: dict[str, Any] = {
+        "ok": True,
+        "key": row["source_key"],
+        "database": database,
+        "kind": hit.kind,
+        "origin": "dbrain_corpus",
+        "provenance": LOCAL_BADGE,
+        "title": row.get("title") or row.get("article_title") or row.get("canonical_url", ""),
+        "url": row.get("canonical_url", ""),
+        "source_type": row.get("source_type", ""),
+        "user_tags": split_tags(row.get("user_tags", "")),
+        "note_path": row.get("note_path", ""),
+    }
+    if hit.kind == "item":
+        shown["author"] = row.get("author_name") or row.get("author_handle", "")
+        shown["published_at"] = row.get("published_at", "")
+        shown["saved_at"] = row.get("saved_at") or row.get("imported_at", "")
+    else:
+        shown["domain"] = row.get("domain", "")
+        shown["saved_at"] = row.get("created_at", "")
+        shown["extract_status"] = row.get("extract_status", "")
+    shown["texts"] = trimmed_texts(excerpt_fields(hit.kind, row), SOURCE_TEXT_CHARS)
+    shown["truncated"] = any(t["truncated"] for t in shown["texts"])
+    shown["row_url"] = link(row_url(hit.kind, hit.id))
+    return shown
+
+
+def trimmed_texts(fields: list[tuple[str, str, str]], budget: int) -> list[dict[str, Any]]:
+    """Each distinct non-empty text with its field and evidence role, within one shared
+    budget: the text that reaches it is cut at a word boundary and those after it come empty,
+    all marked ``truncated`` (``chars`` is a text's full length)."""
+    texts: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for name, role, value in fields:
+        text = str(value or "").strip()
+        if not text or text in seen:
+            continue
+        seen.add(text)
+        kept = trim(text, budget)
+        budget = budget - len(kept) if kept == text else 0  # no crumbs after a cut
+        texts.append(
+            {
+                "field": name,
+                "role": role,
+                "text": kept,
+                "chars": len(text),
+                "truncated": len(kept) < len(text),
+            }
+        )
+    return texts
+
+
+def trim(text: str, most: int) -> str:
+    """The text, or its first ``most`` characters ending at a word boundary when one is near."""
+    if len(text) <= most:
+        return text
+    cut = text[:most]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > most * 0.8 else cut).rstrip()
+
+
+def register_mcp(datasette: Any, mcp: Any) -> None:
+    """datasette-mcp's ``register_mcp_tools``: ``dbrain_research`` and ``dbrain_get_source``.
+
+    The actor is the MCP HTTP request's (cookie or token, as for any Datasette request) and is
+    checked on every call; a refusal is a ``ToolError``, which MCP clients see as ``isError``
+    with the reason.
+    """
+    from mcp.server.mcpserver import Context
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+    from pydantic import Field
+
+    def described(name: str) -> Any:
+        return Field(description=PARAMETERS[name]["description"])
+
+    @mcp.tool(
+        name="dbrain_research",
+        title="Research the dbrain brain",
+        description=research_description(datasette),
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=may_reach_web(datasette)),
+    )
+    async def dbrain_research(
+        ctx: Context,
+        question: Annotated[str, described("question")],
+        limit: Annotated[
+            int | None, Field(ge=1, description=PARAMETERS["limit"]["description"])
+        ] = None,
+        kind: Annotated[Literal["all", "item", "source"], described("kind")] = "all",
+        tags: Annotated[list[str] | None, described("tags")] = None,
+        source_types: Annotated[list[str] | None, described("source_types")] = None,
+        since: Annotated[str, described("since")] = "",
+        until: Annotated[str, described("until")] = "",
+        external: Annotated[Literal["never", "on_weak", "always"], described("external")] = "never",
+        answer: Annotated[bool, described("answer")] = False,
+        database: Annotated[str | None, described("database")] = None,
+    ) -> dict[str, Any]:
+        actor, link = mcp_caller(datasette, ctx)
+        query = ResearchQuery(
+            question=question,
+            limit=limit,
+            kind=kind,
+            tags=tags or (),
+            source_types=source_types or (),
+            since=since,
+            until=until,
+            external=external,
+            answer=answer,
+            database=database,
+        )
+        try:
+            return await research(datasette, actor, query, MCP_SURFACE, link)
+        except ResearchError as exc:
+            raise ToolError(refusal_text(exc)) from None
+
+    @mcp.tool(
+        name="dbrain_get_source",
+        title="Read one row of the dbrain brain",
+        description=SOURCE_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    )
+    async def dbrain_get_source(
+        ctx: Context,
+        key: Annotated[str, Field(description=KEY_DESCRIPTION)],
+        database: Annotated[str | None, described("database")] = None,
+    ) -> dict[str, Any]:
+        actor, link = mcp_caller(datasette, ctx)
+        try:
+            return await get_source(datasette, actor, key, database, link)
+        except ResearchError as exc:
+            raise ToolError(refusal_text(exc)) from None
+
+
+def mcp_caller(datasette: Any, ctx: Any) -> tuple[dict | None, Link]:
+    """The actor of an MCP call (Datasette put it on the HTTP request's scope) and absolute
+    links for it: an MCP client is not on this site, so a bare path would mean nothing to it."""
+    from datasette.utils.asgi import Request
+
+    scope = getattr(ctx.request_context.request, "scope", None)
+    if not isinstance(scope, dict):
+        return None, same_path
+    actor = scope.get("actor")
+    request = Request(scope, None)
+    return (actor if isinstance(actor, dict) else None), partial(datasette.absolute_url, request)
+
+
+def refusal_text(error: ResearchError) -> str:
+    return f"{error.message} ({error.code})"
+
+
+def agent_tools(datasette: Any) -> list[Any]:
+    """datasette-agent's ``register_agent_tools``: research and reading a row for actors who
+    may research, and promotion for actors allowed ``dbrain-promote`` (the agent offers a tool
+    only to actors holding its ``required_permission``)."""
+    from datasette_agent.tools import AgentTool
+
+    return [
+        AgentTool(
+            name="dbrain_research",
+            description=research_description(datasette),
+            input_schema=RESEARCH_SCHEMA,
+            fn=agent_research,
+            required_permission=RESEARCH,
+        ),
+        AgentTool(
+            name="dbrain_get_source",
+            description=SOURCE_DESCRIPTION,
+            input_schema=SOURCE_SCHEMA,
+            fn=agent_get_source,
+            required_permission=RESEARCH,
+        ),
+        AgentTool(
+            name="dbrain_promote",
+            description=PROMOTE_DESCRIPTION,
+            input_schema=PROMOTE_SCHEMA,
+            fn=agent_promote,
+            required_permission=PROMOTE,
+        ),
+    ]
+
+
+def agent_error(error: ResearchError) -> str:
+    """A refusal as the agent's tools report one: JSON the model reads."""
+    return json.dumps({"ok": False, "error": error.message, "code": error.code})
+
+
+async def agent_research(
+    datasette: Any,
+    actor: dict | None,
+    question: str,
+    limit: int | None = None,
+    kind: str = "all",
+    tags: Sequence[str] = (),
+    source_types: Sequence[str] = (),
+    since: str = "",
+    until: str = "",
+    external: str = "never",
+    answer: bool = False,
+    database: str | None = None,
+) -> str:
+    query = ResearchQuery(
+        question=question,
+        limit=limit,
+        kind=kind,
+        tags=tags or (),
+        source_types=source_types or (),
+        since=since,
+        until=until,
+        external=external,
+        answer=answer,
+        database=database,
+    )
+    try:
+        return json.dumps(await research(datasette, actor, query, AGENT_SURFACE))
+    except ResearchError as exc:
+        return agent_error(exc)
+
+
+async def agent_get_source(
+    datasette: Any, actor: dict | None, key: str, database: str | None = None
+) -> str:
+    try:
+        return json.dumps(await get_source(datasette, actor, key, database))
+    except ResearchError as exc:
+        return agent_error(exc)
+
+
+async def agent_promote(
+    datasette: Any, actor: dict | None, context: Any, run_id: str, keys: list[str]
+) -> str:
+    """Promote web rows of a run after the person approves them in the chat.
+
+    The checks of ``POST /-/research/promote`` come first (permission, a run this actor may use,
+    keys of that run's web rows, a brain that can take them), so nobody is asked to approve
+    what would fail. The agent re-runs this function from the top once the person answers,
+    so nothing is written before ``ask_user`` returns.
+    """
+    try:
+        promotion = parse_request({"run_id": run_id, "source_keys": keys})
+        if not await can(datasette, actor, PROMOTE):
+            raise ResearchError("You may not promote results (dbrain-promote).", 403, "forbidden")
+        trace = await visible_run(datasette, actor, promotion.run_id)
+        brain = datasette.databases.get(trace["database"])
+        if brain is None:
+            raise ResearchError(
+                f"The brain '{trace['database']}' is not attached.", 404, "no_brain"
+            )
+        check_brain_unchanged(brain)
+        rows = chosen_rows(trace, promotion.source_keys)
+    except ResearchError as exc:
+        return agent_error(exc)
+    approved = await context.ask_user(
+        f"Add {len(rows)} web result{'s' if len(rows) != 1 else ''} to your brain "
+        f"'{trace['database']}' as dbrain sources?",
+        html=approval_html(rows, provider_labels(datasette)),
+        text="\n".join(f"- {row['title']} <{row['url']}>" for row in rows),
+    )
+    if not approved:
+        return json.dumps(
+            {
+                "ok": False,
+                "declined": True,
+                "error": "The person declined: nothing was written. Do not retry unless they ask.",
+            }
+        )
+    settings = Settings.from_datasette(datasette)
+    try:
+        try:
+            results = await promote(
+                brain,
+                plugin_database(datasette),
+                trace,
+                promotion,
+                str((actor or {}).get("id") or ""),
+                settings.external.fetch_allow_networks,
+            )
+        except sqlite3.Error as exc:
+            raise sqlite_error(exc, trace["database"]) from exc
+    except ResearchError as exc:
+        return agent_error(exc)
+    return json.dumps(
+        {
+            "ok": True,
+            "run_id": trace["run_id"],
+            "database": trace["database"],
+            "results": [
+                {
+                    "key": r["source_key"],
+                    "status": r["status"],
+                    "local_source_key": r["local_source_key"],
+                    "title": r["title"],
+                    "message": promotion_message(r),
+                    "row_url": str(
+                        datasette.urls.row(trace["database"], "sources", str(r["row_id"]))
+                    ),
+                }
+                for r in results
+            ],
+            "trace_url": traces.run_path(datasette, trace["run_id"]),
+        }
+    )
+
+
+def approval_html(rows: list[dict[str, Any]], labels: dict[str, str]) -> str:
+    """What the person approves: each web page's title, address and provider (escaped)."""
+    items = "".join(
+        "<li><strong>{}</strong><br><code>{}</code> (web result from {})</li>".format(
+            html.escape(row["title"] or row["domain"]),
+            html.escape(row["url"]),
+            html.escape(" + ".join(labels.get(p, p) for p in row["providers"])),
+        )
+        for row in rows
+    )
+    return f"<ul>{items}</ul>"

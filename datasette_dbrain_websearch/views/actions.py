@@ -1,0 +1,210 @@
+"""What a person does to a run: promote its web rows into the brain and mark its rows
+(relevance feedback), as JSON for scripts and the page's script or as no-JS form posts."""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from datasette import Forbidden, Response
+
+from ..brain import check_unchanged
+from ..compat import PROMOTE
+from ..config import Settings
+from ..errors import ResearchError, sqlite_error
+from ..feedback import (
+    apply_feedback,
+    refine_query,
+    row_urls,
+    validate_marks,
+)
+from ..pack import row_keys
+from ..promote import parse_request, promote
+from ..store import feedback_for, plugin_database, save_feedback
+from .common import (
+    actor_id_of,
+    error_response,
+    json_body,
+    may,
+    page_error,
+    read_body,
+    remembering_access,
+    research_path,
+    trace_for,
+    visible_run,
+    wants_json,
+    weights_from,
+)
+
+
+async def promote_view(request: Any, datasette: Any) -> Response:
+    """``POST /-/research/promote``: JSON for scripts and the page's script, a form
+    (post/redirect/get back to the saved run) without JavaScript."""
+    as_json = json_body(request)
+    replies_json = wants_json(request)
+    if not await may(datasette, request.actor, PROMOTE):
+        if replies_json:
+            return error_response(
+                ResearchError("You may not promote results (dbrain-promote).", 403, "forbidden")
+            )
+        raise Forbidden(PROMOTE)
+    if request.method != "POST":
+        return error_response(ResearchError("Use POST.", status=405, code="method_not_allowed"))
+    try:
+        body, back = await _promotion_body(request, as_json)
+        promotion = parse_request(body)
+        trace = await visible_run(datasette, request.actor, promotion.run_id)
+        brain = datasette.databases.get(trace["database"])
+        if brain is None:
+            raise ResearchError(
+                f"The brain '{trace['database']}' is not attached.", 404, "no_brain"
+            )
+        check_unchanged(brain)
+        settings = Settings.from_datasette(datasette)
+        try:
+            results = await promote(
+                brain,
+                plugin_database(datasette),
+                trace,
+                promotion,
+                actor_id_of(request.actor),
+                settings.external.fetch_allow_networks,
+            )
+        except sqlite3.Error as exc:
+            raise sqlite_error(exc, trace["database"]) from exc
+    except ResearchError as exc:
+        if replies_json:
+            return error_response(exc)
+        if exc.status == 413:
+            return await page_error(datasette, request, exc)
+        datasette.add_message(request, f"Nothing promoted: {exc.message}", datasette.ERROR)
+        return Response.redirect(safe_back(datasette, request, locals().get("back")))
+    shown = [
+        {
+            "source_key": r["source_key"],
+            "status": r["status"],
+            "local_source_key": r["local_source_key"],
+            "title": r["title"],
+            "fetch": r["fetch"],
+            "message": promotion_message(r),
+            "row_url": str(datasette.urls.row(trace["database"], "sources", str(r["row_id"]))),
+            **({"warning": r["warning"]} if r.get("warning") else {}),
+        }
+        for r in results
+    ]
+    if replies_json:
+        return Response.json({"ok": True, "run_id": trace["run_id"], "results": shown})
+    summary = " ".join(r["message"] for r in shown)
+    datasette.add_message(request, f"Promoted into {trace['database']}: {summary}", datasette.INFO)
+    return Response.redirect(safe_back(datasette, request, back))
+
+
+def promotion_message(result: dict[str, Any]) -> str:
+    """One promotion, told by title: added or already there, and what became of the fetch."""
+    title = f"“{result['title']}”" if result.get("title") else result["local_source_key"]
+    said = (
+        f"Added {title} as {result['local_source_key']}."
+        if result["status"] == "created"
+        else f"{title} was already in your brain as {result['local_source_key']}."
+    )
+    if result.get("fetch") == "failed":
+        said += " The page could not be fetched: kept the provider's text; dbrain will retry."
+    return said
+
+
+async def _promotion_body(request: Any, as_json: bool) -> tuple[dict[str, Any], str]:
+    """The promotion fields and the page to return to (forms only)."""
+    body = await read_body(request, as_json)
+    if as_json:
+        return body, ""
+    form = body
+    keys = form.get("promote_one") or form.get("source_keys") or []
+    fields = {
+        "run_id": (form.get("run_id") or [""])[-1],
+        "source_keys": keys,
+        "fetch": (form.get("fetch") or ["false"])[-1],
+    }
+    return fields, (form.get("next") or [""])[-1]
+
+
+def safe_back(datasette: Any, request: Any, back: str | None) -> str:
+    """Redirect only to a path on this site (never an absolute or scheme-relative URL)."""
+    if (
+        back
+        and back.startswith("/")
+        and not back.startswith("//")
+        and "\\" not in back
+        and not any(ord(c) < 32 or ord(c) == 127 for c in back)
+    ):
+        return back
+    return research_path(datasette, None, False)
+
+
+@remembering_access
+async def feedback_view(request: Any, datasette: Any) -> Response:
+    """``POST /-/research/runs/<run_id>/feedback``: marks that re-rank the run and refine it."""
+    as_json = json_body(request)
+    replies_json = wants_json(request)
+    run_id = request.url_vars["run_id"]
+    try:
+        trace = await trace_for(datasette, request, run_id)
+        if request.method != "POST":
+            raise ResearchError("Use POST.", status=405, code="method_not_allowed")
+        body, back = await _feedback_body(request, as_json)
+        try:
+            marks = validate_marks(body)
+        except ValueError as exc:
+            raise ResearchError(str(exc), code="bad_feedback") from exc
+        known = {key for row in _rows(trace["pack"]) for key in row_keys(row)} | {
+            url for row in _rows(trace["pack"]) for url in row_urls(row)
+        }
+        unknown = [m["key"] for m in marks if m["key"] not in known]
+        if unknown:
+            raise ResearchError(
+                f"Not rows of run {run_id}: {', '.join(unknown)}.", code="not_in_run"
+            )
+        db = plugin_database(datasette)
+        try:
+            await save_feedback(db, run_id, marks, actor_id_of(request.actor))
+        except Exception as exc:
+            raise ResearchError(
+                f"The feedback could not be saved ({type(exc).__name__}).",
+                503,
+                "feedback_not_saved",
+            ) from exc
+        settings = Settings.from_datasette(datasette)
+        all_marks = await feedback_for(db, run_id)
+    except ResearchError as exc:
+        if replies_json:
+            return error_response(exc)
+        if exc.status in (403, 404, 413):
+            return await page_error(datasette, request, exc)
+        datasette.add_message(request, f"Feedback not saved: {exc.message}", datasette.ERROR)
+        return Response.redirect(safe_back(datasette, request, locals().get("back")))
+    if not replies_json:
+        return Response.redirect(safe_back(datasette, request, back))
+    reranked = apply_feedback(trace["pack"], all_marks, weights_from(settings))
+    return Response.json(
+        {
+            "ok": True,
+            "run_id": run_id,
+            "feedback": all_marks,
+            "ranking": reranked["ranking"],
+            "moves": reranked["feedback"]["moves"],
+            "refinement": refine_query(trace["pack"], all_marks),
+        }
+    )
+
+
+def _rows(pack: dict[str, Any]) -> list[dict[str, Any]]:
+    return [*pack["evidence"], *pack["external_evidence"]]
+
+
+async def _feedback_body(request: Any, as_json: bool) -> tuple[Any, str]:
+    """JSON ``{"feedback": [...]}``, or a form button ``mark=<key>|<value>``."""
+    body = await read_body(request, as_json)
+    if as_json:
+        return body.get("feedback"), ""
+    form = body
+    key, _, value = (form.get("mark") or [""])[-1].rpartition("|")
+    return [{"key": key, "value": value}], (form.get("next") or [""])[-1]

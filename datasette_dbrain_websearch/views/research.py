@@ -1,0 +1,460 @@
+"""The research page and its JSON API (``/-/research``, ``/<db>/-/research``, ``.json``),
+the live progress stream, and the "Research" menu link and database action."""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+from typing import Any
+
+from datasette import Response
+from datasette.utils.asgi import AsgiStream
+
+from .. import display, traces
+from ..brain import reader, table_names
+from ..compat import PROMOTE, RESEARCH, USAGE
+from ..config import MODES, Settings
+from ..errors import ResearchError
+from ..feedback import (
+    FEEDBACK_VALUES,
+    apply_feedback,
+    refine_query,
+)
+from ..providers.base import clean
+from ..research import (
+    BOOLEAN_VALUES,
+    WebAccess,
+    scrub,
+)
+from ..store import feedback_for, plugin_database
+from ..urls import is_web_url
+from .common import (
+    MODE_LABELS,
+    brain_databases,
+    citation_anchors,
+    error_response,
+    may,
+    may_see_run,
+    page_error,
+    promoted_rows,
+    refusal,
+    remembering_access,
+    requester_of,
+    research_path,
+    researchable_brains,
+    resolve_brain,
+    run_research,
+    stream_path,
+    trace_for,
+    web_access,
+    weights_from,
+)
+
+TEMPLATE = "dbrain_websearch_research.html"
+
+
+async def _refinement(
+    datasette: Any, request: Any, params: dict[str, list[str]]
+) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """The parameters a ``refine_from`` request researches, and what to record about it."""
+    parent_id = (params.get("refine_from") or [""])[-1]
+    if not parent_id:
+        return params, {}
+    if not traces.RUN_ID.fullmatch(parent_id):
+        raise ResearchError("refine_from must be a run id.", code="bad_refine_from")
+    parent = await trace_for(datasette, request, parent_id)
+    marks = await feedback_for(plugin_database(datasette), parent_id)
+    refinement = refine_query(parent["pack"], marks)
+    params = {**inherited(parent["pack"]), **params}
+    if not (params.get("q") or [""])[-1].strip():
+        params["q"] = [refinement["refined_query"]]
+    return params, {"parent_run_id": parent_id, "refinement": refinement}
+
+
+def inherited(pack: dict[str, Any]) -> dict[str, list[str]]:
+    """The parameters a refined run takes from its parent unless the request overrides them:
+    brain, filters, syntax, limit, profile and web mode."""
+    plan = pack["query_plan"]
+    params = {
+        "database": [pack["database"]],
+        "syntax": [plan["syntax"]],
+        "limit": [str(plan["limit"])],
+        "profile": [plan.get("profile", "general")],
+        "external": [pack["external_search"]["mode"]],
+        "answer": ["0" if pack.get("answer", {}).get("status", "disabled") == "disabled" else "1"],
+    }
+    for name, value in plan["filters"].items():
+        params[name] = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    return params
+
+
+def saved_run_url(
+    datasette: Any, params: dict[str, list[str]], pack: dict | None, route_db: str | None = None
+) -> str:
+    """The page for this run as saved (``?run=``): where marks and promotions come back to."""
+    if not pack or not pack.get("trace_url"):
+        return ""
+    query = {k: v for k, v in params.items() if k not in ("run", "refine_from")}
+    query["q"] = [pack["question"]]
+    query["run"] = [pack["run_id"]]
+    path = research_path(datasette, route_db, False)
+    return path + "?" + urllib.parse.urlencode(query, True)
+
+
+async def saved_pack(
+    datasette: Any, request: Any, params: dict[str, list[str]]
+) -> dict[str, Any] | None:
+    """``?run=<run_id>``: the pack a streamed run already produced (no second search)."""
+    run_id = (params.get("run") or [""])[-1]
+    db = plugin_database(datasette)
+    if not run_id or db is None or not traces.RUN_ID.fullmatch(run_id):
+        return None
+    trace = await traces.load(db, run_id)
+    if trace is None or trace["question"] != clean((params.get("q") or [""])[-1]).strip():
+        return None
+    if not await may_see_run(datasette, request.actor, trace):
+        return None
+    return trace["pack"]
+
+
+async def prepare(
+    datasette: Any, request: Any
+) -> tuple[Settings, dict[str, list[str]], dict[str, Any], str, list[str]]:
+    """What every research route needs first: settings, parameters (refined when asked), the
+    brain and the brains the actor may research. Raises ResearchError (4xx)."""
+    settings = Settings.from_datasette(datasette)
+    params = urllib.parse.parse_qs(request.query_string, keep_blank_values=True)
+    params, lineage = await _refinement(datasette, request, params)
+    database, allowed = await resolve_brain(datasette, request, settings, params)
+    return settings, params, lineage, database, allowed
+
+
+@remembering_access
+async def research_view(request: Any, datasette: Any) -> Response:
+    """``/-/research[.json]`` and ``/<database>/-/research[.json]``."""
+    as_json = bool(request.url_vars.get("format"))
+    route = request.url_vars.get("database")
+    try:
+        settings, params, lineage, database, allowed = await prepare(datasette, request)
+    except ResearchError as exc:
+        return await refusal(datasette, request, as_json, exc)
+    web = await web_access(datasette, request.actor)
+    pack = None if as_json else await saved_pack(datasette, request, params)
+    refinement = None
+    if pack is not None:
+        marks = await feedback_for(plugin_database(datasette), pack["run_id"])
+        if marks:
+            refinement = refine_query(pack, marks)
+            pack = apply_feedback(pack, marks, weights_from(settings))
+    error = None
+    has_question = any((params.get(name) or [""])[-1].strip() for name in ("q", "refine_from"))
+    if pack is None and (as_json or has_question):
+        try:
+            pack = await run_research(
+                datasette,
+                request.actor,
+                database,
+                params,
+                settings,
+                web,
+                "json" if as_json else "page",
+                lineage=lineage,
+                requester=requester_of(request),
+                wait_for_trace=False,
+            )
+        except ResearchError as exc:
+            error = exc
+    if as_json:
+        if error:
+            return error_response(error)
+        return then_settle(datasette, Response.json(pack), pack["run_id"])
+    try:
+        can_promote = (
+            pack is not None
+            and await may(datasette, request.actor, PROMOTE)
+            and "sources_fts" in await reader(datasette.get_database(database))(table_names)
+        )
+        promoted = await promoted_rows(datasette, pack)
+    except ResearchError as exc:
+        return await page_error(datasette, request, exc)
+
+    query_string = request.query_string
+    route_db = database if route is not None else None
+    context = {
+        "pack": pack,
+        "error": error,
+        "database": database,
+        "brains": allowed,
+        "route_database": route is not None,
+        "form": _form_values(params),
+        "action": research_path(datasette, route_db, False),
+        "json_url": research_path(datasette, route_db, True)
+        + ("?" + query_string if query_string else ""),
+        "kinds": [("", "Items and sources"), ("item", "Items only"), ("source", "Sources only")],
+        "profiles": [
+            ("general", "General"),
+            ("coding", "Coding: docs, repositories, issues"),
+            ("academic", "Academic: papers, preprints"),
+            ("news", "News: recent first"),
+        ],
+        "external": external_controls(settings, web, params),
+        "web_offer": web_offer(
+            settings,
+            web,
+            request.actor,
+            pack,
+            research_url(
+                datasette, route_db, {**params, "q": [pack["question"]]}, external="always"
+            )
+            if pack and web.permitted
+            else "",
+        ),
+        "expand_fields": expand_fields(params),
+        "answer_form": answer_controls(settings, params),
+        "anchors": citation_anchors(pack, web.labels),
+        "labels": web.labels,
+        "say": display,
+        "feedback_form": True,
+        "max_limit": settings.max_limit,
+        "default_limit": settings.default_limit,
+        "can_promote": can_promote,
+        "promote_url": datasette.urls.path("/-/research/promote"),
+        "stream_url": stream_path(datasette, route_db),
+        "promoted": promoted,
+        "refinement": refinement,
+        "marks": {m["key"]: m["value"] for m in (pack or {}).get("feedback", {}).get("marks", [])},
+        "feedback_values": FEEDBACK_VALUES,
+        "saved_url": saved_run_url(datasette, params, pack, route_db),
+        "is_web_url": is_web_url,
+    }
+    html = await datasette.render_template(TEMPLATE, context, request=request)
+    if error:
+        return Response.html(html, status=error.status, headers=error.headers())
+    return then_settle(datasette, Response.html(html), (pack or {}).get("run_id", ""))
+
+
+def then_settle(datasette: Any, response: Response, run_id: str) -> Response:
+    """The response, and once it is sent, the wait for the run's trace to be written: the
+    write runs beside the answer instead of before it, and the request ends only when the run
+    is saved (a client in the same process, which waits for the app, finds it saved)."""
+    send_response = response.asgi_send
+
+    async def asgi_send(send: Any) -> None:
+        await send_response(send)
+        if run_id:
+            await traces.settle(plugin_database(datasette), run_id)
+
+    response.asgi_send = asgi_send  # type: ignore[method-assign]
+    return response
+
+
+FRESHNESS_LABELS = [
+    ("", "Any time"),
+    ("pd", "Past day"),
+    ("pw", "Past week"),
+    ("pm", "Past month"),
+    ("py", "Past year"),
+]
+
+
+def external_controls(settings: Settings, web: WebAccess, params: dict) -> dict[str, Any]:
+    """What the page's "Search the web too" controls show for this actor and config."""
+    ext = settings.external
+    labels = web.labels
+    order = " → ".join(labels.get(n, n) for n in ext.providers)
+    freshness = (params.get("freshness") or [ext.freshness])[-1]
+    start, _, end = freshness.partition("to") if freshness not in ("custom", "") else ("", "", "")
+    custom = freshness == "custom" or bool(end)
+    return {
+        "enabled": ext.enabled,
+        "permitted": web.permitted,
+        "modes": [(m, MODE_LABELS[m]) for m in MODES],
+        "mode": (params.get("external") or [ext.default_mode])[-1],
+        "providers": [("", f"Configured order ({order})")]
+        + [(n, labels.get(n, n)) for n in ext.providers]
+        + [("all", "All at once")],
+        "freshness": [*FRESHNESS_LABELS, ("custom", "Custom range")],
+        "freshness_value": "custom" if custom else freshness,
+        "range": (
+            start or (params.get("freshness_since") or [""])[-1],
+            end or (params.get("freshness_until") or [""])[-1],
+        ),
+        "labels": labels,
+    }
+
+
+def web_offer(
+    settings: Settings, web: WebAccess, actor: dict | None, pack: dict | None, url: str
+) -> dict[str, Any]:
+    """The one-click "Search the web" for a run whose brain evidence is missing, weak or maybe
+    out of date; for those who may not search the web, why not and how to get it."""
+    ext = settings.external
+    if not ext.enabled:
+        return {"show": False, "url": "", "reason": ""}
+    order = " → ".join(web.labels.get(n, n) for n in ext.providers)
+    show, why = False, ""
+    if pack and not pack["external_search"]["ran"]:
+        verdict = pack["judge"]["verdict"]
+        show = verdict != "enough_evidence" or pack["external_search"]["current_state_question"]
+        why = {
+            "no_evidence": "Nothing in your brain answers this",
+            "weak_evidence": "Your brain's evidence is weak",
+        }.get(verdict, "This asks about now, and your brain may be out of date")
+    if web.permitted:
+        return {"show": show, "url": url, "reason": f"{why}; ask {order}." if why else ""}
+    reason = (
+        "Sign in to search the web too: it needs an account allowed dbrain-external-search "
+        "(root, or one named in external_search.allow)."
+        if actor is None
+        else "Your account may not search the web (permission dbrain-external-search)."
+    )
+    return {"show": show, "url": "", "reason": f"{why}. {reason}" if why else reason}
+
+
+EXPANDED = ("external", "provider", "freshness", "freshness_since", "freshness_until", "answer")
+
+
+def expand_fields(params: dict[str, list[str]]) -> list[tuple[str, str]]:
+    """What a refined search keeps of this one besides what the run records (web choices)."""
+    return [(n, clean(params[n][-1])) for n in EXPANDED if (params.get(n) or [""])[-1].strip()]
+
+
+def research_url(
+    datasette: Any, route_db: str | None, params: dict[str, list[str]], **changes: str
+) -> str:
+    """This research with some parameters changed; empty ones and run/refine links dropped."""
+    query = {
+        k: v
+        for k, v in params.items()
+        if k not in ("run", "refine_from", *changes) and any(x.strip() for x in v)
+    }
+    query.update({k: [v] for k, v in changes.items()})
+    return research_path(datasette, route_db, False) + "?" + urllib.parse.urlencode(query, True)
+
+
+def answer_controls(settings: Settings, params: dict[str, list[str]]) -> dict[str, Any]:
+    """The page's "Write an answer" box: ticked per request, else by ``answer.default``."""
+    answer = settings.answer
+    value = (params.get("answer") or [""])[-1].strip().lower()
+    llm = answer.synthesizer == "llm"
+    return {
+        "default": answer.default,
+        "checked": BOOLEAN_VALUES.get(value, answer.default),
+        "streams": llm,
+        "help": "A language model writes it from the evidence"
+        if llm
+        else "Sentences picked from the evidence, each citing its row",
+    }
+
+
+def _form_values(params: dict[str, list[str]]) -> dict[str, str]:
+    """What the form shows back to the user (last value of each field)."""
+    names = (
+        "q",
+        "limit",
+        "tag",
+        "source_type",
+        "kind",
+        "syntax",
+        "since",
+        "until",
+        "external",
+        "provider",
+        "freshness",
+        "freshness_since",
+        "freshness_until",
+        "external_count",
+        "profile",
+        "answer",
+    )
+    return {n: clean((params.get(n) or [""])[-1]) for n in names}
+
+
+def research_menu_links(datasette: Any, actor: dict | None):
+    """The "Research" link in Datasette's menu, for actors who may research some brain, and
+    "Web search usage" for those allowed to see what the providers cost."""
+
+    async def inner() -> list[dict[str, str]]:
+        settings = Settings.from_datasette(datasette)
+        try:
+            if not await researchable_brains(datasette, actor, settings):
+                return []
+        except ResearchError:  # a busy brain must not break every Datasette page
+            return []
+        links = [{"href": research_path(datasette, None, False), "label": "Research"}]
+        if settings.external.enabled and await may(datasette, actor, USAGE):
+            links.append(
+                {"href": datasette.urls.path("/-/research/usage"), "label": "Web search usage"}
+            )
+        return links
+
+    return inner
+
+
+def research_database_actions(datasette: Any, actor: dict | None, database: str):
+    """A "Research this brain" action on a brain's database page."""
+
+    async def inner() -> list[dict[str, str]]:
+        settings = Settings.from_datasette(datasette)
+        try:
+            if database not in await brain_databases(datasette, settings):
+                return []
+        except ResearchError:  # a busy brain must not break its database page
+            return []
+        if not await may(datasette, actor, RESEARCH, database):
+            return []
+        return [
+            {
+                "href": research_path(datasette, database, False),
+                "label": "Research this brain",
+                "description": "Search items and sources, ranked and explained, with a verdict",
+            }
+        ]
+
+    return inner
+
+
+async def stream_view(request: Any, datasette: Any) -> Any:
+    """``/-/research/stream``: the research page's parameters, answered as NDJSON progress.
+
+    Each line is a stage event (local search, judge, each web provider, merge); the last is
+    ``{"stage": "done", "url": ...}`` pointing at the page that renders the saved run, or
+    ``{"stage": "error", ...}``. The page's script uses it to show live progress; without
+    JavaScript the plain form does the same work in one request.
+    """
+    route = request.url_vars.get("database")
+    try:
+        settings, params, lineage, database, _ = await prepare(datasette, request)
+    except ResearchError as exc:
+        return error_response(exc)
+    web = await web_access(datasette, request.actor)
+    secrets = settings.secrets()
+
+    async def stream(writer: Any) -> None:
+        async def progress(event: dict[str, Any]) -> None:
+            await writer.write(json.dumps(scrub(event, secrets)) + "\n")
+
+        try:
+            pack = await run_research(
+                datasette,
+                request.actor,
+                database,
+                params,
+                settings,
+                web,
+                "page",
+                progress,
+                lineage,
+                requester=requester_of(request),
+            )
+        except ResearchError as exc:
+            await progress({"stage": "error", **exc.as_json()})
+            return
+        url = saved_run_url(datasette, params, pack, database if route else None)
+        await progress({"stage": "done", "run_id": pack["run_id"], "url": url})
+
+    return AsgiStream(
+        stream,
+        content_type="application/x-ndjson; charset=utf-8",
+        headers={"cache-control": "no-store"},
+    )

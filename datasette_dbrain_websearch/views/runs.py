@@ -1,0 +1,151 @@
+"""Saved runs: ``/-/research/runs`` (each actor's own; root sees all) and one run's page
+and JSON (``/-/research/runs/<run_id>``)."""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any
+
+from datasette import Response
+
+from .. import display, traces
+from ..config import MODES, Settings
+from ..errors import ResearchError
+from ..judge import VERDICTS
+from ..providers import registered_providers
+from ..providers.base import clean
+from ..research import (
+    is_date,
+)
+from ..store import feedback_for, plugin_database
+from ..urls import is_web_url
+from .common import (
+    MODE_LABELS,
+    ROOT,
+    actor_id_of,
+    cannot_research,
+    citation_anchors,
+    promoted_rows,
+    refusal,
+    remembering_access,
+    research_path,
+    researchable_brains,
+    trace_for,
+)
+
+RUN_TEMPLATE = "dbrain_websearch_run.html"
+
+
+RUNS_TEMPLATE = "dbrain_websearch_runs.html"
+
+
+@remembering_access
+async def run_view(request: Any, datasette: Any) -> Response:
+    """``/-/research/runs/<run_id>[.json]``: a saved trace, for its own actor and root (and,
+    for a run made by an anonymous visitor, whoever has its link); 404 for everyone else."""
+    as_json = bool(request.url_vars.get("format"))
+    run_id = request.url_vars["run_id"]
+    try:
+        trace = await trace_for(datasette, request, run_id)
+        if as_json:
+            return Response.json(trace)
+        promoted = await promoted_rows(datasette, trace["pack"])
+    except ResearchError as exc:
+        return await refusal(datasette, request, as_json, exc)
+    labels = {name: p.label for name, p in registered_providers(datasette).items()}
+    marks = await feedback_for(plugin_database(datasette), run_id)
+    context = {
+        "trace": trace,
+        "pack": trace["pack"],
+        "events": display.timeline(trace, labels),
+        "say": display,
+        "marks": {m["key"]: m["value"] for m in marks},
+        "promoted": promoted,
+        "feedback_form": False,
+        "json_url": traces.run_path(datasette, run_id, as_json=True),
+        "runs_url": datasette.urls.path("/-/research/runs"),
+        "research_url": research_path(datasette, None, False)
+        + "?"
+        + urllib.parse.urlencode({"q": trace["question"], "database": trace["database"]}),
+        "labels": labels,
+        "anchors": citation_anchors(trace["pack"], labels),
+        "is_web_url": is_web_url,
+    }
+    html = await datasette.render_template(RUN_TEMPLATE, context, request=request)
+    return Response.html(html)
+
+
+def run_filter(params: dict[str, list[str]], databases: list[str], actor_id: str | None) -> Any:
+    """The runs page's filters; values it does not know are ignored, not errors."""
+
+    def one(name: str, allowed: tuple[str, ...] = ()) -> str:
+        value = clean((params.get(name) or [""])[-1]).strip()
+        return value if not allowed or value in allowed else ""
+
+    since, until = one("since"), one("until")
+    return traces.RunFilter(
+        databases=tuple(databases),
+        actor_id=actor_id,
+        verdict=one("verdict", VERDICTS),
+        mode=one("mode", MODES),
+        web=one("web", ("yes", "no")),
+        since=since if is_date(since) else "",
+        until=until if is_date(until) else "",
+        q=one("q")[:200],
+    )
+
+
+SIGN_IN_FOR_RUNS = (
+    "Runs hold people's questions, so each person sees only their own. Sign in to see yours "
+    "(anonymous runs are reached only through the link their page gives them)."
+)
+
+
+NOT_SAVING = "Runs are not being saved: the plugin has no database of its own here."
+
+
+async def runs_view(request: Any, datasette: Any) -> Response:
+    """``/-/research/runs[.json]``: recent runs on the brains this actor may research.
+
+    Runs hold people's questions: a signed-in actor sees only their own, root sees everyone's
+    (anonymous runs too), and anonymous visitors see none. The actor filter is SQL, so one's own
+    runs never hide behind newer runs of others.
+    """
+    as_json = bool(request.url_vars.get("format"))
+    settings = Settings.from_datasette(datasette)
+    try:
+        allowed = await researchable_brains(datasette, request.actor, settings)
+    except ResearchError as exc:
+        return await refusal(datasette, request, as_json, exc)
+    if not allowed:
+        return await refusal(datasette, request, as_json, cannot_research())
+    db = plugin_database(datasette)
+    me = actor_id_of(request.actor)
+    params = urllib.parse.parse_qs(request.query_string)
+    where = run_filter(params, allowed, None if me == ROOT else me)
+    runs = await traces.recent(db, where) if db is not None and me else []
+    for run in runs:
+        run["url"] = traces.run_path(datasette, run["run_id"])
+    if as_json:
+        message = NOT_SAVING if db is None else "" if me else SIGN_IN_FOR_RUNS
+        return Response.json(
+            {"ok": True, "runs": runs, **({"message": message} if message else {})}
+        )
+    html = await datasette.render_template(
+        RUNS_TEMPLATE,
+        {
+            "runs": runs,
+            "saving": db is not None,
+            "signed_in": bool(me),
+            "filters": where,
+            "filtered": any(
+                (where.verdict, where.mode, where.web, where.since, where.until, where.q)
+            ),
+            "verdicts": VERDICTS,
+            "modes": [(m, MODE_LABELS[m]) for m in MODES],
+            "research_url": research_path(datasette, None, False),
+            "runs_url": datasette.urls.path("/-/research/runs"),
+        },
+        request=request,
+    )
+    return Response.html(html)
