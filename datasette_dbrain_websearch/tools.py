@@ -29,11 +29,10 @@ from .brain import KINDS, TABLE, Hit, brain_shape, excerpt_fields, hydrate, read
 from .brain import check_unchanged as check_brain_unchanged
 from .compat import PROMOTE, RESEARCH, can
 from .config import ConfigError, Settings
-from .errors import ResearchError, sqlite_error
-from .promote import chosen_rows, parse_request, promote
+from .errors import ResearchError
+from .promote import chosen_rows, parse_request
 from .providers import registered_providers
 from .research import parse_options
-from .store import plugin_database
 from .views.actions import promotion_message
 from .views.common import (
     choose_brain,
@@ -41,6 +40,7 @@ from .views.common import (
     run_research,
     visible_run,
     web_access,
+    write_promotion,
 )
 
 MCP_SURFACE = "mcp"
@@ -677,19 +677,8 @@ async def agent_promote(
                 "error": "The person declined: nothing was written. Do not retry unless they ask.",
             }
         )
-    settings = Settings.from_datasette(datasette)
     try:
-        try:
-            results = await promote(
-                brain,
-                plugin_database(datasette),
-                trace,
-                promotion,
-                str((actor or {}).get("id") or ""),
-                settings.external.fetch_allow_networks,
-            )
-        except sqlite3.Error as exc:
-            raise sqlite_error(exc, trace["database"]) from exc
+        results = await write_promotion(datasette, actor, trace, promotion, brain)
     except ResearchError as exc:
         return agent_error(exc)
     return json.dumps(

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from datasette import Forbidden, Response
@@ -11,7 +10,7 @@ from datasette import Forbidden, Response
 from ..brain import check_unchanged
 from ..compat import PROMOTE
 from ..config import Settings
-from ..errors import ResearchError, sqlite_error
+from ..errors import ResearchError
 from ..feedback import (
     apply_feedback,
     refine_query,
@@ -19,7 +18,7 @@ from ..feedback import (
     validate_marks,
 )
 from ..pack import row_keys
-from ..promote import parse_request, promote
+from ..promote import parse_request
 from ..store import feedback_for, plugin_database, save_feedback
 from .common import (
     actor_id_of,
@@ -34,6 +33,7 @@ from .common import (
     visible_run,
     wants_json,
     weights_from,
+    write_promotion,
 )
 
 
@@ -60,18 +60,7 @@ async def promote_view(request: Any, datasette: Any) -> Response:
                 f"The brain '{trace['database']}' is not attached.", 404, "no_brain"
             )
         check_unchanged(brain)
-        settings = Settings.from_datasette(datasette)
-        try:
-            results = await promote(
-                brain,
-                plugin_database(datasette),
-                trace,
-                promotion,
-                actor_id_of(request.actor),
-                settings.external.fetch_allow_networks,
-            )
-        except sqlite3.Error as exc:
-            raise sqlite_error(exc, trace["database"]) from exc
+        results = await write_promotion(datasette, request.actor, trace, promotion, brain)
     except ResearchError as exc:
         if replies_json:
             return error_response(exc)

@@ -24,12 +24,12 @@ from ..answer import AnswerAccess
 from ..brain import TABLE, is_brain, reader, table_names
 from ..compat import EXTERNAL, LLM_ANSWER, RESEARCH, can
 from ..config import Settings
-from ..errors import ResearchError
+from ..errors import ResearchError, sqlite_error
 from ..feedback import (
     RocchioWeights,
 )
 from ..pack import row_keys
-from ..promote import promoted_in_run
+from ..promote import promote, promoted_in_run
 from ..providers import registered_providers
 from ..research import (
     Progress,
@@ -493,3 +493,22 @@ def forms_never_500(app: Asgi) -> Asgi:
             await error_response(error).asgi_send(send)
 
     return wrapped
+
+
+async def write_promotion(
+    datasette: Any, actor: dict | None, trace: dict[str, Any], promotion: Any, brain: Any
+) -> list[dict[str, Any]]:
+    """Promote a run's web rows into its brain as this actor (the endpoint and the agent tool
+    both come here once their checks pass), with SQLite failures in the plugin's words."""
+    settings = Settings.from_datasette(datasette)
+    try:
+        return await promote(
+            brain,
+            plugin_database(datasette),
+            trace,
+            promotion,
+            actor_id_of(actor),
+            settings.external.fetch_allow_networks,
+        )
+    except sqlite3.Error as exc:
+        raise sqlite_error(exc, trace["database"]) from exc
