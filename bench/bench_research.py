@@ -255,6 +255,9 @@ def run(args, path: Path, questions: list[str], port: int) -> dict[str, list[flo
                 results["empty"].append(empty)
                 results["floor"].append(timed(sqlite_floor) + empty)
                 results["research"].append(timed(research))
+                # The run's trace is written after its answer: let that finish before the next
+                # timed request, as between two questions of one person.
+                time.sleep(0.05)
                 if rep < args.builtin_reps:  # seconds per call: a few samples are plenty
                     results["builtin"].append(timed(builtin))
     conn.close()
