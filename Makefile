@@ -93,6 +93,7 @@ eval: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(VENV)/bin/python bench/bench_research.py
+	$(VENV)/bin/python bench/bench_known_item.py
 	$(VENV)/bin/python bench/bench_web.py
 	$(VENV)/bin/python bench/bench_answer.py
 	$(VENV)/bin/python bench/bench_load.py

@@ -19,6 +19,7 @@ from .config import ConfigError, Settings
 from .display import terminal_safe
 from .errors import ResearchError
 from .evals import register_eval_commands
+from .pack import row_keys
 
 
 async def _run(brain: str, params: dict[str, list[str]], metadata: str | None) -> dict[str, Any]:
@@ -50,12 +51,12 @@ async def _run(brain: str, params: dict[str, list[str]], metadata: str | None) -
 
 
 def citation_labels(pack: dict[str, Any]) -> dict[str, str]:
-    """``brain 3`` / ``web 5``: each row's number in the printed list, by its key."""
+    """``brain 3`` / ``web 5``: each row's number in the printed list, by its keys (an item's
+    linked page is cited by the item's number)."""
     return {
-        pack[e["list"]][e["index"]]["source_key"]: (
-            f"{'brain' if e['list'] == 'evidence' else 'web'} {n}"
-        )
+        key: f"{'brain' if e['list'] == 'evidence' else 'web'} {n}"
         for n, e in enumerate(pack["ranking"], start=1)
+        for key in row_keys(pack[e["list"]][e["index"]])
     }
 
 
@@ -82,6 +83,18 @@ def render_answer(pack: dict[str, Any]) -> list[str]:
         lines.append(f"  Sources disagree: {conflict['text']} {cited}")
     lines += [f"  Gap: {gap['message']}" for gap in answer["gaps"]]
     return lines
+
+
+def _wrapped(text: str, indent: str) -> list[str]:
+    return textwrap.wrap(text, 96, initial_indent=indent, subsequent_indent=indent)
+
+
+def _provider_text(page: dict[str, Any], indent: str) -> list[str]:
+    """A held page dbrain has not extracted: the provider's text, said to be the provider's."""
+    found = page.get("provider_excerpt")
+    if not found:
+        return []
+    return _wrapped(f"[{found['excerpt_from']}'s text, not your brain's] {found['text']}", indent)
 
 
 def render_text(pack: dict[str, Any]) -> str:
@@ -117,10 +130,14 @@ def render_text(pack: dict[str, Any]) -> str:
                 + (f"  (also found by {found_by})" if found_by else "")
             )
         lines.append(f"    {row['source_key']}  {row['url']}".rstrip())
-        if row["excerpt"]:
-            lines += textwrap.wrap(
-                row["excerpt"], 96, initial_indent="    ", subsequent_indent="    "
-            )
+        lines += _wrapped(row["excerpt"], "    ")
+        lines += _provider_text(row, "    ")
+        if row.get("linked_source"):
+            page = row["linked_source"]
+            lines.append(f"    linked page in your brain: {page['title']}")
+            lines.append(f"      {page['source_key']}  {page['url']}".rstrip())
+            lines += _wrapped(page["excerpt"], "      ")
+            lines += _provider_text(page, "      ")
         if row.get("user_tags"):
             lines.append(f"    tags: {', '.join(row['user_tags'])}")
         signals = "; ".join(s["name"] for s in row["retrieval"]["signals"])

@@ -669,7 +669,7 @@ class Settings:
                 top_k=judge.int("top_k"),
             ),
             external=parse_external(block.raw.get("external_search")),
-            traces_database=_path(block, "traces_database"),
+            traces_database=block.string("traces_database"),
             profiles=_profiles(block.raw.get("profiles")),
             feedback=_rocchio(block.raw.get("feedback")),
             answer=parse_answer(block.raw.get("answer")),
@@ -719,13 +719,6 @@ def _networks(block: _Block) -> tuple[str, ...]:
                 "not a network like 10.0.0.0/8"
             ) from exc
     return networks
-
-
-def _path(block: _Block, key: str) -> str:
-    value = block.raw.get(key) or ""
-    if not isinstance(value, str):
-        raise ConfigError(f"{PLUGIN_NAME}: '{key}' must be a file path")
-    return value
 
 
 def url_credentials(url: Any) -> list[str]:

@@ -63,6 +63,7 @@ def why(row: Row, labels: Mapping[str, str]) -> list[str]:
     said: list[str] = []
     for lane in row["retrieval"]["lanes"]:
         name = lane["name"]
+        linked = "its linked page: " if lane.get("linked_source_key") else ""
         if name == "exact_lookup":
             said.append(f"the question names it exactly (its {lane.get('field', 'key')})")
         elif name == "lexical":
@@ -72,9 +73,11 @@ def why(row: Row, labels: Mapping[str, str]) -> list[str]:
                 if lane.get("query") == "relaxed"
                 else ""
             )
-            said.append(f"{ordinal(lane['rank'])} best match among your {table}{how}")
+            said.append(f"{linked}{ordinal(lane['rank'])} best match among your {table}{how}")
         elif name == "external_search":
             where = "your brain's copy" if lane.get("store") == "local" else "this page"
+            if linked:
+                where = "its linked page in your brain"
             cached = ", from the cache" if lane.get("cached") else ""
             provider = labels.get(lane["provider"], lane["provider"])
             said.append(f"{provider} found {where} at rank {lane['rank']}{cached}")

@@ -163,18 +163,20 @@ def provider_excerpt(
     return None
 
 
-def needs_extraction(row: Mapping[str, Any]) -> bool:
-    """A local source the web also found, whose text dbrain has not extracted."""
+def needs_extraction(page: Mapping[str, Any]) -> bool:
+    """A local source the web also found, whose text dbrain has not extracted (a source row,
+    or the ``linked_source`` shown inside an item's row)."""
     return (
-        row.get("kind") == "source"
-        and bool(row.get("also_found_by"))
-        and row.get("extract_status", "") != "ok"
+        page.get("kind") == "source"
+        and bool(page.get("also_found_by"))
+        and page.get("extract_status", "") != "ok"
     )
 
 
 def extraction_warning(evidence: list[dict[str, Any]]) -> dict[str, Any] | None:
     """``local_source_needs_extraction``, naming each such page, or None when there is none."""
-    pages = [row for row in evidence if needs_extraction(row)]
+    held = [page for row in evidence for page in (row, row.get("linked_source") or {})]
+    pages = [page for page in held if needs_extraction(page)]
     if not pages:
         return None
     named = "; ".join(

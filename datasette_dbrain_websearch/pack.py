@@ -397,8 +397,9 @@ def credit_local(
 
     ``linked_key`` names the page when it is the row's ``linked_source`` (an item shown with the
     page it links to): the credit lands on that row, and says it is for the linked page.
-    When dbrain has not extracted that page, the row has little or no text of its own, so the
-    provider's text rides along as ``provider_excerpt``, never as the row's ``excerpt``.
+    When dbrain has not extracted the page, it has little or no text of its own, so the
+    provider's text rides along on the page (the row or its ``linked_source``) as
+    ``provider_excerpt``, never as its ``excerpt``.
     """
     for hit in hits:
         lane = _lane_for(hit, "local")
@@ -410,14 +411,16 @@ def credit_local(
         row["retrieval"]["signals"].append(
             {"name": "external_duplicate_local_source", "detail": detail, "weight": 0.0}
         )
-    row["also_found_by"] = list(
-        dict.fromkeys([*row.get("also_found_by", []), *(h.provider for h in hits)])
-    )
-    if needs_extraction(row):
+    page = row["linked_source"] if linked_key else row
+    for credited in (row, page) if linked_key else (row,):
+        credited["also_found_by"] = list(
+            dict.fromkeys([*credited.get("also_found_by", []), *(h.provider for h in hits)])
+        )
+    if needs_extraction(page):
         terms = [*row["retrieval"]["matched_terms"], *row["retrieval"]["missing_terms"]]
         found = provider_excerpt(hits, terms, excerpt_chars)
         if found:
-            row["provider_excerpt"] = found
+            page["provider_excerpt"] = found
 
 
 def is_exact(row: Mapping[str, Any]) -> bool:

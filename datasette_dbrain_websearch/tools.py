@@ -346,6 +346,18 @@ def compact_row(n: int, row: dict[str, Any], labels: dict[str, str], link: Link)
         shown["also_found_by"] = [labels.get(p, p) for p in row["also_found_by"]]
     if row.get("provider_excerpt"):  # the provider's text about a page the brain holds
         shown["provider_excerpt"] = row["provider_excerpt"]
+    if row.get("linked_source"):  # the page this item links to, in the brain, matched too
+        page = row["linked_source"]
+        shown["linked_page"] = {
+            "key": page["source_key"],
+            "provenance": LOCAL_BADGE,
+            "title": page["title"],
+            "url": page["url"],
+            "excerpt": page["excerpt"],
+            "row_url": link(page["row_url"]),
+        }
+        if page.get("provider_excerpt"):
+            shown["linked_page"]["provider_excerpt"] = page["provider_excerpt"]
     return shown
 
 

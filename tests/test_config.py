@@ -77,6 +77,7 @@ def test_answer_block_defaults_and_values():
         ({"answer": {"model": 4}}, "'answer.model' must be a string"),
         ({"answer": {"allow": "alice"}}, "'answer.allow' must be an allow block"),
         ({"answer": {"modle": "x"}}, "unknown config key(s) modle in 'answer'"),
+        ({"traces_database": ["runs.db"]}, "'traces_database' must be a string"),
     ],
 )
 def test_invalid_answer_config_names_the_key(raw, fragment):

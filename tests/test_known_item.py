@@ -16,7 +16,10 @@ from typing import Any
 
 import llm
 import pytest
+from click.testing import CliRunner
+from datasette.cli import cli
 
+from datasette_dbrain_websearch import tools
 from datasette_dbrain_websearch.merge import rrf_contribution
 from datasette_dbrain_websearch.providers import Provider, WebResult
 from datasette_dbrain_websearch.schema import create_brain_schema
@@ -196,6 +199,9 @@ async def test_the_page_shows_the_linked_page_inside_the_item_row(ds):
     assert f'data-source-key="{PAGE_KEY}"' not in html
 
 
+PROVIDER_WORDS = "As the web tells it, the tokio scheduler keeps a LIFO slot for the last task."
+
+
 class ScriptedProvider(Provider):
     """Answers every query with the page the bookmark links to."""
 
@@ -204,7 +210,12 @@ class ScriptedProvider(Provider):
 
     async def search(self, request: Any, ctx: Any) -> list[WebResult]:
         return [
-            WebResult(url=PAGE_URL + "?utm_source=x", title="Tokio scheduler", rank=2),
+            WebResult(
+                url=PAGE_URL + "?utm_source=x",
+                title="Tokio scheduler",
+                snippet=PROVIDER_WORDS,
+                rank=2,
+            ),
             WebResult(url="https://elsewhere.example.net/tokio", title="Tokio news", rank=1),
         ]
 
@@ -239,6 +250,68 @@ async def test_a_web_hit_for_the_linked_page_credits_the_item_row(linked_brain, 
     )
     assert [r["url"] for r in pack["external_evidence"]] == ["https://elsewhere.example.net/tokio"]
     assert "collapsed_onto_local_source" in [d["decision"] for d in pack["merge_decisions"]]
+
+
+async def test_a_linked_page_dbrain_never_extracted_shows_the_providers_text_inside_it(
+    linked_brain, fake
+):
+    """The web found the bookmark's page, which dbrain has not extracted: the page inside the
+    item's row says so and carries the provider's text, badged as the provider's, on the page,
+    on the agent tool's row, and in the warning; the item's own text stays the brain's."""
+    conn = sqlite3.connect(linked_brain)
+    with conn:
+        conn.execute("update sources set extract_status = '' where source_key = ?", [PAGE_KEY])
+    conn.close()
+    params = {"q": "tokio scheduler lifo", "external": "always"}
+    with web_ds_for(linked_brain, fake) as ds:
+        await ds.invoke_startup()
+        cookies = actor_cookies(ds, "root")
+        pack = (await ds.client.get("/-/research.json", params=params, cookies=cookies)).json()
+        html = (await ds.client.get("/-/research", params=params, cookies=cookies)).text
+        compact = await tools.research(
+            ds,
+            {"id": "root"},
+            tools.ResearchQuery("tokio scheduler lifo", external="always"),
+            "mcp",
+        )
+    row = row_for(pack, BOOKMARK_KEY)
+    page = row["linked_source"]
+    assert "provider_excerpt" not in row and PROVIDER_WORDS not in row["excerpt"]
+    assert page["also_found_by"] == ["scripted"] and page["extract_status"] == ""
+    assert page["provider_excerpt"]["excerpt_from"] == "scripted"
+    assert page["provider_excerpt"]["origin"] == "outside_dbrain_corpus"
+    assert page["provider_excerpt"]["text"] == PROVIDER_WORDS
+    (warning,) = [w for w in pack["warnings"] if w["code"] == "local_source_needs_extraction"]
+    assert warning["source_keys"] == [PAGE_KEY]
+    assert "“Making the Tokio scheduler 10x faster”" in warning["message"]
+
+    shown = html.split(f'data-linked-source-key="{PAGE_KEY}"')[1].split("</div>")[0]
+    assert "dbrain has not extracted this page yet (extract status: pending)" in shown
+    assert "Scripted Web's text, not your brain's</span>" in shown
+    assert "<mark>LIFO</mark> slot for the last task" in shown
+    assert html.count("slot for the last task") == 1
+    row_html = html.split(f'data-source-key="{BOOKMARK_KEY}"')[1]
+    details = row_html.split('<details class="dbrain-why">')[1].split("</details>")[0]
+    assert "<li>its linked page: 1st best match among your sources</li>" in details
+    assert "<li>Scripted Web found its linked page in your brain at rank 2</li>" in details
+
+    (agent_row,) = compact["brain_rows"]
+    assert agent_row["linked_page"]["key"] == PAGE_KEY
+    assert agent_row["linked_page"]["provider_excerpt"]["text"] == PROVIDER_WORDS
+    assert agent_row["linked_page"]["provenance"] == tools.LOCAL_BADGE
+
+
+def test_the_command_line_shows_the_linked_page_inside_the_item(linked_brain):
+    args = ["dbrain-research", str(linked_brain), "tokio scheduler lifo"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    item, page = result.output.split(" 1. [item/")[1].split("linked page in your brain: ")
+    assert (
+        item.startswith("x] Making the Tokio scheduler ten times faster") and BOOKMARK_KEY in item
+    )
+    assert page.splitlines()[0] == "Making the Tokio scheduler 10x faster"
+    assert page.splitlines()[1].split() == [PAGE_KEY, PAGE_URL]
+    assert " 2. " not in result.output
 
 
 class CitesThePageAsync(llm.AsyncModel):
