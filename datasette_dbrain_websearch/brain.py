@@ -30,7 +30,7 @@ import os
 import sqlite3
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -370,6 +370,32 @@ def hydrate(conn: sqlite3.Connection, hits: list[Hit], shape: BrainShape) -> Non
         rows = {r[0]: dict(zip(names_out, r, strict=True)) for r in cursor}
         for hit in wanted:
             hit.row = rows.get(hit.id, {"id": hit.id})
+
+
+def row_facts(kind: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """What a brain row says about itself (title, URL, type, tags, who and when), named as the
+    pack names it, so an evidence row, a linked page and a fetched source read their columns
+    alike."""
+    url = row.get("canonical_url", "")
+    facts: dict[str, Any] = {
+        "title": row.get("title") or row.get("article_title") or url or row.get("source_key", ""),
+        "url": url,
+        "source_type": row.get("source_type", ""),
+        "user_tags": split_tags(row.get("user_tags", "")),
+        "note_path": row.get("note_path", ""),
+    }
+    if kind == "item":
+        facts["author"] = row.get("author_name") or row.get("author_handle", "")
+        facts["published_at"] = row.get("published_at", "")
+        facts["saved_at"] = row.get("saved_at") or row.get("imported_at", "")
+    else:
+        facts["domain"] = row.get("domain", "")
+        facts["published_at"] = ""
+        facts["saved_at"] = row.get("created_at", "")
+        facts["extracted_at"] = row.get("extracted_at", "")
+        facts["extract_status"] = row.get("extract_status", "")
+        facts["summarized_at"] = row.get("summarized_at", "")
+    return facts
 
 
 def excerpt_fields(kind: str, row: dict[str, Any]) -> list[tuple[str, str, str]]:

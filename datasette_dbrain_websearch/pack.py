@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from .brain import FTS_TABLE, TABLE, Hit, LocalResult, excerpt_fields, split_tags
+from .brain import FTS_TABLE, TABLE, Hit, LocalResult, excerpt_fields, row_facts
 from .excerpts import best_excerpt
 from .external import ExternalHit
 from .fts import QueryPlan, matched_terms
@@ -109,33 +109,16 @@ def evidence_row(hit: Hit, plan: QueryPlan, row_url: RowUrl, excerpt_chars: int)
     row = hit.row
     terms = plan.query_terms
     excerpt = best_excerpt(excerpt_fields(hit.kind, row), terms, excerpt_chars)
-    url = row.get("canonical_url", "")
-    title = row.get("title") or row.get("article_title") or url or row.get("source_key", "")
     evidence: dict[str, Any] = {
         "source_key": row.get("source_key", ""),
         "kind": hit.kind,
         "origin": "dbrain_corpus",
-        "title": title,
-        "url": url,
+        **row_facts(hit.kind, row),
         "excerpt": excerpt.text,
         "excerpt_html": excerpt.html,
         "evidence_role": excerpt.role,
-        "source_type": row.get("source_type", ""),
-        "user_tags": split_tags(row.get("user_tags", "")),
-        "note_path": row.get("note_path", ""),
         "row_url": row_url(hit.kind, hit.id),
     }
-    if hit.kind == "item":
-        evidence["author"] = row.get("author_name") or row.get("author_handle", "")
-        evidence["published_at"] = row.get("published_at", "")
-        evidence["saved_at"] = row.get("saved_at") or row.get("imported_at", "")
-    else:
-        evidence["domain"] = row.get("domain", "")
-        evidence["published_at"] = ""
-        evidence["saved_at"] = row.get("created_at", "")
-        evidence["extracted_at"] = row.get("extracted_at", "")
-        evidence["extract_status"] = row.get("extract_status", "")
-        evidence["summarized_at"] = row.get("summarized_at", "")
     matched = [t for t in terms if t in hit.matched]
     evidence["retrieval"] = {
         "score": round(hit.fused + (EXACT_WEIGHT if hit.exact_field else 0.0), 6),
@@ -159,20 +142,13 @@ def _add_linked(
     key = row.get("source_key", "")
     terms = plan.query_terms
     excerpt = best_excerpt(excerpt_fields("source", row), terms, excerpt_chars)
-    url = row.get("canonical_url", "")
     evidence["linked_source"] = {
         "source_key": key,
         "kind": "source",
-        "title": row.get("title") or url or key,
-        "url": url,
-        "domain": row.get("domain", ""),
-        "source_type": row.get("source_type", ""),
+        **row_facts("source", row),
         "excerpt": excerpt.text,
         "excerpt_html": excerpt.html,
         "evidence_role": excerpt.role,
-        "note_path": row.get("note_path", ""),
-        "saved_at": row.get("created_at", ""),
-        "extract_status": row.get("extract_status", ""),
         "row_url": row_url("source", page.id),
         "matched_terms": [t for t in terms if t in page.matched],
     }

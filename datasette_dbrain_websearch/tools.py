@@ -25,7 +25,7 @@ from functools import partial
 from typing import Annotated, Any, Literal
 
 from . import traces
-from .brain import KINDS, TABLE, Hit, brain_shape, excerpt_fields, hydrate, reader, split_tags
+from .brain import KINDS, TABLE, Hit, brain_shape, excerpt_fields, hydrate, reader, row_facts
 from .brain import check_unchanged as check_brain_unchanged
 from .compat import PROMOTE, RESEARCH, can
 from .config import ConfigError, Settings
@@ -431,20 +431,8 @@ def source_row(hit: Hit, row_url: Callable[[str, int], str], database: str, link
         "kind": hit.kind,
         "origin": "dbrain_corpus",
         "provenance": LOCAL_BADGE,
-        "title": row.get("title") or row.get("article_title") or row.get("canonical_url", ""),
-        "url": row.get("canonical_url", ""),
-        "source_type": row.get("source_type", ""),
-        "user_tags": split_tags(row.get("user_tags", "")),
-        "note_path": row.get("note_path", ""),
+        **row_facts(hit.kind, row),
     }
-    if hit.kind == "item":
-        shown["author"] = row.get("author_name") or row.get("author_handle", "")
-        shown["published_at"] = row.get("published_at", "")
-        shown["saved_at"] = row.get("saved_at") or row.get("imported_at", "")
-    else:
-        shown["domain"] = row.get("domain", "")
-        shown["saved_at"] = row.get("created_at", "")
-        shown["extract_status"] = row.get("extract_status", "")
     shown["texts"] = trimmed_texts(excerpt_fields(hit.kind, row), SOURCE_TEXT_CHARS)
     shown["truncated"] = any(t["truncated"] for t in shown["texts"])
     shown["row_url"] = link(row_url(hit.kind, hit.id))
