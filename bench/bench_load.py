@@ -25,19 +25,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
-import json
-import os
 import random
 import sqlite3
-import subprocess
-import tempfile
 import time
 from pathlib import Path
 
 import httpx
 
 # Run as a script, so this folder is on sys.path and the sibling benchmark's helpers import.
-from bench_research import DATASETTE, free_port, pct, start_fakeweb, wait_for
+from bench_research import pct, web_served
 from itsdangerous import URLSafeSerializer
 
 SECRET = "bench-load-secret"
@@ -60,34 +56,6 @@ RAW = [
 BODY_MB = 100
 # Share of each ordinary client's requests, by kind.
 MIX = {"research": 0.55, "web": 0.15, "feedback": 0.15, "promote": 0.15}
-
-
-def config(fake_url: str) -> dict:
-    return {
-        "permissions": {"dbrain-promote": {"id": "root"}},
-        "plugins": {
-            "datasette-dbrain-websearch": {
-                "external_search": {
-                    "enabled": True,
-                    "providers": ["brave", "exa"],
-                    "cache_ttl": 0,
-                    "allow": {"id": "root"},
-                    "brave": {
-                        "api_key": {"$env": "BENCH_BRAVE_KEY"},
-                        "base_url": f"{fake_url}/brave/res/v1",
-                    },
-                    "exa": {"api_key": {"$env": "BENCH_EXA_KEY"}, "base_url": f"{fake_url}/exa"},
-                }
-            }
-        },
-    }
-
-
-def datasette_1() -> bool:
-    """Is the Datasette next to this Python a 1.0 release (alpha or not)?"""
-    from datasette.version import __version__
-
-    return __version__.startswith("1.")
 
 
 class Tally:
@@ -269,30 +237,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30)
     args = parser.parse_args()
 
-    env = {**os.environ, "BENCH_BRAVE_KEY": "bench-brave", "BENCH_EXA_KEY": "bench-exa"}
-    with tempfile.TemporaryDirectory() as tmp:
-        brain = Path(tmp) / "brain.db"
-        subprocess.run([DATASETTE, "dbrain-demo", str(brain)], check=True, capture_output=True)
-        fake_port, port = free_port(), free_port()
-        fake = start_fakeweb(fake_port, 50, "bench-brave", "bench-exa")
-        # 1.0 reads plugin config and permissions from -c; 0.65 from metadata (-m).
-        settings = Path(tmp) / "settings.json"
-        settings.write_text(json.dumps(config(f"http://127.0.0.1:{fake_port}")))
-        flag = "-c" if datasette_1() else "-m"
-        server = subprocess.Popen(
-            [DATASETTE, "serve", str(brain), flag, str(settings), "-p", str(port)],
-            env={**env, "DATASETTE_SECRET": SECRET},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            wait_for(f"http://127.0.0.1:{port}/-/versions.json", server)
-            base = f"http://127.0.0.1:{port}"
-            tally, elapsed = asyncio.run(load(base, args.clients, args.seconds))
-        finally:
-            for process in (server, fake):
-                process.terminate()
-                process.wait(10)
+    root_only = {"id": "root"}
+    with web_served(50, root_only, {"dbrain-promote": root_only}, SECRET) as (base, brain):
+        tally, elapsed = asyncio.run(load(base, args.clients, args.seconds))
         duplicates, lost = check_promotions(brain, tally)
     report(args, tally, elapsed, duplicates, lost)
     if tally.errors or duplicates or lost:

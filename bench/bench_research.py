@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import platform
 import random
@@ -41,6 +42,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import date
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -149,6 +151,63 @@ def start_fakeweb(port: int, latency_ms: float, brave_key: str, exa_key: str) ->
         ],
         stdout=subprocess.DEVNULL,
     )
+
+
+def datasette_1() -> bool:
+    """Is the Datasette next to this Python a 1.0 release (alpha or not)?"""
+    from datasette.version import __version__
+
+    return __version__.startswith("1.")
+
+
+@contextmanager
+def web_served(
+    latency_ms: float, allow: Any, permissions: dict | None = None, secret: str = ""
+) -> Iterator[tuple[str, Path]]:
+    """The demo brain served with web search through the offline fake Brave and Exa, which
+    answer after ``latency_ms``; yields the server's base URL and the brain, and stops both.
+
+    ``allow`` is who may search the web; ``secret`` signs actor cookies the caller makes.
+    """
+    keys = {"BENCH_BRAVE_KEY": "bench-brave", "BENCH_EXA_KEY": "bench-exa"}
+    env = {**os.environ, **keys, **({"DATASETTE_SECRET": secret} if secret else {})}
+    with tempfile.TemporaryDirectory() as tmp:
+        brain = Path(tmp) / "brain.db"
+        subprocess.run([DATASETTE, "dbrain-demo", str(brain)], check=True, capture_output=True)
+        fake_port, port = free_port(), free_port()
+        fake = start_fakeweb(fake_port, latency_ms, keys["BENCH_BRAVE_KEY"], keys["BENCH_EXA_KEY"])
+        fake_url = f"http://127.0.0.1:{fake_port}"
+        external = {
+            "enabled": True,
+            "providers": ["brave", "exa"],
+            "cache_ttl": 0,
+            "allow": allow,
+            "brave": {
+                "api_key": {"$env": "BENCH_BRAVE_KEY"},
+                "base_url": f"{fake_url}/brave/res/v1",
+            },
+            "exa": {"api_key": {"$env": "BENCH_EXA_KEY"}, "base_url": f"{fake_url}/exa"},
+        }
+        config = {"plugins": {"datasette-dbrain-websearch": {"external_search": external}}}
+        if permissions:
+            config["permissions"] = permissions
+        settings = Path(tmp) / "settings.json"
+        settings.write_text(json.dumps(config))
+        # 1.0 reads plugin config and permissions from -c; 0.65 from metadata (-m).
+        flag = "-c" if datasette_1() else "-m"
+        server = subprocess.Popen(
+            [DATASETTE, "serve", str(brain), flag, str(settings), "-p", str(port)],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        try:
+            wait_for(f"http://127.0.0.1:{port}/-/versions.json", server)
+            yield f"http://127.0.0.1:{port}", brain
+        finally:
+            for process in (server, fake):
+                process.terminate()
+                process.wait(10)
 
 
 def wait_for(url: str, process: subprocess.Popen, seconds: float = 60) -> None:

@@ -18,17 +18,12 @@ Prints ratios; never fails on them.
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import statistics
-import subprocess
-import tempfile
-from pathlib import Path
 
 import httpx
 
 # Run as a script, so this folder is on sys.path and the sibling benchmark's helpers import.
-from bench_research import DATASETTE, free_port, pct, start_fakeweb, timed, wait_for
+from bench_research import pct, timed, web_served
 
 QUESTIONS = [
     "lattice qcd",
@@ -42,53 +37,14 @@ QUESTIONS = [
 ]
 
 
-def config(fake_url: str) -> dict:
-    return {
-        "plugins": {
-            "datasette-dbrain-websearch": {
-                "external_search": {
-                    "enabled": True,
-                    "providers": ["brave", "exa"],
-                    "cache_ttl": 0,
-                    "allow": True,
-                    "brave": {
-                        "api_key": {"$env": "BENCH_BRAVE_KEY"},
-                        "base_url": f"{fake_url}/brave/res/v1",
-                    },
-                    "exa": {"api_key": {"$env": "BENCH_EXA_KEY"}, "base_url": f"{fake_url}/exa"},
-                }
-            }
-        }
-    }
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--latency-ms", type=float, default=300)
     parser.add_argument("--reps", type=int, default=5)
     args = parser.parse_args()
 
-    env = {**os.environ, "BENCH_BRAVE_KEY": "bench-brave", "BENCH_EXA_KEY": "bench-exa"}
-    with tempfile.TemporaryDirectory() as tmp:
-        brain = Path(tmp) / "brain.db"
-        subprocess.run([DATASETTE, "dbrain-demo", str(brain)], check=True, capture_output=True)
-        fake_port, port = free_port(), free_port()
-        fake = start_fakeweb(fake_port, args.latency_ms, "bench-brave", "bench-exa")
-        metadata = Path(tmp) / "metadata.json"
-        metadata.write_text(json.dumps(config(f"http://127.0.0.1:{fake_port}")))
-        server = subprocess.Popen(
-            [DATASETTE, "serve", str(brain), "-m", str(metadata), "-p", str(port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        try:
-            wait_for(f"http://127.0.0.1:{port}/-/versions.json", server)
-            results = run(f"http://127.0.0.1:{port}", args.reps)
-        finally:
-            for process in (server, fake):
-                process.terminate()
-                process.wait(10)
+    with web_served(args.latency_ms, allow=True) as (base, _):
+        results = run(base, args.reps)
     report(args, results)
 
 
