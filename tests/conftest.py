@@ -223,6 +223,16 @@ def actor_cookies(datasette: Datasette, actor_id: str) -> dict[str, str]:
     return {"ds_actor": datasette.sign({"a": {"id": actor_id}}, "actor")}
 
 
+def db_rows(path: Path | str, sql: str, params: Any = ()) -> list[dict[str, Any]]:
+    """The rows of one query against a SQLite file (a brain or the plugin's runs database)."""
+    conn = sqlite3.connect(path)
+    conn.row_factory = sqlite3.Row
+    try:
+        return [dict(r) for r in conn.execute(sql, params)]
+    finally:
+        conn.close()
+
+
 def dump(obj: Any) -> str:
     return json.dumps(obj, ensure_ascii=False)
 

@@ -9,14 +9,13 @@ question endpoint, and ``execute_agent_tool`` for calls that must fail before an
 from __future__ import annotations
 
 import json
-import sqlite3
 from typing import Any
 
 import pytest
 
 from datasette_dbrain_websearch.compat import PROMOTE, RESEARCH
 
-from .conftest import DATASETTE_1, actor_cookies, make_datasette, web_config
+from .conftest import DATASETTE_1, actor_cookies, db_rows, make_datasette, web_config
 
 pytestmark = pytest.mark.skipif(not DATASETTE_1, reason="datasette-agent needs Datasette 1.0a")
 agent_tools = pytest.importorskip("datasette_agent.tools")
@@ -95,31 +94,19 @@ def seen_by_model(events: list[tuple[str, Any]]) -> dict[str, Any]:
 
 
 def sources_at(brain, key: str) -> list[tuple[str, str]]:
-    conn = sqlite3.connect(brain[0])
-    try:
-        return conn.execute(
-            "select source_key, title from sources where source_key = ?", [key]
-        ).fetchall()
-    finally:
-        conn.close()
+    sql = "select source_key, title from sources where source_key = ?"
+    return [(r["source_key"], r["title"]) for r in db_rows(brain[0], sql, [key])]
 
 
 def source_count(brain) -> int:
-    conn = sqlite3.connect(brain[0])
-    try:
-        return conn.execute("select count(*) from sources").fetchone()[0]
-    finally:
-        conn.close()
+    (row,) = db_rows(brain[0], "select count(*) as n from sources")
+    return row["n"]
 
 
 def surface_of(brain, run_id: str) -> tuple[str, str]:
-    conn = sqlite3.connect(brain[0].parent / "research_runs.db")
-    try:
-        return conn.execute(
-            "select surface, actor_id from dbrain_websearch_runs where run_id = ?", [run_id]
-        ).fetchone()
-    finally:
-        conn.close()
+    sql = "select surface, actor_id from dbrain_websearch_runs where run_id = ?"
+    (row,) = db_rows(brain[0].parent / "research_runs.db", sql, [run_id])
+    return (row["surface"], row["actor_id"])
 
 
 async def web_run(ds: Any) -> tuple[Chat, dict[str, Any]]:

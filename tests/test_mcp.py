@@ -9,7 +9,6 @@ Actors come from the ``ds_actor`` cookie, as for any Datasette request: root may
 from __future__ import annotations
 
 import json
-import sqlite3
 import subprocess
 import sys
 import urllib.error
@@ -26,7 +25,14 @@ from datasette_dbrain_websearch.tools import PARAMETERS, trimmed_texts
 from datasette_dbrain_websearch.urls import normalize_url
 
 from .browser import SECRET, serve
-from .conftest import BRAVE_KEY, SOURCE_URLS, build_fixture_brain, make_datasette, web_config
+from .conftest import (
+    BRAVE_KEY,
+    SOURCE_URLS,
+    build_fixture_brain,
+    db_rows,
+    make_datasette,
+    web_config,
+)
 
 pytest.importorskip("datasette_mcp")
 httpx2 = pytest.importorskip("httpx2")
@@ -72,21 +78,13 @@ def error_text(result: Any) -> str:
 
 
 def saved_run(server: dict[str, Any], run_id: str) -> tuple[str, str] | None:
-    conn = sqlite3.connect(server["runs"])
-    try:
-        return conn.execute(
-            "select surface, actor_id from dbrain_websearch_runs where run_id = ?", [run_id]
-        ).fetchone()
-    finally:
-        conn.close()
+    sql = "select surface, actor_id from dbrain_websearch_runs where run_id = ?"
+    return next((tuple(r.values()) for r in db_rows(server["runs"], sql, [run_id])), None)
 
 
 def run_count(server: dict[str, Any]) -> int:
-    conn = sqlite3.connect(server["runs"])
-    try:
-        return conn.execute("select count(*) from dbrain_websearch_runs").fetchone()[0]
-    finally:
-        conn.close()
+    (row,) = db_rows(server["runs"], "select count(*) as n from dbrain_websearch_runs")
+    return row["n"]
 
 
 def get_status(url: str, actor_id: str) -> int:

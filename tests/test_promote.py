@@ -20,7 +20,7 @@ from datasette_dbrain_websearch.providers import Provider, WebResult
 from datasette_dbrain_websearch.schema import create_retrieval_triggers, source_fts_row
 from datasette_dbrain_websearch.urls import normalize_url
 
-from .conftest import DATASETTE_1, actor_cookies, make_datasette, registered, web_config
+from .conftest import DATASETTE_1, actor_cookies, db_rows, make_datasette, registered, web_config
 
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
 GRANT_ROOT = {"dbrain-promote": {"id": "root"}}
@@ -56,15 +56,6 @@ async def post_json(ds, body, actor="root"):
     return await ds.client.post("/-/research/promote", json=body, cookies=cookies, headers=headers)
 
 
-def brain_rows(path, sql, params=()):
-    conn = sqlite3.connect(path)
-    conn.row_factory = sqlite3.Row
-    try:
-        return [dict(r) for r in conn.execute(sql, params)]
-    finally:
-        conn.close()
-
-
 async def test_promotion_writes_a_dbrain_source_column_by_column(brain, fake):
     ds = await promoting_ds(brain, fake)
     pack = await web_run(ds)
@@ -79,7 +70,7 @@ async def test_promotion_writes_a_dbrain_source_column_by_column(brain, fake):
         expected.source_key
         == "src:" + hashlib.sha256(expected.canonical_url.encode()).hexdigest()[:12]
     )
-    (source,) = brain_rows(
+    (source,) = db_rows(
         brain[0], "select * from sources where source_key = ?", [expected.source_key]
     )
     assert result["row_url"] == f"/brain/sources/{source['id']}"
@@ -111,9 +102,7 @@ async def test_promotion_writes_a_dbrain_source_column_by_column(brain, fake):
         assert source[column] == "", column
     assert source["extract_failure_count"] == 0
     assert None not in source.values()
-    (fts,) = brain_rows(
-        brain[0], "select rowid, * from sources_fts where rowid = ?", [source["id"]]
-    )
+    (fts,) = db_rows(brain[0], "select rowid, * from sources_fts where rowid = ?", [source["id"]])
     fts_columns = (
         "rowid",
         "source_key",
@@ -125,7 +114,7 @@ async def test_promotion_writes_a_dbrain_source_column_by_column(brain, fake):
         "domain",
     )
     assert tuple(fts[c] for c in fts_columns) == source_fts_row(source)
-    (provenance,) = brain_rows(
+    (provenance,) = db_rows(
         brain[0].parent / "research_runs.db", "select * from dbrain_websearch_promotions"
     )
     assert provenance["run_id"] == pack["run_id"] and provenance["actor_id"] == "root"
@@ -158,13 +147,13 @@ async def test_promotion_is_idempotent_and_one_row_under_concurrency(brain, fake
     local = {r.json()["results"][0]["local_source_key"] for r in responses}
     assert len(local) == 1
     url = normalize_url(pack["external_evidence"][1]["canonical_url"]).normalized_url
-    assert len(brain_rows(brain[0], "select id from sources where normalized_url = ?", [url])) == 1
+    assert len(db_rows(brain[0], "select id from sources where normalized_url = ?", [url])) == 1
 
 
 async def test_only_keys_from_that_run_can_be_promoted(brain, fake):
     ds = await promoting_ds(brain, fake)
     pack = await web_run(ds)
-    before = brain_rows(brain[0], "select count(*) as n from sources")[0]["n"]
+    before = db_rows(brain[0], "select count(*) as n from sources")[0]["n"]
     for keys in (
         ["ext:brave:000000000000"],
         ["https://evil.example/inject"],
@@ -190,18 +179,18 @@ async def test_only_keys_from_that_run_can_be_promoted(brain, fake):
     ):
         response = await post_json(ds, bad)
         assert response.status_code == 400, bad
-    assert brain_rows(brain[0], "select count(*) as n from sources")[0]["n"] == before
+    assert db_rows(brain[0], "select count(*) as n from sources")[0]["n"] == before
 
 
 async def test_promotion_needs_the_permission(brain, fake):
     ds = await promoting_ds(brain, fake)
     pack = await web_run(ds)
     body = {"run_id": pack["run_id"], "source_keys": [pack["external_evidence"][0]["source_key"]]}
-    before = brain_rows(brain[0], "select count(*) as n from sources")[0]["n"]
+    before = db_rows(brain[0], "select count(*) as n from sources")[0]["n"]
     for actor in ("alice", None):
         response = await post_json(ds, body, actor=actor)
         assert response.status_code == 403
-    assert brain_rows(brain[0], "select count(*) as n from sources")[0]["n"] == before
+    assert db_rows(brain[0], "select count(*) as n from sources")[0]["n"] == before
     page = await ds.client.get(
         "/-/research",
         params={"q": "lattice qcd", "external": "always"},
@@ -215,12 +204,12 @@ async def test_cross_site_form_posts_are_refused(brain, fake):
     pack = await web_run(ds)
     form = {"run_id": pack["run_id"], "source_keys": pack["external_evidence"][0]["source_key"]}
     headers = {"Sec-Fetch-Site": "cross-site", "Origin": "http://evil.example"}
-    before = brain_rows(brain[0], "select count(*) as n from sources")[0]["n"]
+    before = db_rows(brain[0], "select count(*) as n from sources")[0]["n"]
     response = await ds.client.post(
         "/-/research/promote", data=form, cookies=actor_cookies(ds, "root"), headers=headers
     )
     assert response.status_code == 403
-    assert brain_rows(brain[0], "select count(*) as n from sources")[0]["n"] == before
+    assert db_rows(brain[0], "select count(*) as n from sources")[0]["n"] == before
 
 
 async def test_form_promotion_redirects_back_with_a_message(brain, fake):
@@ -264,7 +253,7 @@ async def test_immutable_brain_answers_409(brain, fake):
 async def test_read_only_brain_file_answers_409(brain, fake):
     ds = await promoting_ds(brain, fake)
     pack = await web_run(ds)
-    before = brain_rows(brain[0], "select count(*) as n from sources")[0]["n"]
+    before = db_rows(brain[0], "select count(*) as n from sources")[0]["n"]
     brain[0].chmod(0o444)
     try:
         body = {
@@ -277,7 +266,7 @@ async def test_read_only_brain_file_answers_409(brain, fake):
     if response.status_code == 200:
         pytest.skip("this machine lets root write to a read-only file")
     assert response.status_code == 409 and response.json()["code"] == "brain_read_only"
-    assert brain_rows(brain[0], "select count(*) as n from sources")[0]["n"] == before
+    assert db_rows(brain[0], "select count(*) as n from sources")[0]["n"] == before
 
 
 async def test_dbrain_retrieval_triggers_keep_working(brain, fake):
@@ -291,7 +280,7 @@ async def test_dbrain_retrieval_triggers_keep_working(brain, fake):
     response = await post_json(ds, {"run_id": pack["run_id"], "source_keys": [row["source_key"]]})
     assert response.json()["results"][0]["status"] == "created"
     key = normalize_url(row["canonical_url"]).source_key
-    pending = brain_rows(
+    pending = db_rows(
         brain[0], "select * from retrieval_parent_projections where parent_source_key = ?", [key]
     )
     assert pending and pending[0]["status"] == "pending"
@@ -387,7 +376,7 @@ async def test_fetch_extracts_text_and_refuses_private_addresses(
         assert result["message"].startswith(f"Added “{result['title']}” as ")
         retry = "The page could not be fetched: kept the provider's text; dbrain will retry."
         assert (retry in result["message"]) is not allowed
-        (source,) = brain_rows(
+        (source,) = db_rows(
             brain[0],
             "select * from sources where source_key = ?",
             [response.json()["results"][0]["local_source_key"]],

@@ -25,8 +25,8 @@ from datasette_dbrain_websearch.schema import (
 )
 from datasette_dbrain_websearch.urls import normalize_url
 
-from .conftest import SOURCE_URLS, actor_cookies, add_source, registered
-from .test_promote import brain_rows, post_json, promoting_ds, serve_article, web_run
+from .conftest import SOURCE_URLS, actor_cookies, add_source, db_rows, registered
+from .test_promote import post_json, promoting_ds, serve_article, web_run
 
 PROVIDER_TEXT = "Quasicrystals tile the plane without repeating; their diffraction is sharp."
 RAW_URL = "http://www.Example.net/labs/../notes/?utm_source=feed&b=2&a=1#top"
@@ -75,18 +75,18 @@ def article_page():
 
 
 def source_row(path, source_key: str) -> dict[str, Any]:
-    (row,) = brain_rows(path, "select * from sources where source_key = ?", [source_key])
+    (row,) = db_rows(path, "select * from sources where source_key = ?", [source_key])
     return row
 
 
 def fts_row(path, row_id: int) -> tuple[Any, ...]:
-    (fts,) = brain_rows(path, "select rowid, * from sources_fts where rowid = ?", [row_id])
+    (fts,) = db_rows(path, "select rowid, * from sources_fts where rowid = ?", [row_id])
     return tuple(fts[c] for c in SOURCES_FTS_COLUMNS)
 
 
 def column_types(path, row_id: int) -> dict[str, str]:
     typed = ", ".join(f"typeof({c}) as {c}" for c in SOURCE_COLUMNS)
-    (types,) = brain_rows(path, f"select {typed} from sources where id = ?", [row_id])
+    (types,) = db_rows(path, f"select {typed} from sources where id = ?", [row_id])
     return types
 
 
@@ -334,12 +334,12 @@ async def test_a_clash_rolls_back_the_whole_request(brain, scripted):
                 "update sources set source_key = ? where title = 'Elsewhere'", [clash.source_key]
             )
         conn.close()
-        count = brain_rows(brain[0], "select count(*) as n from sources")[0]["n"]
-        fts = brain_rows(brain[0], "select count(*) as n from sources_fts")[0]["n"]
+        count = db_rows(brain[0], "select count(*) as n from sources")[0]["n"]
+        fts = db_rows(brain[0], "select count(*) as n from sources_fts")[0]["n"]
         response = await post_json(ds, {"run_id": pack["run_id"], "source_keys": keys})
     assert response.status_code == 409 and response.json()["code"] == "conflict"
-    assert brain_rows(brain[0], "select count(*) as n from sources")[0]["n"] == count
-    assert brain_rows(brain[0], "select count(*) as n from sources_fts")[0]["n"] == fts
+    assert db_rows(brain[0], "select count(*) as n from sources")[0]["n"] == count
+    assert db_rows(brain[0], "select count(*) as n from sources_fts")[0]["n"] == fts
 
 
 async def test_promotion_leaves_the_write_connection_as_it_found_it(brain, scripted):
