@@ -30,7 +30,6 @@ from .merge import (
 
 SCHEMA_VERSION = "research_pack.v1"
 EXACT_WEIGHT = 1.0
-PROVIDER_EXCERPT_CHARS = 240  # the default excerpt_chars setting
 
 RowUrl = Callable[[str, int], str]
 
@@ -366,7 +365,7 @@ def credit_local(
     row: dict[str, Any],
     hits: list[ExternalHit],
     labels: dict,
-    excerpt_chars: int = PROVIDER_EXCERPT_CHARS,
+    excerpt_chars: int,
     linked_key: str = "",
 ) -> None:
     """A web hit for a page the brain holds: the local row gains the lane, not a twin.

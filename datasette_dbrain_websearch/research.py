@@ -519,15 +519,14 @@ def _credit_local_sources(
             continue
         key = source.row.get("source_key")
         row = next((r for r in evidence if r["source_key"] == key), None)
-        linked = next((r for r in evidence if key in row_keys(r)), None) if row is None else None
-        if linked is not None:  # the page is shown inside the item that links to it
-            credit_local(linked, hits, labels, settings.excerpt_chars, linked_key=key)
-            continue
+        row = row or next((r for r in evidence if key in row_keys(r)), None)
         if row is None:
             row = evidence_row(source, plan, row_url, settings.excerpt_chars)
             evidence.append(row)
             added.append(source)
-        credit_local(row, hits, labels, settings.excerpt_chars)
+        # When the page is shown inside the item that links to it, the credit says so.
+        linked_key = "" if row["source_key"] == key else key
+        credit_local(row, hits, labels, settings.excerpt_chars, linked_key)
     return added
 
 
