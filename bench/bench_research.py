@@ -28,6 +28,7 @@ import json
 import os
 import platform
 import random
+import re
 import shutil
 import socket
 import sqlite3
@@ -46,8 +47,9 @@ from typing import Any
 
 import httpx
 
-from datasette_dbrain_websearch.brain import KINDS, Filters, brain_shape, lane_sql
-from datasette_dbrain_websearch.fts import plan_query
+from datasette_dbrain_websearch.brain import FTS_TABLE, KINDS
+
+WORD = re.compile(r"\w+")
 
 HERE = Path(__file__).resolve().parent
 DATASETTE = shutil.which("datasette", path=str(Path(sys.executable).parent)) or "datasette"
@@ -282,9 +284,11 @@ def run(args, path: Path, questions: list[str], port: int) -> dict[str, list[flo
     base = f"http://127.0.0.1:{port}"
     name = path.stem
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    shape = brain_shape(conn)
-    depth = 40  # the lane depth research uses for the default limit of 10
-    lanes = {kind: lane_sql(kind, Filters(), shape) for kind in KINDS}
+    # The floor's query: plain FTS5, every word quoted and OR-ed, by bm25, ten rows a table.
+    lanes = [
+        f"select rowid from [{fts}] where [{fts}] match ? order by bm25([{fts}]) limit 10"
+        for fts in (FTS_TABLE[kind] for kind in KINDS)
+    ]
     results: dict[str, list[float]] = {"research": [], "floor": [], "builtin": [], "empty": []}
     cut: list[str] = []
     with httpx.Client(base_url=base, timeout=120) as client:
@@ -292,11 +296,12 @@ def run(args, path: Path, questions: list[str], port: int) -> dict[str, list[flo
             client.get("/-/research.json", params={"q": question})
         for rep in range(args.reps):
             for question in questions:
-                match = plan_query(question).fts_query
+                words = dict.fromkeys(w.lower() for w in WORD.findall(question))
+                match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
 
                 def sqlite_floor(match: str = match) -> None:
-                    for sql, params in lanes.values():
-                        conn.execute(sql, [match, *params, depth]).fetchall()
+                    for sql in lanes:
+                        conn.execute(sql, [match]).fetchall()
 
                 def research(question: str = question) -> None:
                     r = client.get("/-/research.json", params={"q": question})

@@ -25,7 +25,6 @@ locked, or whose file was replaced, becomes a clear 503 (``brief_busy_wait``,
 
 from __future__ import annotations
 
-import math
 import os
 import sqlite3
 import time
@@ -33,10 +32,11 @@ import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
+from . import lexical
 from .errors import ResearchError, brain_gone, is_busy, sqlite_error
-from .fts import QueryPlan, matched_terms, matches_relaxed_terms, min_relaxed_coverage
+from .fts import QueryPlan, matches_relaxed_terms, min_relaxed_coverage
 from .merge import rrf_contribution
 from .schema import X_MEDIA_TRANSCRIPT_ARTICLE_TITLE
 from .urls import source_key, try_normalize_url
@@ -94,7 +94,7 @@ ENRICHMENT_ROLES = ("summary", "ocr", "x_media_transcript")
 class BrainShape:
     """Which dbrain tables and columns this database has (brains differ in age)."""
 
-    columns: dict[str, frozenset[str]]
+    columns: dict[str, tuple[str, ...]]  # in the table's order
 
     def has(self, table: str) -> bool:
         return table in self.columns
@@ -138,8 +138,7 @@ def read_shape(conn: sqlite3.Connection) -> BrainShape:
         )
     ]
     columns = {
-        name: frozenset(r[1] for r in conn.execute(f"pragma table_info([{name}])"))
-        for name in names
+        name: tuple(r[1] for r in conn.execute(f"pragma table_info([{name}])")) for name in names
     }
     return BrainShape(columns)
 
@@ -267,6 +266,9 @@ class LocalResult:
     timings_ms: dict[str, float]
     kinds_searched: list[str]
     lane_weights: dict[str, float] = field(default_factory=dict)
+    prefixed: frozenset[str] = frozenset()  # words searched as "word"*
+    ranking: str = "bm25"
+    dense_added: int = 0  # rows the semantic lane added that no word matched
 
 
 def exact_fields(question: str) -> dict[str, dict[str, list[str]]]:
@@ -319,8 +321,9 @@ def _exact(
     return hits
 
 
-def lane_sql(kind: str, filters: Filters, shape: BrainShape) -> tuple[str, list[Any]]:
-    """The bm25-ranked FTS query for one table: ids, bm25 and the total match count."""
+def dbrain_lane_sql(kind: str, filters: Filters, shape: BrainShape) -> tuple[str, list[Any]]:
+    """dbrain's ``Store.Search`` query for one table (``ranking: dbrain``): ids, bm25 with
+    the default weights, the newest first among equals, and the total match count."""
     table, fts = TABLE[kind], FTS_TABLE[kind]
     where, params = filter_sql(kind, filters, shape)
     tiebreak = shape.col(table, "last_seen_at" if kind == "item" else "updated_at")
@@ -335,7 +338,7 @@ def lane_sql(kind: str, filters: Filters, shape: BrainShape) -> tuple[str, list[
     return sql, params
 
 
-def _lane(
+def _dbrain_lane(
     conn: sqlite3.Connection,
     kind: str,
     match: str,
@@ -343,7 +346,7 @@ def _lane(
     shape: BrainShape,
     depth: int,
 ) -> tuple[list[tuple[int, float]], int]:
-    sql, params = lane_sql(kind, filters, shape)
+    sql, params = dbrain_lane_sql(kind, filters, shape)
     rows = conn.execute(sql, [match, *params, depth]).fetchall()
     return [(r[0], r[1]) for r in rows], (rows[0][2] if rows else 0)
 
@@ -483,24 +486,20 @@ def relaxed_texts(kind: str, row: dict[str, Any]) -> list[str]:
     return [str(row.get(n) or "") for n in names] + [dbrain_snippet(kind, row)]
 
 
-def lane_weights(conn: sqlite3.Connection, matches: dict[str, int]) -> dict[str, float]:
-    """Each table's lane weighs as much as the question is selective there: its idf in that
-    table, ``log(1 + rows / matches)``, relative to the most selective table's (1.0).
+def lane_weights(idf: dict[str, dict[str, float]]) -> dict[str, float]:
+    """Each table's lane weighs as much as the question is selective there: the summed idf of
+    its terms in that table (the log of how rare a row holding them all would be), relative to
+    the most selective table's (1.0).
 
     Fused ranks alone would give each table half of the first rows however broadly the question
     matches it: a few words of a note match a handful of short items and hundreds of long pages,
     and the pages would push the note out (dbrain's own search lists items first). Weighting
     each collection by how selective the query is there is how federated search merges
-    collections; a question as selective in both tables gets plain RRF. ``max(rowid)`` stands
-    for the table's size (an index lookup; deleted rows make it a little larger).
+    collections; a question as selective in both tables gets plain RRF.
     """
-    idf: dict[str, float] = {}
-    for kind, found in matches.items():
-        if found:
-            rows = conn.execute(f"select max(rowid) from [{TABLE[kind]}]").fetchone()[0] or 0
-            idf[kind] = math.log(1 + rows / found)
-    top = max(idf.values(), default=0.0)
-    return {kind: idf[kind] / top if top and kind in idf else 1.0 for kind in matches}
+    selectivity = {kind: sum(terms.values()) for kind, terms in idf.items()}
+    top = max(selectivity.values(), default=0.0)
+    return {kind: s / top if top else 1.0 for kind, s in selectivity.items()}
 
 
 def _rank_lanes(
@@ -558,13 +557,121 @@ def merge_linked(
 
 
 def _order(hit: Hit) -> tuple[Any, ...]:
-    """Exact hits first (the protected floor); after the relaxed fallback, rows holding more of
-    the question's words (an item with its page holds what either holds: dbrain's ask takes
-    points off for each missing word); then fused score, sources before items, key."""
+    """Exact hits first (the protected floor); then fused score, sources before items, key."""
     exact = hit.exact_rank or 10**9
-    held = len({t for part in hit.parts() for t in part.matched}) if hit.mode == "relaxed" else 0
     kind = 0 if hit.kind == "source" else 1
-    return (exact, -held, -hit.fused, kind, hit.row.get("source_key", ""))
+    return (exact, -hit.fused, kind, hit.row.get("source_key", ""))
+
+
+class Rescorer(Protocol):
+    """What the semantic lane offers local retrieval (``semantic.SemanticLane``)."""
+
+    weight: float
+
+    def cosines(self, kind: str, ids: list[int]) -> list[float] | None:
+        """Each row's cosine with the question (0 for rows without a vector); None when the
+        lane cannot score this table."""
+
+    def nearest(self, kind: str, count: int, skip: set[int]) -> list[tuple[int, float]]:
+        """The rows nearest the question (id, cosine), best first, without ``skip``."""
+
+
+@dataclass
+class Lanes:
+    """What the lanes found, per table, before fusion."""
+
+    ranked: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    matches: dict[str, int] = field(default_factory=dict)
+    prefixed: set[str] = field(default_factory=set)
+    errors: list[tuple[str, str]] = field(default_factory=list)
+    idf: dict[str, dict[str, float]] = field(default_factory=dict)  # per table, per term
+    holding_all: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    dense_added: int = 0
+
+
+def _bm25_lanes(
+    conn: sqlite3.Connection,
+    plan: QueryPlan,
+    kinds: list[str],
+    filters: Filters,
+    shape: BrainShape,
+    depth: int,
+) -> Lanes:
+    """One BM25 query per table (``lexical``), with each search term's idf there; a table that
+    rejects a raw query is reported, not fatal."""
+    lanes = Lanes()
+    for kind in kinds:
+        fts, table = FTS_TABLE[kind], TABLE[kind]
+        where, params = filter_sql(kind, filters, shape)
+        try:
+            if plan.syntax == "raw":
+                match = plan.fts_query
+            else:
+                prefixed = lexical.prefix_words(conn, fts, plan.search_words)
+                lanes.prefixed |= prefixed
+                match = plan.match_query(prefixed)
+                rows = conn.execute(f"select max(rowid) from [{table}]").fetchone()[0] or 0
+                found = lexical.document_frequencies(conn, fts, plan, prefixed)
+                lanes.idf[kind] = {t: lexical.idf(rows, n) for t, n in found.items() if n}
+            sql = lexical.lane_sql(fts, table, shape.columns[fts], where)
+            lanes.ranked[kind] = lexical.run_lane(conn, sql, match, params, depth)
+            every = plan.all_terms_query(prefixed) if plan.syntax != "raw" else ""
+            if every:
+                lanes.holding_all[kind] = lexical.run_lane(conn, sql, every, params, depth)
+        except sqlite3.OperationalError as exc:
+            if "interrupted" in str(exc) or is_busy(exc):
+                raise
+            lanes.errors.append((kind, str(exc)))
+            continue
+        lanes.matches[kind] = len(lanes.ranked[kind])
+    return lanes
+
+
+def _rescore_lane(
+    conn: sqlite3.Connection,
+    kind: str,
+    ranked: list[tuple[int, float]],
+    holding_all: list[tuple[int, float]],
+    plan: QueryPlan,
+    idf: dict[str, float],
+    hits: dict[tuple[str, int], Hit],
+    shape: BrainShape,
+    pool: int,
+    semantic: Rescorer | None,
+    signals: lexical.Signals,
+) -> list[tuple[int, float]]:
+    """The lane's top ``pool`` rows, and the best ``pool`` rows holding every term, re-scored by
+    the bounded signals (``lexical.rescore``) and the semantic cosine; the rest keep BM25's
+    order below them."""
+    chosen = {row_id for row_id, _ in ranked[:pool]} | {row_id for row_id, _ in holding_all[:pool]}
+    top = lexical.union(
+        [e for e in ranked if e[0] in chosen], [e for e in holding_all if e[0] in chosen]
+    )
+    rest = [e for e in ranked if e[0] not in chosen]
+    if not top:
+        return ranked
+    parts = [hits.setdefault((kind, row_id), Hit(kind, row_id)) for row_id, _ in top]
+    hydrate(conn, parts, shape)
+    coverage, phrased = [], []
+    names = [t.name for t in plan.search_terms]
+    for part in parts:
+        held, phrase = lexical.row_signals(plan, searchable_texts(kind, part.row))
+        part.matched = [t for t in plan.query_terms if t in held]
+        coverage.append(lexical.coverage(held, names, idf))
+        phrased.append(phrase)
+    ids = [row_id for row_id, _ in top]
+    cosine = semantic.cosines(kind, ids) if semantic is not None else None
+    scores = lexical.rescore(
+        [score for _, score in top],
+        coverage,
+        phrased,
+        signals,
+        len(plan.search_terms),
+        cosine,
+        semantic.weight if semantic is not None and cosine is not None else 0.0,
+    )
+    order = sorted(range(len(top)), key=lambda i: (-scores[i], i))
+    return [top[i] for i in order] + rest
 
 
 def retrieve(
@@ -573,8 +680,12 @@ def retrieve(
     plan: QueryPlan,
     filters: Filters,
     limit: int,
+    ranking: str = "bm25",
+    semantic: Rescorer | None = None,
+    signals: lexical.Signals | None = None,
 ) -> LocalResult:
-    """Run exact lookup, strict FTS, relaxed fallback; fuse, order and hydrate the top rows.
+    """Exact lookup, then the lanes (BM25 re-scored, or dbrain's order with ``ranking:
+    dbrain``); fuse, order and hydrate the top rows.
 
     The run's ``TimeBudget`` bounds it (and maps SQLite errors) around the call.
     """
@@ -583,10 +694,8 @@ def retrieve(
     warnings: list[dict[str, str]] = []
     shape = brain_shape(conn)
     kinds = filters.kinds(shape)
-    depth = min(max(limit * 4, 12), 200)
+    depth = min(max(limit * 4, 12), 1000)
     hits: dict[tuple[str, int], Hit] = {}
-    matches = {k: 0 for k in kinds}
-    mode = "raw" if plan.syntax == "raw" else "strict"
 
     def lap(name: str, since: float) -> float:
         now = time.perf_counter()
@@ -597,52 +706,47 @@ def retrieve(
     for hit in exact:
         hits[hit.key] = hit
     mark = lap("exact", started)
-    lanes, errors = (
-        _run_lanes(conn, plan.fts_query, kinds, filters, shape, depth)
-        if plan.searchable
-        else ({}, [])
-    )
-    mark = lap("fts", mark)
-    if errors and len(errors) == len(kinds):
-        raise ResearchError(f"FTS5 query error: {errors[0][1]}", code="fts_query_error")
-    for kind, message in errors:
-        warnings.append(
-            {
-                "code": "fts_query_error",
-                "message": f"{FTS_TABLE[kind]} rejected the query: {message}",
-            }
-        )
-    for kind, (_, total) in lanes.items():
-        matches[kind] = total
-    ranked_lanes = {k: v[0] for k, v in lanes.items()}
-    if not any(ranked_lanes.values()) and not hits and plan.relaxed_query:
-        ranked_lanes = _relaxed(conn, plan, kinds, filters, shape, depth, hits)
-        if any(ranked_lanes.values()):
-            mode = "relaxed"
-            matches = {k: len(v) for k, v in ranked_lanes.items()}
-            warnings.append(
-                {
-                    "code": "relaxed_query",
-                    "message": "No row matched every term; showing rows that match "
-                    f"at least {min_relaxed_coverage(plan.query_terms)} of them.",
-                }
+    if ranking == "dbrain":
+        mode, lanes = _dbrain_lanes(conn, plan, kinds, filters, shape, depth, hits, warnings)
+        mark = lap("fts", mark)
+        weights = dict.fromkeys(kinds, 1.0)
+        _place_in_dbrain_order(lanes.ranked, mode, hits)
+    else:
+        mode = "raw" if plan.syntax == "raw" else "bm25"
+        lanes = Lanes()
+        if plan.searchable:
+            lanes = _bm25_lanes(conn, plan, kinds, filters, shape, depth)
+        mark = lap("fts", mark)
+        _fts_errors(lanes.errors, kinds, warnings)
+        plan = plan.searched(lanes.prefixed)
+        signals = signals or lexical.Signals()
+        pool = max(limit * 2, signals.pool)
+        for kind, ranked in lanes.ranked.items():
+            if semantic is not None and len(ranked) < limit:
+                seen = {row_id for row_id, _ in ranked}
+                extra = semantic.nearest(kind, limit - len(ranked), seen)
+                # Dense-only rows (no word in common) rank below every lexical match.
+                floor = max((score for _, score in ranked), default=0.0)
+                ranked += [(row_id, floor + 1.0 - cos) for row_id, cos in extra]
+                lanes.dense_added += len(extra)
+            idf = lanes.idf.get(kind, {})
+            every = lanes.holding_all.get(kind, [])
+            lanes.ranked[kind] = _rescore_lane(
+                conn, kind, ranked, every, plan, idf, hits, shape, pool, semantic, signals
             )
-        mark = lap("relaxed", mark)
-    # Relaxed lanes keep at most ``depth`` OR hits each, which says nothing of how selective
-    # the question is: they fuse unweighted.
-    weights = lane_weights(conn, matches) if mode != "relaxed" else dict.fromkeys(kinds, 1.0)
-    _rank_lanes(ranked_lanes, mode, hits, weights)
+        mark = lap("rescore", mark)
+        weights = lane_weights(lanes.idf) if mode != "raw" else dict.fromkeys(kinds, 1.0)
+        _rank_lanes(lanes.ranked, mode, hits, weights)
     merge_linked(conn, hits, shape)
     ordered = sorted(hits.values(), key=_order)[:limit]
     hydrate(conn, [part for hit in ordered for part in hit.parts()], shape)
     ordered.sort(key=_order)
     for hit in ordered:
         for part in hit.parts():
-            if part.mode == "strict":
+            if part.mode == "strict":  # dbrain's AND query: every term is in the row
                 part.matched = list(plan.query_terms)
             elif not part.matched:
-                texts = searchable_texts(part.kind, part.row)
-                part.matched = matched_terms(plan.query_terms, texts)
+                part.matched = plan.matched_in(searchable_texts(part.kind, part.row))
         if hit.linked is not None:  # the row holds the words its item or its page holds
             held = {*hit.matched, *hit.linked.matched}
             hit.matched = [t for t in plan.query_terms if t in held]
@@ -652,15 +756,80 @@ def retrieve(
         hits=ordered,
         mode=mode,
         exact_count=len(exact),
-        matches=matches,
+        matches=lanes.matches,
         warnings=warnings,
         timings_ms=timings,
         kinds_searched=kinds,
         lane_weights={kind: round(w, 4) for kind, w in weights.items()},
+        prefixed=frozenset(lanes.prefixed),
+        ranking=ranking,
+        dense_added=lanes.dense_added,
     )
 
 
-def _run_lanes(
+def _fts_errors(errors: list[tuple[str, str]], kinds: list[str], warnings: list) -> None:
+    """Every table rejecting the query is a 400; some rejecting it, a warning each."""
+    if errors and len(errors) == len(kinds):
+        raise ResearchError(f"FTS5 query error: {errors[0][1]}", code="fts_query_error")
+    for kind, message in errors:
+        warnings.append(
+            {
+                "code": "fts_query_error",
+                "message": f"{FTS_TABLE[kind]} rejected the query: {message}",
+            }
+        )
+
+
+def _dbrain_lanes(
+    conn: sqlite3.Connection,
+    plan: QueryPlan,
+    kinds: list[str],
+    filters: Filters,
+    shape: BrainShape,
+    depth: int,
+    hits: dict[tuple[str, int], Hit],
+    warnings: list[dict[str, str]],
+) -> tuple[str, Lanes]:
+    """dbrain's ``Store.Search`` lanes: the AND query, then (when nothing at all was found) the
+    OR query kept by ``matchesRelaxedTerms``."""
+    mode = "raw" if plan.syntax == "raw" else "strict"
+    lanes = Lanes()
+    if plan.searchable:
+        found, errors = _run_dbrain_lanes(conn, plan.fts_query, kinds, filters, shape, depth)
+        _fts_errors(errors, kinds, warnings)
+        lanes.ranked = {k: v[0] for k, v in found.items()}
+        lanes.matches = {k: v[1] for k, v in found.items()}
+    if not any(lanes.ranked.values()) and not hits and plan.relaxed_query:
+        relaxed = _relaxed(conn, plan, kinds, filters, shape, depth, hits)
+        if any(relaxed.values()):
+            mode = "relaxed"
+            lanes.ranked = relaxed
+            lanes.matches = {k: len(v) for k, v in relaxed.items()}
+            warnings.append(
+                {
+                    "code": "relaxed_query",
+                    "message": "No row matched every term; showing rows that match "
+                    f"at least {min_relaxed_coverage(plan.query_terms)} of them.",
+                }
+            )
+    return mode, lanes
+
+
+def _place_in_dbrain_order(
+    lanes: dict[str, list[tuple[int, float]]], mode: str, hits: dict[tuple[str, int], Hit]
+) -> None:
+    """Score rows so they sort as dbrain lists them: items then sources (the relaxed fallback:
+    sources then items), each table by bm25."""
+    order = ("item", "source") if mode != "relaxed" else ("source", "item")
+    ranked = [(kind, entry) for kind in order for entry in lanes.get(kind, [])]
+    for position, (kind, (row_id, score)) in enumerate(ranked):
+        hit = hits.setdefault((kind, row_id), Hit(kind, row_id))
+        hit.lane_rank = 1 + sum(1 for k, _ in ranked[:position] if k == kind)
+        hit.lane_size, hit.bm25, hit.mode = len(lanes[kind]), score, mode
+        hit.fused = 1.0 / (1 + position)
+
+
+def _run_dbrain_lanes(
     conn: sqlite3.Connection,
     match: str,
     kinds: list[str],
@@ -668,12 +837,12 @@ def _run_lanes(
     shape: BrainShape,
     depth: int,
 ) -> tuple[dict[str, tuple[list[tuple[int, float]], int]], list[tuple[str, str]]]:
-    """Run each table's lane; a table that rejects the query is reported, not fatal."""
+    """Run each table's dbrain lane; a table that rejects the query is reported, not fatal."""
     lanes: dict[str, tuple[list[tuple[int, float]], int]] = {}
     errors: list[tuple[str, str]] = []
     for kind in kinds:
         try:
-            lanes[kind] = _lane(conn, kind, match, filters, shape, depth)
+            lanes[kind] = _dbrain_lane(conn, kind, match, filters, shape, depth)
         except sqlite3.OperationalError as exc:
             if "interrupted" in str(exc) or is_busy(exc):
                 raise
@@ -691,7 +860,7 @@ def _relaxed(
     hits: dict[tuple[str, int], Hit],
 ) -> dict[str, list[tuple[int, float]]]:
     """OR query, keeping rows that hold enough of the terms (dbrain's matchesRelaxedTerms)."""
-    lanes, _ = _run_lanes(conn, plan.relaxed_query, kinds, filters, shape, depth)
+    lanes, _ = _run_dbrain_lanes(conn, plan.relaxed_query, kinds, filters, shape, depth)
     kept: dict[str, list[tuple[int, float]]] = {}
     for kind, (ranked, _) in lanes.items():
         candidates = [hits.get((kind, row_id)) or Hit(kind, row_id) for row_id, _ in ranked]
@@ -699,9 +868,7 @@ def _relaxed(
         kept[kind] = []
         for candidate, (row_id, score) in zip(candidates, ranked, strict=True):
             if matches_relaxed_terms(plan.query_terms, relaxed_texts(kind, candidate.row)):
-                candidate.matched = matched_terms(
-                    plan.query_terms, searchable_texts(kind, candidate.row)
-                )
+                candidate.matched = plan.matched_in(searchable_texts(kind, candidate.row))
                 hits[(kind, row_id)] = candidate
                 kept[kind].append((row_id, score))
     return kept

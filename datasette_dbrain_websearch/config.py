@@ -31,6 +31,9 @@ def external_mode(value: str) -> str:
 
 
 SYNTHESIZERS = ("extractive", "llm")
+RANKINGS = ("bm25", "dbrain")
+# The offline model this package registers with llm (the ``[semantic]`` extra installs it).
+DEFAULT_EMBEDDING_MODEL = "wordllama"
 FRESHNESS_RE = re.compile(r"^(pd|pw|pm|py|\d{4}-\d{2}-\d{2}to\d{4}-\d{2}-\d{2})$")
 MAX_EXTERNAL_COUNT = 10
 SECRET_KEYS = ("api_key",)
@@ -90,6 +93,29 @@ OPTIONS: tuple[Option, ...] = (
         "string",
         "",
         "the plugin's own database file; default: `research_runs.db` next to the first brain",
+    ),
+    Option(
+        "ranking",
+        "choice",
+        "bm25",
+        "`bm25`: BM25 over every search word, re-scored (semantic lane too, when indexed); "
+        "`dbrain`: dbrain's own `Store.Search` order (AND query, items then sources)",
+        choices=RANKINGS,
+    ),
+    Option(
+        "semantic.model",
+        "string",
+        DEFAULT_EMBEDDING_MODEL,
+        "the `llm` embedding model of the semantic lane (`datasette dbrain-websearch index`); "
+        "empty: no semantic lane",
+    ),
+    Option(
+        "semantic.weight",
+        "number",
+        0.3,
+        "how much the semantic cosine counts against BM25 when re-scoring (0: BM25 only)",
+        0,
+        1,
     ),
     Option("judge.min_evidence", "integer", 2, "rows needed for `enough_evidence`", 1, 1000),
     Option(
@@ -645,6 +671,8 @@ class Settings:
     profiles: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
     feedback: RocchioSettings = field(default_factory=lambda: RocchioSettings())
     answer: AnswerSettings = field(default_factory=AnswerSettings)
+    ranking: str = "bm25"
+    semantic: SemanticSettings = field(default_factory=lambda: SemanticSettings())
 
     def secrets(self) -> list[str]:
         """Every configured secret value (provider keys, the model key), for redaction."""
@@ -673,12 +701,27 @@ class Settings:
             profiles=_profiles(block.raw.get("profiles")),
             feedback=_rocchio(block.raw.get("feedback")),
             answer=parse_answer(block.raw.get("answer")),
+            ranking=block.choice("ranking", lambda v: v.lower() if isinstance(v, str) else v),
+            semantic=_semantic(block.raw.get("semantic")),
         )
 
     @classmethod
     def from_datasette(cls, datasette: Any) -> Settings:
         """Read the plugin block from a running Datasette (top level, never per database)."""
         return cls.from_config(datasette.plugin_config(PLUGIN_NAME))
+
+
+@dataclass(frozen=True)
+class SemanticSettings:
+    """The semantic lane: which ``llm`` embedding model, and its weight when re-scoring."""
+
+    model: str = DEFAULT_EMBEDDING_MODEL
+    weight: float = 0.3
+
+
+def _semantic(raw: Any) -> SemanticSettings:
+    block = _Block(raw, "semantic")
+    return SemanticSettings(model=block.string("model").strip(), weight=block.number("weight"))
 
 
 @dataclass(frozen=True)

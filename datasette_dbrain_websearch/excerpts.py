@@ -6,8 +6,8 @@ first, and the raw text (post, transcript, article, text, OCR, extracted text) j
 compact text holds fewer than two of the terms. Every matching field offers its best window of
 ``maxChars`` characters, starting ``maxChars/4`` before a match and scored by the distinct terms
 it holds, rare ones weighing more; the best window of all wins, so a transcript match shows the
-transcript and an article match the article. Terms match as word prefixes (as FTS5 found them),
-where dbrain tests substrings, and windows are snapped to word edges.
+transcript and an article match the article. Terms match as FTS5 found them (same porter stem,
+``stemming.TermMatcher``), where dbrain tests substrings, and windows are snapped to word edges.
 
 Marking is the one place HTML is produced from row text: every segment is HTML-escaped and only
 our own ``<mark>`` tags are added, so a title or excerpt holding ``<script>`` stays text.
@@ -20,12 +20,13 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .fts import term_pattern
+from .stemming import TermMatcher
 
 ELLIPSIS = "..."
 # Evidence roles of the compact fields dbrain reads before the raw ones.
 COMPACT_ROLES = frozenset({"derived_summary", "excerpt"})
 Field = tuple[str, str, str]  # (name, evidence_role, text)
+Terms = TermMatcher | Sequence[str]  # a plan's matcher, or plain words matched by their stems
 
 
 @dataclass(frozen=True)
@@ -42,23 +43,16 @@ def squash(text: str) -> str:
     return " ".join(text.split())
 
 
-def find_matches(text: str, terms: tuple[str, ...] | list[str]) -> list[tuple[int, int, str]]:
-    """Every (start, end, term) occurrence of the terms in text, sorted, overlaps removed."""
-    spans = sorted(
-        (m.start(), m.end(), term)
-        for term in terms
-        for m in term_pattern(term).finditer(text)
-        if m.end() > m.start()
-    )
-    kept: list[tuple[int, int, str]] = []
-    for span in spans:
-        if kept and span[0] < kept[-1][1]:
-            continue
-        kept.append(span)
-    return kept
+def matcher_for(terms: Terms) -> TermMatcher:
+    return terms if isinstance(terms, TermMatcher) else TermMatcher.for_words(terms)
 
 
-def mark(text: str, terms: tuple[str, ...] | list[str]) -> str:
+def find_matches(text: str, terms: Terms) -> list[tuple[int, int, str]]:
+    """Every (start, end, term) occurrence of the terms in text, in order, without overlaps."""
+    return list(matcher_for(terms).finditer(text))
+
+
+def mark(text: str, terms: Terms) -> str:
     """HTML-escape text and wrap each term occurrence in ``<mark>``."""
     out: list[str] = []
     pos = 0
@@ -107,18 +101,19 @@ def _snap(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
-def best_excerpt(fields: Sequence[Field], terms: Sequence[str], max_chars: int) -> Excerpt:
+def best_excerpt(fields: Sequence[Field], terms: Terms, max_chars: int) -> Excerpt:
     """Pick the field and the window to show (see the module docstring); nothing matched gives
     the start of the first non-empty field, compact ones first."""
     texts = [(name, role, squash(raw or "")) for name, role, raw in fields]
     compact = [f for f in texts if f[2] and f[1] in COMPACT_ROLES]
     raw = [f for f in texts if f[2] and f[1] not in COMPACT_ROLES]
-    unique = list(dict.fromkeys(terms))
-    covered = {m[2] for f in compact for m in find_matches(f[2], unique)}
+    matcher = matcher_for(terms)
+    unique = matcher.names
+    covered = {m[2] for f in compact for m in find_matches(f[2], matcher)}
     candidates = compact if compact and len(covered) >= min(2, len(unique)) else compact + raw
     if not candidates:
         return Excerpt("", "", "", "", ())
-    found = [find_matches(text, unique) for _, _, text in candidates]
+    found = [find_matches(text, matcher) for _, _, text in candidates]
     counts = {t: sum(1 for matches in found for m in matches if m[2] == t) for t in unique}
     best: tuple[int, Field, int, int] | None = None
     for field, matches in zip(candidates, found, strict=True):
@@ -136,10 +131,10 @@ def best_excerpt(fields: Sequence[Field], terms: Sequence[str], max_chars: int) 
     body = text[start:end]
     prefix = ELLIPSIS if start > 0 else ""
     suffix = ELLIPSIS if end < len(text) else ""
-    inside = {m[2] for m in find_matches(body, unique)}
+    inside = {m[2] for m in find_matches(body, matcher)}
     return Excerpt(
         text=prefix + body + suffix,
-        html=html.escape(prefix) + mark(body, unique) + html.escape(suffix),
+        html=html.escape(prefix) + mark(body, matcher) + html.escape(suffix),
         field=name,
         role=role,
         matched_terms=tuple(t for t in unique if t in inside),

@@ -5,7 +5,7 @@ feedback needs no index and every number can be recomputed from the pack:
 
 - tokens: lowercased runs of letters and digits (``_`` splits, as in FTS5's unicode61),
   without stop words, FTS operators, single characters or bare numbers, each reduced with
-  ``fts.stem`` so "tokenizer" and "tokenizers" are one dimension;
+  ``stemming.stem`` (FTS5's porter) so "tokenizer" and "tokenizers" are one dimension;
 - ``w(t, d) = tf(t, d) * idf(t)``, ``idf(t) = ln((1 + N) / (1 + df(t))) + 1`` (smoothed, so a
   term in every row still counts and a query term in none has a weight), each row L2-normalized;
 - the query vector is built the same way from ``query_plan.query_terms``.
@@ -27,8 +27,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from .display import plural
-from .fts import NEGATIONS, RAW_OPERATORS, STOP_WORDS, stem, trim_token
+from .fts import NEGATIONS, RAW_OPERATORS, STOP_WORDS, trim_token
 from .pack import row_keys
+from .stemming import fold, stem
 
 FEEDBACK_VALUES = ("more", "less", "relevant", "irrelevant", "unsure")
 MARK_STRENGTH = {"relevant": 1.0, "more": 0.5, "unsure": 0.0, "less": -0.5, "irrelevant": -1.0}
@@ -93,7 +94,7 @@ def validate_marks(marks: list[dict]) -> list[dict[str, str]]:
 
 def _surface_tokens(text: str) -> list[str]:
     return [
-        t for t in _TOKEN.findall(text.lower()) if len(t) > 1 and not t.isdigit() and t not in _SKIP
+        t for t in _TOKEN.findall(fold(text)) if len(t) > 1 and not t.isdigit() and t not in _SKIP
     ]
 
 

@@ -13,26 +13,37 @@ occurrence kept. Extras dbrain lacks, none of which its term table contradicts: 
 "today") are not required locally but go to the web; the excluded words are recorded; and a
 question with no content words searches nothing (dbrain would search its raw words instead).
 
-MATCH strings: dbrain's ``buildFTSQueryWithOperator`` (``internal/store/search_helpers.go``):
-``"term"*`` prefix matches joined with AND (strict) or OR (relaxed). Quoting every term makes
-FTS5 operators, column filters and stray quotes plain text, so a simple-syntax question can
-never be an FTS5 syntax error.
+Those terms say which words a row holds (matched and missing terms, the judge). Ranking reads
+the question more widely (``search_terms``): dbrain's stop list strips chat filler, and some of
+its words are content ("use", "data", "related", "brain", "src" as in Src kinase), so the
+ranking query drops only English function words and chat scaffolding ("tell me about", "from
+dbrain", "in my research"); a canonical form is searched beside the question's word ("compared"
+OR "comparison"), never instead of it; a negated word is still searched (a question about "rust
+not tokio" is about tokio too).
+
+MATCH strings: the ranking query ORs every search word (``"word"``, or ``"word"*`` where the
+word as typed is in no row: ``brain.prefix_words``), so BM25 weighs rare words above common
+ones. dbrain's ``buildFTSQueryWithOperator`` (``internal/store/search_helpers.go``) strings,
+``"term"*`` prefix matches joined with AND (strict) or OR (relaxed), serve ``ranking: dbrain``.
+Quoting every word makes FTS5 operators, column filters and stray quotes plain text, so a
+simple-syntax question can never be an FTS5 syntax error.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 from .errors import ResearchError
+from .stemming import TermMatcher, forms_of
 
 MAX_TERMS = 32
 
-# Common English words that feedback suggestions and answer sentences skip. Questions use
-# dbrain's own list, QUESTION_STOP_WORDS.
-STOP_WORDS = frozenset(
+# English function words: not searched when ranking (their idf is near zero, their posting
+# lists are the longest) and skipped by feedback suggestions and answer sentences.
+ENGLISH_STOP_WORDS = frozenset(
     """
     a about above after again against all am an and any are as at be because been before being
     below between both but by can could did do does doing down during each few for from further
@@ -40,10 +51,19 @@ STOP_WORDS = frozenset(
     just me more most my myself no nor of off on once only or other our ours ourselves out over
     own same she should so some such than that the their theirs them themselves then there these
     they this those through to too under until up very was we were what when where which while who
-    whom why will with would you your yours yourself yourselves
-    tell show find give get know anything something everything please vs versus
-    dbrain brain info information stuff remember recall
+    whom why will with would you your yours yourself yourselves s t
     """.split()
+)
+# Chat words that ask rather than say what is wanted ("tell me", "show me anything"): not
+# searched when ranking; dbrain's own stop list holds most of them too.
+CHAT_WORDS = frozenset(
+    "tell show find give get know look looks anything something everything please vs versus "
+    "dbrain".split()
+)
+STOP_WORDS = (
+    ENGLISH_STOP_WORDS
+    | CHAT_WORDS
+    | frozenset("brain info information stuff remember recall".split())
 )
 
 # dbrain's stopwords.go, word for word.
@@ -125,8 +145,32 @@ NEGATIONS = frozenset({"not", "without", "exclude", "wrong"})  # drop the next w
 CORRECTIONS = frozenset({"instead", "correct", "correction"})  # dropped themselves
 RAW_OPERATORS = frozenset({"and", "or", "not", "near"})
 
+# Phrases that frame a question as a question to the brain: scaffolding, never searched.
+SCAFFOLD_PHRASES = (
+    "from dbrain",
+    "in dbrain",
+    "in my brain",
+    "from my brain",
+    "in my notes",
+    "in my bookmarks",
+    "have i saved",
+    "did i save",
+    "i have saved",
+    "i saved",
+)
+
 _POSSESSIVE = re.compile(r"(?<=[^\W_])['\u2019]s\b", re.IGNORECASE)
 _NOT_WORD = re.compile(r"[\W_]+")
+
+
+@dataclass(frozen=True)
+class SearchTerm:
+    """One thing the ranking query looks for: its name (dbrain's term where it is one) and the
+    words searched for it (the question's word and, beside it, dbrain's canonical form)."""
+
+    name: str
+    words: tuple[str, ...]
+    required: bool = True  # one of dbrain's terms: matched or missing, counted by the judge
 
 
 @dataclass(frozen=True)
@@ -142,11 +186,61 @@ class QueryPlan:
     truncated_terms: int = 0
     web_terms: tuple[str, ...] = ()  # query_terms plus the current-state words, in order
     common_words: tuple[str, ...] = ()  # a question of common words only: what it held
+    search_terms: tuple[SearchTerm, ...] = ()
+    prefixed: frozenset[str] = field(default_factory=frozenset)  # words searched as "word"*
 
     @property
     def searchable(self) -> bool:
         """False when the question held only common words: nothing local to search for."""
-        return bool(self.query_terms) or self.syntax == "raw"
+        return bool(self.search_terms) or self.syntax == "raw"
+
+    @property
+    def search_words(self) -> list[str]:
+        """Every word the ranking query searches, once each, in order."""
+        return list(dict.fromkeys(w for t in self.search_terms for w in t.words))
+
+    def match_query(self, prefixed: frozenset[str] | set[str] = frozenset()) -> str:
+        """The ranking query: every search word OR-ed, ``"word"*`` for the prefixed ones."""
+        if self.syntax == "raw":
+            return self.fts_query
+        words = self.search_words
+        return " OR ".join(quote_term(w) if w in prefixed else quote_word(w) for w in words)
+
+    def all_terms_query(self, prefixed: frozenset[str] | set[str] = frozenset()) -> str:
+        """Every search term required (each term's words OR-ed): the rows that hold them all,
+        candidates for the coverage signal that BM25's top rows may not include; empty for a
+        question of one term."""
+        if self.syntax == "raw" or len(self.search_terms) < 2:
+            return ""
+        groups = [
+            " OR ".join(quote_term(w) if w in prefixed else quote_word(w) for w in t.words)
+            for t in self.search_terms
+        ]
+        return " AND ".join(f"({g})" for g in groups)
+
+    def searched(self, prefixed: set[str] | frozenset[str]) -> QueryPlan:
+        """This plan, recording the words retrieval searched as prefixes."""
+        return replace(self, prefixed=frozenset(prefixed))
+
+    @cached_property
+    def matcher(self) -> TermMatcher:
+        """Finds every searched term in text (dbrain's terms with their searched alternatives,
+        and the other search words), each as FTS5 matched it: whole stem, or stem prefix."""
+        terms = [(t.name, t.words) for t in self.search_terms]
+        named = {name for name, _ in terms}
+        terms += [(name, (name,)) for name in self.query_terms if name not in named]
+        return TermMatcher(
+            (name, [forms_of(w, w in self.prefixed) for w in words]) for name, words in terms
+        )
+
+    def found_in(self, texts: list[str]) -> set[str]:
+        """The names of the searched terms that occur in any of the texts."""
+        return self.matcher.found(texts)
+
+    def matched_in(self, texts: list[str]) -> list[str]:
+        """dbrain's terms that occur in any of the texts, in the plan's order."""
+        found = self.found_in(texts)
+        return [t for t in self.query_terms if t in found]
 
 
 def trim_token(token: str) -> str:
@@ -276,9 +370,14 @@ def _read(question: str) -> tuple[list[str], list[str], list[str]]:
     return terms, excluded, content
 
 
+def quote_word(word: str) -> str:
+    """One FTS5 string: ``"tok""en"`` (double quotes doubled, as dbrain escapes them)."""
+    return '"' + word.replace('"', '""') + '"'
+
+
 def quote_term(term: str) -> str:
-    """One FTS5 prefix term: ``"tok""en"*`` (double quotes doubled, as dbrain escapes them)."""
-    return '"' + term.replace('"', '""') + '"*'
+    """One FTS5 prefix term: ``"tok""en"*``, as dbrain writes its terms."""
+    return quote_word(term) + "*"
 
 
 def build_match(terms: list[str] | tuple[str, ...], operator: str = "AND") -> str:
@@ -297,6 +396,46 @@ def raw_terms(raw_query: str) -> list[str]:
             continue
         words.append(word)
     return words[:MAX_TERMS]
+
+
+def strip_scaffolding(text: str) -> str:
+    """The question without the phrases that frame it as a question to the brain."""
+    text = f" {text.lower()} "
+    for phrase in (*CORPUS_FRAMES, *SCAFFOLD_PHRASES):
+        text = text.replace(f" {phrase} ", " ")
+    return text.strip()
+
+
+def search_terms(question: str, terms: list[str]) -> tuple[SearchTerm, ...]:
+    """What the ranking query searches: dbrain's terms, each with the question's own word beside
+    its canonical form, plus the question's other content words (those dbrain's chat stop list
+    drops, and negated words), without English function words or scaffolding."""
+    text = _POSSESSIVE.sub("", search_text(question))
+    words = normalize_question(strip_scaffolding(text)).split()
+    originals: dict[str, list[str]] = {}
+    extra: list[str] = []
+    for word in words:
+        canonical = CANONICAL_TERMS.get(word, word)
+        if canonical in terms:
+            originals.setdefault(canonical, [])
+            if word not in originals[canonical]:
+                originals[canonical].append(word)
+        elif (
+            word not in ENGLISH_STOP_WORDS
+            and word not in CHAT_WORDS
+            and word not in NEGATIONS
+            and word not in CORRECTIONS
+            and word not in CURRENT_STATE_WORDS
+            and not looks_like_source_key_fragment(word)
+            and word not in extra
+        ):
+            extra.append(word)
+    found = [
+        SearchTerm(t, tuple(dict.fromkeys([*originals.get(t, []), t])), required=True)
+        for t in terms
+    ]
+    found += [SearchTerm(w, (w,), required=False) for w in extra if w not in terms]
+    return tuple(found[:MAX_TERMS])
 
 
 def plan_query(question: str, syntax: str = "simple") -> QueryPlan:
@@ -327,6 +466,10 @@ def plan_query(question: str, syntax: str = "simple") -> QueryPlan:
         )
     truncated = max(0, len(terms) - MAX_TERMS)
     terms = terms[:MAX_TERMS]
+    ranked = search_terms(question, terms)
+    if not terms and ranked:  # only words dbrain's chat list drops ("src data"): those count
+        ranked = tuple(replace(t, required=True) for t in ranked)
+        terms = [t.name for t in ranked]
     common = () if terms else tuple(dict.fromkeys(trim_token(t).lower() for t in question.split()))
     return QueryPlan(
         text_query=" ".join(terms),
@@ -338,6 +481,7 @@ def plan_query(question: str, syntax: str = "simple") -> QueryPlan:
         truncated_terms=truncated,
         web_terms=tuple(content[:MAX_TERMS]),
         common_words=tuple(w for w in common if w),
+        search_terms=ranked,
     )
 
 
@@ -358,40 +502,23 @@ def matches_relaxed_terms(terms: Sequence[str], texts: Sequence[str]) -> bool:
 
     dbrain tests each term as a substring of the row's key, title, author handle and name, URL,
     domain, note path, tags and snippet, lowercased and joined (``texts``). A term also counts
-    here when it matches as a word prefix after light stemming (``term_pattern``), so
-    "grinders" is found in "burr grinder": this finds more than dbrain's test, never less.
-    With no term of 3+ bytes ("ai ml") every OR hit is kept, as in dbrain.
+    here when it matches as FTS5 matched its ``"term"*`` (a stem prefix), so "grinders" is
+    found in "burr grinder": this finds more than dbrain's test, never less. With no term of
+    3+ bytes ("ai ml") every OR hit is kept, as in dbrain.
     """
     wanted = relaxed_terms(terms)
     if not wanted:
         return True
-    text = " ".join(texts).lower()
-    found = sum(1 for t in wanted if t in text or term_pattern(t).search(text))
-    return found >= min_relaxed_coverage(wanted)
+    text = " ".join(texts)
+    lowered = text.lower()
+    found = {t for t in wanted if t in lowered}
+    rest = [t for t in wanted if t not in found]
+    if rest:
+        found |= TermMatcher((t, [forms_of(t, prefix=True)]) for t in rest).found([text])
+    return len(found) >= min_relaxed_coverage(wanted)
 
 
-_SUFFIXES = ("ingly", "edly", "ings", "ing", "ers", "ies", "ied", "est", "ed", "er", "es", "s")
-
-
-def stem(word: str) -> str:
-    """A light suffix stripper, so "running" highlights "runs" the way porter matched it."""
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
-@lru_cache(maxsize=1024)
-def term_pattern(term: str) -> re.Pattern[str]:
-    """Regex finding a term in text as FTS5 would: word-start prefix of its (stemmed) tokens."""
-    parts = re.findall(r"\w+", term.lower())
-    if not parts:
-        return re.compile(r"(?!x)x")
-    parts[-1] = stem(parts[-1])
-    body = r"\W+".join(re.escape(p) for p in parts)
-    return re.compile(r"(?<!\w)" + body + r"\w*", re.IGNORECASE)
-
-
-def matched_terms(terms: tuple[str, ...] | list[str], texts: list[str]) -> list[str]:
-    """The terms that occur (as prefix matches) in any of the texts."""
-    return [t for t in terms if any(term_pattern(t).search(text) for text in texts if text)]
+def matched_terms(terms: Sequence[str], texts: Sequence[str]) -> list[str]:
+    """The words that occur in any of the texts as FTS5 matches ``"word"`` (same stem)."""
+    found = TermMatcher.for_words(terms).found(texts)
+    return [t for t in terms if t in found]

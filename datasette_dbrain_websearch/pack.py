@@ -17,7 +17,7 @@ from typing import Any
 from .brain import FTS_TABLE, TABLE, Hit, LocalResult, excerpt_fields, row_facts
 from .excerpts import best_excerpt
 from .external import ExternalHit
-from .fts import QueryPlan, matched_terms
+from .fts import QueryPlan
 from .merge import (
     RRF_K,
     MergedResult,
@@ -107,7 +107,7 @@ def evidence_row(hit: Hit, plan: QueryPlan, row_url: RowUrl, excerpt_chars: int)
     """One local evidence row with its excerpt, provenance lanes and ranking signals."""
     row = hit.row
     terms = plan.query_terms
-    excerpt = best_excerpt(excerpt_fields(hit.kind, row), terms, excerpt_chars)
+    excerpt = best_excerpt(excerpt_fields(hit.kind, row), plan.matcher, excerpt_chars)
     evidence: dict[str, Any] = {
         "source_key": row.get("source_key", ""),
         "kind": hit.kind,
@@ -140,7 +140,7 @@ def _add_linked(
     row = page.row
     key = row.get("source_key", "")
     terms = plan.query_terms
-    excerpt = best_excerpt(excerpt_fields("source", row), terms, excerpt_chars)
+    excerpt = best_excerpt(excerpt_fields("source", row), plan.matcher, excerpt_chars)
     evidence["linked_source"] = {
         "source_key": key,
         "kind": "source",
@@ -173,6 +173,14 @@ def row_keys(row: Mapping[str, Any]) -> list[str]:
     page's (both were retrieved, so answers may cite and marks may name either)."""
     linked = row.get("linked_source") or {}
     return [row["source_key"], *([linked["source_key"]] if linked.get("source_key") else [])]
+
+
+def match_query(plan: QueryPlan, mode: str) -> str:
+    """The MATCH string that found the rows: BM25's OR query, or dbrain's AND query (its OR
+    query after the relaxed fallback)."""
+    if mode == "bm25":
+        return plan.match_query(plan.prefixed)
+    return plan.relaxed_query if mode == "relaxed" else plan.fts_query
 
 
 def _counts(values: list[str], top: int | None = None) -> list[dict[str, Any]]:
@@ -229,8 +237,9 @@ def build_pack(
             "text_query": plan.text_query,
             "fts_query": plan.fts_query,
             "relaxed_query": plan.relaxed_query,
-            # The MATCH string that produced the rows: the relaxed one after a fallback.
-            "match_query": plan.relaxed_query if local.mode == "relaxed" else plan.fts_query,
+            # The MATCH string that produced the rows.
+            "match_query": match_query(plan, local.mode),
+            "ranking": local.ranking,
             "query_terms": list(plan.query_terms),
             "excluded_terms": list(plan.excluded_terms),
             "syntax": plan.syntax,
@@ -300,12 +309,12 @@ def external_row(
     snippet = next((h.result.snippet for h in result.hits if h.result.snippet), "")
     excerpt = best_excerpt(
         [("snippet", "external_snippet", snippet), ("text", "external_text", text)],
-        terms,
+        plan.matcher,
         excerpt_chars,
     )
     title = next((h.result.title for h in result.hits if h.result.title), "") or result.domain
     published = next((h.result.published_at for h in result.hits if h.result.published_at), "")
-    found = matched_terms(terms, [title, snippet, text])
+    found = plan.matched_in([title, snippet, text])
     signals = [
         {
             "name": "external_provider_rank",

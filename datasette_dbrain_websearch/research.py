@@ -26,7 +26,7 @@ from .brain import (
     retrieve,
     sources_by_url,
 )
-from .config import FRESHNESS_RE, MODES, Settings, external_mode
+from .config import FRESHNESS_RE, MODES, RANKINGS, Settings, external_mode
 from .display import plural
 from .errors import ResearchError
 from .external import ALL, ExternalRequest, WebStage, decide, is_current_state, web_query
@@ -67,6 +67,7 @@ class Options:
     external: ExternalRequest
     profile: str = "general"
     answer: bool = False
+    ranking: str = "bm25"
 
 
 def is_date(value: str) -> bool:
@@ -158,7 +159,11 @@ def parse_options(params: Params, settings: Settings) -> Options:
         raise ResearchError(
             f"profile must be one of {', '.join(PROFILE_NAMES)}.", code="bad_profile"
         )
+    ranking = _one(params, "ranking").lower() or settings.ranking
+    if ranking not in RANKINGS:
+        raise ResearchError("ranking must be 'bm25' or 'dbrain'.", code="bad_ranking")
     return Options(
+        ranking=ranking,
         question=question,
         limit=limit,
         syntax=syntax,
@@ -252,8 +257,11 @@ async def research(
     await emit({"stage": "local", "status": "started", "message": "Searching your brain"})
     local_query = TimeBudget(settings.time_limit_ms, database).bind(execute_fn)
     local: LocalResult = await local_query(
-        lambda conn: retrieve(conn, options.question, plan, options.filters, options.limit)
+        lambda conn: retrieve(
+            conn, options.question, plan, options.filters, options.limit, options.ranking
+        )
     )
+    plan = plan.searched(local.prefixed)
     warnings = list(local.warnings)
     if plan.truncated_terms:
         warnings.append(

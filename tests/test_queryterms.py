@@ -208,8 +208,14 @@ async def test_conversational_questions_find_the_row_with_every_term(
     response = await conversational_ds.client.get("/-/research.json", params={"q": question})
     pack = response.json()
     assert pack["query_plan"]["query_terms"] == terms
-    assert pack["query_plan"]["query_mode"] == "strict"
-    assert [row["source_key"] for row in pack["evidence"]] == ["x:calgary"]
+    assert pack["query_plan"]["query_mode"] == "bm25"
+    assert pack["evidence"][0]["source_key"] == "x:calgary"
+    assert pack["evidence"][0]["retrieval"]["matched_terms"] == terms
+    dbrain = await conversational_ds.client.get(
+        "/-/research.json", params={"q": question, "ranking": "dbrain"}
+    )
+    assert dbrain.json()["query_plan"]["query_mode"] == "strict"
+    assert [row["source_key"] for row in dbrain.json()["evidence"]] == ["x:calgary"]
 
 
 async def test_a_question_of_fillers_only_is_no_evidence(ds):

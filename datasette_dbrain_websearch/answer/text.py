@@ -8,9 +8,9 @@ wrote, so a sentence it picked is the sentence it checks.
 from __future__ import annotations
 
 import re
-from functools import lru_cache
 
-from ..fts import STOP_WORDS, stem
+from ..fts import STOP_WORDS
+from ..stemming import fold, stem
 
 # A sentence ends at . ! ? (or a run of them, maybe closed by a quote or bracket) followed by
 # white space and a letter or digit (technical prose starts sentences with "bm25" too).
@@ -19,7 +19,7 @@ _BOUNDARY = re.compile(r"(?<=[.!?])[\"'\u201d\u2019)\]]*\s+(?=[\"'\u201c\u2018(\
 _ABBREVIATIONS = frozenset(
     "e.g i.e etc vs cf al mr mrs ms dr prof st jr sr no fig approx inc ltd co corp".split()
 )
-_WORD = re.compile(r"\w+")
+_WORD = re.compile(r"[^\W_]+")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+")
 
 # Words that say where a claim comes from rather than what it claims: a sentence is not less
@@ -65,13 +65,8 @@ def _ends_with_abbreviation(piece: str) -> bool:
 
 
 def words(text: str) -> list[str]:
-    """Lowercased word tokens."""
-    return [w.lower() for w in _WORD.findall(text)]
-
-
-@lru_cache(maxsize=4096)
-def _content_stem(word: str) -> str:
-    return stem(word)
+    """Folded word tokens (lowercase, Latin diacritics removed, as FTS5 reads them)."""
+    return _WORD.findall(fold(text))
 
 
 def content_words(text: str, ignore: frozenset[str] = frozenset()) -> list[str]:
@@ -83,10 +78,10 @@ def content_words(text: str, ignore: frozenset[str] = frozenset()) -> list[str]:
             continue
         if len(word) < 3 and not word.isdigit():
             continue
-        found[_content_stem(word)] = None
+        found[stem(word)] = None
     return list(found)
 
 
 def stems(text: str) -> frozenset[str]:
     """Every word stem in a text (what a cited row can support)."""
-    return frozenset(_content_stem(w) for w in words(text))
+    return frozenset(stem(w) for w in words(text))

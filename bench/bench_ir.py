@@ -1,0 +1,232 @@
+"""Benchmark: ranking quality on a public test collection, beside plain BM25 baselines.
+
+Reads a collection committed under ``bench/ir/<name>/`` in BEIR's layout (``corpus.jsonl.gz``:
+``_id``, ``title``, ``text``; ``queries.jsonl``; ``qrels.tsv``: query-id, corpus-id, score), turns
+every document into an extracted dbrain ``sources`` row (its ``sources_fts`` row written as
+dbrain writes it, the URL ``https://<name>.example/doc/<id>``), and for every judged question
+reports nDCG@10, R@100 and p50 latency of, in one run:
+
+- plugin bm25:    local retrieval as /-/research runs it (``ranking: bm25``), lexical lane only
+- plugin hybrid:  the same with the semantic lane (when the ``[semantic]`` extra is installed)
+- plugin dbrain:  ``ranking: dbrain`` (dbrain's own ``Store.Search`` order)
+- fts5 or:        plain SQLite FTS5: every word of the question quoted and OR-ed,
+                  ``ORDER BY bm25(sources_fts)`` (what a user could write by hand)
+- bm25s:          Lucene BM25 (k1=1.5, b=0.75), English stop words and stemmer, over the same
+                  title + text (when ``bm25s`` and ``PyStemmer`` are installed)
+
+Timings interleave the systems question by question (same machine, same moment). Prints; never
+fails (quality is measured here, and the README reports the numbers).
+
+    python bench/bench_ir.py [--collection nfcorpus] [--limit-queries N] [--brain PATH]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import math
+import platform
+import re
+import sqlite3
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from datasette_dbrain_websearch.brain import Filters, retrieve
+from datasette_dbrain_websearch.fts import plan_query
+from datasette_dbrain_websearch.schema import create_brain_schema, source_fts_row
+
+HERE = Path(__file__).resolve().parent
+K_NDCG, K_RECALL = 10, 100
+WORD = re.compile(r"\w+")
+
+Ranker = Callable[[str], list[str]]
+
+
+def load(folder: Path) -> tuple[dict[str, dict], dict[str, str], dict[str, dict[str, int]]]:
+    """(corpus by id, questions by id, judgements by question id) of a BEIR-layout folder."""
+    with gzip.open(folder / "corpus.jsonl.gz", "rt", encoding="utf-8") as fh:
+        corpus = {d["_id"]: d for d in map(json.loads, fh)}
+    with (folder / "queries.jsonl").open(encoding="utf-8") as fh:
+        queries = {q["_id"]: q["text"] for q in map(json.loads, fh)}
+    qrels: dict[str, dict[str, int]] = {}
+    with (folder / "qrels.tsv").open(encoding="utf-8") as fh:
+        next(fh)
+        for line in fh:
+            qid, did, score = line.rstrip("\n").split("\t")
+            if int(score) > 0:
+                qrels.setdefault(qid, {})[did] = int(score)
+    return corpus, {q: t for q, t in queries.items() if q in qrels}, qrels
+
+
+def doc_url(name: str, doc_id: str) -> str:
+    return f"https://{name}.example/doc/{doc_id}"
+
+
+def build_brain(path: Path, name: str, corpus: dict[str, dict]) -> None:
+    """Every document as an extracted source row, with its FTS row, as dbrain stores them."""
+    from datasette_dbrain_websearch.urls import normalize_url
+
+    conn = sqlite3.connect(path)
+    create_brain_schema(conn)
+    now = "2026-01-01T00:00:00Z"
+    rows = []
+    for n, (doc_id, doc) in enumerate(corpus.items(), start=1):
+        url = normalize_url(doc_url(name, doc_id))
+        rows.append(
+            {
+                "id": n,
+                "source_key": url.source_key,
+                "canonical_url": url.canonical_url,
+                "normalized_url": url.normalized_url,
+                "source_type": url.source_type,
+                "domain": url.domain,
+                "note_path": url.note_path,
+                "title": doc.get("title", ""),
+                "extracted_text": doc.get("text", ""),
+                "extract_status": "ok",
+                "created_at": now,
+                "updated_at": now,
+                "extracted_at": now,
+            }
+        )
+    columns = list(rows[0])
+    conn.executemany(
+        f"insert into sources ({', '.join(columns)}) values ({', '.join('?' for _ in columns)})",
+        [[r[c] for c in columns] for r in rows],
+    )
+    marks = ", ".join("?" for _ in source_fts_row(rows[0]))
+    conn.executemany(f"insert into sources_fts values ({marks})", [source_fts_row(r) for r in rows])
+    conn.commit()
+    conn.execute("vacuum")
+    conn.close()
+
+
+def ndcg(ranked: list[str], gold: dict[str, int], k: int = K_NDCG) -> float:
+    gains = [gold.get(d, 0) for d in ranked[:k]]
+    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+    ideal = sorted(gold.values(), reverse=True)[:k]
+    best = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    return dcg / best if best else 0.0
+
+
+def recall(ranked: list[str], gold: dict[str, int], k: int = K_RECALL) -> float:
+    return len(set(ranked[:k]) & set(gold)) / len(gold) if gold else 0.0
+
+
+def plugin(conn: sqlite3.Connection, ids: dict[str, str], ranking: str, semantic=None) -> Ranker:
+    def run(question: str) -> list[str]:
+        plan = plan_query(question)
+        if not plan.searchable:
+            return []
+        found = retrieve(conn, question, plan, Filters(), K_RECALL, ranking, semantic)
+        return [ids[h.row["source_key"]] for h in found.hits]
+
+    return run
+
+
+def fts5_or(conn: sqlite3.Connection, by_rowid: dict[int, str]) -> Ranker:
+    def run(question: str) -> list[str]:
+        words = dict.fromkeys(w.lower() for w in WORD.findall(question))
+        if not words:
+            return []
+        match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+        rows = conn.execute(
+            "select rowid from sources_fts where sources_fts match ? "
+            "order by bm25(sources_fts) limit ?",
+            [match, K_RECALL],
+        )
+        return [by_rowid[r[0]] for r in rows]
+
+    return run
+
+
+def bm25s_ranker(corpus: dict[str, dict]) -> Ranker | None:
+    try:
+        import bm25s
+        import Stemmer
+    except ImportError:
+        return None
+    stemmer = Stemmer.Stemmer("english")
+    doc_ids = list(corpus)
+    texts = [f"{corpus[d].get('title', '')} {corpus[d].get('text', '')}" for d in doc_ids]
+    model = bm25s.BM25(k1=1.5, b=0.75, method="lucene")
+    model.index(bm25s.tokenize(texts, stopwords="en", stemmer=stemmer, show_progress=False))
+
+    def run(question: str) -> list[str]:
+        tokens = bm25s.tokenize([question], stopwords="en", stemmer=stemmer, show_progress=False)
+        if not tokens.vocab:
+            return []
+        k = min(K_RECALL, len(doc_ids))
+        found, scores = model.retrieve(tokens, k=k, show_progress=False)
+        return [doc_ids[i] for i, s in zip(found[0], scores[0], strict=True) if s > 0]
+
+    return run
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--collection", default="nfcorpus")
+    parser.add_argument("--limit-queries", type=int, default=0)
+    parser.add_argument("--brain", type=Path, help="keep the built brain here")
+    args = parser.parse_args()
+    folder = HERE / "ir" / args.collection
+    corpus, queries, qrels = load(folder)
+    if args.limit_queries:
+        queries = dict(list(queries.items())[: args.limit_queries])
+    with tempfile.TemporaryDirectory() as tmp:
+        path = args.brain or Path(tmp) / f"{args.collection}.db"
+        if not path.exists():
+            started = time.perf_counter()
+            build_brain(path, args.collection, corpus)
+            print(
+                f"built {path.name}: {len(corpus):,} sources in {time.perf_counter() - started:.1f}s"
+            )
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        by_key = {}
+        by_rowid = {}
+        for rowid, key, url in conn.execute("select id, source_key, canonical_url from sources"):
+            doc_id = url.rsplit("/", 1)[1]
+            by_key[key] = doc_id
+            by_rowid[rowid] = doc_id
+        systems: dict[str, Ranker] = {
+            "plugin bm25": plugin(conn, by_key, "bm25"),
+            "plugin dbrain": plugin(conn, by_key, "dbrain"),
+            "fts5 or": fts5_or(conn, by_rowid),
+        }
+        baseline = bm25s_ranker(corpus)
+        if baseline is not None:
+            systems["bm25s"] = baseline
+        report(args.collection, len(corpus), queries, qrels, systems)
+        conn.close()
+
+
+def report(name, docs, queries, qrels, systems: dict[str, Ranker]) -> None:
+    scores = {s: {"ndcg": [], "recall": [], "ms": []} for s in systems}
+    for qid, question in queries.items():
+        for system, run in systems.items():
+            started = time.perf_counter()
+            ranked = run(question)
+            scores[system]["ms"].append((time.perf_counter() - started) * 1000)
+            scores[system]["ndcg"].append(ndcg(ranked, qrels[qid]))
+            scores[system]["recall"].append(recall(ranked, qrels[qid]))
+    print()
+    print(
+        f"{name}: {docs:,} documents, {len(queries)} judged questions "
+        f"({platform.processor() or platform.machine()}, Python {sys.version.split()[0]}, "
+        f"SQLite {sqlite3.sqlite_version})"
+    )
+    print(f"{'system':16}{'nDCG@10':>9}{'R@100':>8}{'p50 ms':>9}")
+    for system, found in scores.items():
+        print(
+            f"{system:16}{statistics.mean(found['ndcg']):>9.3f}"
+            f"{statistics.mean(found['recall']):>8.3f}{statistics.median(found['ms']):>9.2f}"
+        )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,211 @@
+"""The lexical lane: BM25 over one FTS5 table, and the bounded signals that re-score its top.
+
+One query per table ORs the question's search words (``QueryPlan.match_query``) and orders by
+FTS5's ``bm25()`` with column weights (a title word says more about a row than a body word).
+BM25 weighs each word by its rarity, so a rare word outranks any number of common ones; a row
+need not hold every word (relevant rows often lack one: "increase", "compared").
+
+Three signals then re-score the top rows, each bounded so it reorders near ties and never
+outranks rarity: the share of the question's terms a row holds (coverage), adjacent question
+words found as a phrase, and the semantic lane's cosine where an index exists. Measured on a
+public test collection (``bench/bench_ir.py``), not assumed.
+
+A word is searched as a prefix (``"word"*``) only where it helps: 4+ letters and, as typed, in
+no row of that table ("postgres" finds "PostgreSQL"); otherwise a prefix only adds noise
+("fan"* matching "fantasy").
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .fts import QueryPlan, quote_term, quote_word
+
+MIN_PREFIX_CHARS = 4
+# bm25() column weights, by FTS column name; columns not named weigh 1.0. Titles (and the
+# article title an item carries) weigh most; dbrain's own search uses bm25's defaults.
+COLUMN_WEIGHTS = {
+    "source_key": 0.0,  # UNINDEXED in dbrain's tables
+    "title": 2.0,
+    "article_title": 1.5,
+    "description": 1.0,
+}
+# How much each bounded signal adds to a row's normalized BM25 score (whose range is 0..1).
+COVERAGE_BOOST = 0.1
+KEYWORD_BOOST = 3.0  # more than BM25's whole normalized range: every keyword held comes first
+KEYWORD_TERMS = 3  # a question of this many search terms or fewer is a list of keywords
+PHRASE_BOOST = 0.05
+
+
+@dataclass(frozen=True)
+class Signals:
+    """The bounded re-scoring weights (``COVERAGE_BOOST``, ``PHRASE_BOOST``)."""
+
+    coverage: float = COVERAGE_BOOST
+    keywords: float = KEYWORD_BOOST
+    phrase: float = PHRASE_BOOST
+    pool: int = 20  # rows of each table re-scored (at least twice the rows asked for)
+
+
+def bm25_call(name: str, columns: Sequence[str]) -> str:
+    """``bm25(name, w1, w2, ...)`` with ``COLUMN_WEIGHTS`` for the FTS table's columns, in
+    order (bm25's weights are positional)."""
+    weights = ", ".join(repr(float(COLUMN_WEIGHTS.get(c, 1.0))) for c in columns)
+    return f"bm25({name}, {weights})"
+
+
+def prefix_words(conn: sqlite3.Connection, fts: str, words: Sequence[str]) -> set[str]:
+    """The words to search as prefixes in this table: 4+ characters and, as typed, in no row
+    (one indexed probe each)."""
+    prefixed: set[str] = set()
+    for word in words:
+        if len(word) < MIN_PREFIX_CHARS:
+            continue
+        probe = f"select 1 from [{fts}] where [{fts}] match ? limit 1"
+        if conn.execute(probe, [quote_word(word)]).fetchone() is None:
+            prefixed.add(word)
+    return prefixed
+
+
+def document_frequencies(
+    conn: sqlite3.Connection, fts: str, plan: QueryPlan, prefixed: set[str]
+) -> dict[str, int]:
+    """How many rows of the table hold each search term (any of its words), one count each:
+    the rarity behind BM25's weights, read once per question."""
+    found: dict[str, int] = {}
+    sql = f"select count(*) from [{fts}] where [{fts}] match ?"
+    for term in plan.search_terms:
+        match = " OR ".join(quote_term(w) if w in prefixed else quote_word(w) for w in term.words)
+        found[term.name] = conn.execute(sql, [match]).fetchone()[0]
+    return found
+
+
+def idf(rows: int, df: int) -> float:
+    """FTS5's bm25 idf, ``log((N - n + 0.5) / (n + 0.5))``, at least 1e-6 (a word in more
+    than half the rows still counts a little)."""
+    return max(1e-6, math.log((rows - df + 0.5) / (df + 0.5)))
+
+
+def coverage(held: set[str], terms: Sequence[str], idf: dict[str, float]) -> float:
+    """How much of the question a row holds, 0..1.
+
+    A question of ``KEYWORD_TERMS`` terms or fewer is a list of keywords, each typed because it
+    is wanted: the share of them the row holds. A longer question is prose, where holding a
+    common word says little: the share of its rarity (the idf of the terms held over the idf of
+    all), so lacking a common word costs little and lacking the rare one costs most.
+    """
+    if not terms:
+        return 0.0
+    if len(terms) <= KEYWORD_TERMS:
+        return sum(1 for t in terms if t in held) / len(terms)
+    total = sum(idf.get(t, 0.0) for t in terms)
+    return sum(idf.get(t, 0.0) for t in terms if t in held) / total if total else 0.0
+
+
+def row_signals(plan: QueryPlan, texts: Sequence[str]) -> tuple[set[str], bool]:
+    """(the search terms a row holds, whether two of the question's adjacent terms stand side
+    by side in it, as a phrase), from one pass of the plan's matcher over the row's texts."""
+    order = {t.name: i for i, t in enumerate(plan.search_terms)}
+    held: set[str] = set()
+    phrase = False
+    for text in texts:
+        if not text:
+            continue
+        previous: tuple[int, str] | None = None
+        for start, end, name in plan.matcher.finditer(text):
+            held.add(name)
+            if (
+                not phrase
+                and previous is not None
+                and order.get(name, -9) - order.get(previous[1], -9) == 1
+                and _GAP.fullmatch(text, previous[0], start)
+            ):
+                phrase = True
+            previous = (end, name)
+    return held, phrase
+
+
+_GAP = re.compile(r"[\W_]{0,3}")
+
+
+def normalized(scores: Sequence[float]) -> list[float]:
+    """BM25 scores (FTS5's are negative: lower is better) as 0..1, the best 1 (min-max)."""
+    if not scores:
+        return []
+    best, worst = min(scores), max(scores)
+    if best == worst:
+        return [1.0] * len(scores)
+    return [(worst - s) / (worst - best) for s in scores]
+
+
+def rescore(
+    bm25: Sequence[float],
+    coverage: Sequence[float],
+    phrase: Sequence[bool],
+    signals: Signals,
+    terms: int,
+    cosine: Sequence[float] | None = None,
+    semantic_weight: float = 0.0,
+) -> list[float]:
+    """One table's top rows re-scored (pure).
+
+    BM25, min-max normalized (1 is the lane's best), is interpolated with the semantic cosine
+    (``semantic_weight``) where there is one; then the bounded signals add to it: the row's
+    ``coverage`` times ``signals.coverage`` (``signals.keywords`` for a question of
+    ``KEYWORD_TERMS`` terms or fewer: rows holding every keyword come first), and
+    ``signals.phrase`` for a phrase.
+    """
+    scores = normalized(bm25)
+    if cosine is not None and semantic_weight > 0:
+        dense = normalized([-c for c in cosine])
+        scores = [
+            (1 - semantic_weight) * lex + semantic_weight * den
+            for lex, den in zip(scores, dense, strict=True)
+        ]
+    boost = signals.keywords if terms <= KEYWORD_TERMS else signals.coverage
+    return [
+        score + boost * coverage[i] + (signals.phrase if phrase[i] else 0.0)
+        for i, score in enumerate(scores)
+    ]
+
+
+def union(
+    first: Sequence[tuple[int, float]], second: Sequence[tuple[int, float]]
+) -> list[tuple[int, float]]:
+    """Two candidate lists of the same table and query words, as one list by bm25 (a row's
+    bm25 is the same whichever of the two queries found it)."""
+    merged = dict(first)
+    merged.update(second)
+    return sorted(merged.items(), key=lambda entry: (entry[1], -entry[0]))
+
+
+def lane_sql(fts: str, table: str, columns: Sequence[str], where: str) -> str:
+    """The lane's query: ids and bm25 of the best matches passing the filters (``where``:
+    ``and ...`` clauses on ``t``, the table)."""
+    if not where:
+        return (
+            f"select rowid, {bm25_call(f'[{fts}]', columns)} as score from [{fts}] "
+            f"where [{fts}] match ? order by score, rowid desc limit ?"
+        )
+    return (
+        f"select t.id, {bm25_call('f', columns)} as score from [{fts}] f "
+        f"join [{table}] t on t.id = f.rowid where f match ?{where} "
+        "order by score, t.id desc limit ?"
+    )
+
+
+def run_lane(
+    conn: sqlite3.Connection,
+    sql: str,
+    match: str,
+    params: list[Any],
+    depth: int,
+) -> list[tuple[int, float]]:
+    """(id, bm25) of the ``depth`` best rows for ``match``."""
+    rows = conn.execute(sql, [match, *params, depth]).fetchall()
+    return [(r[0], r[1]) for r in rows]

@@ -1,0 +1,170 @@
+"""Words as SQLite's ``porter unicode61`` tokenizer sees them (pure functions).
+
+dbrain's FTS tables use ``tokenize='porter unicode61'``: text is cut into runs of letters and
+digits, lowercased, Latin diacritics removed (``remove_diacritics=1``), and each token of 3 to 64
+bytes stemmed with Martin Porter's algorithm. Everything that decides whether a word *matched*
+(highlights, excerpts, matched terms and the judge, the extractive answer, the verifier,
+feedback) reads words through this module, so what the page marks is what FTS5 found.
+
+The stemmer is Snowball's ``porter`` (``snowballstemmer``, through PyStemmer's C code when it is
+installed), which agrees with FTS5's; ``tests/test_stemming.py`` holds both against FTS5's own
+tokens (``fts5vocab``) for a word list.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+
+import snowballstemmer
+
+# unicode61's token characters: letters, digits (and private-use); "_" separates like "-".
+TOKEN = re.compile(r"[^\W_]+")
+PORTER_MIN_BYTES = 3  # fts5_porter.c passes shorter and longer tokens through unstemmed
+PORTER_MAX_BYTES = 64
+
+_PORTER = snowballstemmer.stemmer("porter")
+
+
+@lru_cache(maxsize=4096)
+def _fold_char(ch: str) -> str:
+    """One character lowercased and, for Latin letters, without its diacritic (``é`` -> ``e``);
+    always one character, so folded text keeps the original's positions."""
+    low = ch.lower()
+    if len(low) != 1:  # "İ" lowercases to two code points; SQLite gives "i"
+        low = unicodedata.normalize("NFD", low)[0]
+    if low.isascii():
+        return low
+    base = unicodedata.normalize("NFD", low)
+    if len(base) == 2 and base[0].isascii() and unicodedata.category(base[1]) == "Mn":
+        return base[0]
+    return low
+
+
+def fold(text: str) -> str:
+    """Lowercase and strip Latin diacritics, character for character (same length)."""
+    if text.isascii():
+        return text.lower()
+    return "".join(_fold_char(ch) for ch in text)
+
+
+@lru_cache(maxsize=65536)
+def stem(token: str) -> str:
+    """The porter stem FTS5 stores for one folded token (short and long tokens unchanged)."""
+    size = len(token.encode())
+    if size < PORTER_MIN_BYTES or size > PORTER_MAX_BYTES:
+        return token
+    return _PORTER.stemWord(token)
+
+
+def tokens(text: str) -> list[str]:
+    """The folded tokens of a text, in order."""
+    return TOKEN.findall(fold(text))
+
+
+def stems(text: str) -> list[str]:
+    """The stems of a text's tokens, in order (what FTS5 indexes)."""
+    return [stem(t) for t in tokens(text)]
+
+
+@dataclass(frozen=True)
+class Form:
+    """One way a term is searched: a stem, matched whole or (``prefix``) as a stem prefix,
+    exactly as FTS5 matches ``"word"`` and ``"word"*`` against a porter index."""
+
+    stem: str
+    prefix: bool = False
+
+    def matches(self, token_stem: str) -> bool:
+        return token_stem == self.stem or (self.prefix and token_stem.startswith(self.stem))
+
+
+def forms_of(word: str, prefix: bool = False) -> tuple[Form, ...]:
+    """The forms FTS5 searches for a query word: one per token (a word like ``x-ray`` is two
+    tokens, searched as a phrase; each must match)."""
+    return tuple(Form(stem(t), prefix) for t in tokens(word))
+
+
+class TermMatcher:
+    """Finds query terms in text the way FTS5 matched them.
+
+    A term is a name (``"comparison"``) with one or more alternatives (``compared``), each a
+    sequence of forms; an alternative of several tokens (``x-ray``) must match them in a row.
+    """
+
+    def __init__(self, terms: Iterable[tuple[str, Sequence[Sequence[Form]]]]):
+        self._alternatives: list[tuple[str, tuple[Form, ...]]] = []
+        heads: set[str] = set()
+        for name, alternatives in terms:
+            for forms in alternatives:
+                forms = tuple(forms)
+                if not forms:
+                    continue
+                self._alternatives.append((name, forms))
+                head = forms[0].stem
+                # A token whose stem is ``head`` starts with all but the stem's last letter
+                # (porter rewrites endings only: happy -> happi, hopping -> hop).
+                heads.add(re.escape(head[: max(1, min(3, len(head) - 1))]))
+        self._first = {forms[0] for _, forms in self._alternatives}
+        self._candidates = (
+            re.compile(r"(?<![^\W_])(?:" + "|".join(sorted(heads)) + r")[^\W_]*") if heads else None
+        )
+
+    @property
+    def names(self) -> list[str]:
+        """The terms' names, once each, in order."""
+        return list(dict.fromkeys(name for name, _ in self._alternatives))
+
+    @classmethod
+    def for_words(cls, words: Iterable[str]) -> TermMatcher:
+        """A matcher for plain words, each its own term matched whole."""
+        return cls((w, [forms_of(w)]) for w in words)
+
+    def finditer(self, text: str) -> Iterator[tuple[int, int, str]]:
+        """(start, end, term) of every match in ``text``, in order, without overlaps."""
+        if self._candidates is None or not text:
+            return
+        folded = fold(text)
+        found = [(m.start(), m.end(), stem(m.group())) for m in self._candidates.finditer(folded)]
+        if not found:
+            return
+        multi = any(len(forms) > 1 for _, forms in self._alternatives)
+        every: list[tuple[int, int, str]] | None = None
+        if multi:
+            every = [(m.start(), m.end(), stem(m.group())) for m in TOKEN.finditer(folded)]
+        index = {start: i for i, (start, _, _) in enumerate(every)} if every else {}
+        last_end = -1
+        for start, end, token_stem in found:
+            if start < last_end or not any(f.matches(token_stem) for f in self._first):
+                continue
+            for name, forms in self._alternatives:
+                if not forms[0].matches(token_stem):
+                    continue
+                if len(forms) == 1:
+                    yield start, end, name
+                    last_end = end
+                    break
+                i = index.get(start)
+                if i is None or every is None or i + len(forms) > len(every):
+                    continue
+                run = every[i : i + len(forms)]
+                if all(f.matches(t[2]) for f, t in zip(forms, run, strict=True)):
+                    yield start, run[-1][1], name
+                    last_end = run[-1][1]
+                    break
+
+    def found(self, texts: Iterable[str]) -> set[str]:
+        """The names of the terms that occur in any of the texts."""
+        names = {name for name, _ in self._alternatives}
+        seen: set[str] = set()
+        for text in texts:
+            if not text:
+                continue
+            for _, _, name in self.finditer(text):
+                seen.add(name)
+                if seen == names:
+                    return seen
+        return seen
