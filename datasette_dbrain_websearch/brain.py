@@ -240,6 +240,13 @@ class Hit:
     fused: float = 0.0
     mode: str = ""
     matched: list[str] = field(default_factory=list)
+    # What re-scored the row (``lexical.rescore``): its share of the question, a phrase, the
+    # semantic cosine; ``held`` counts the search terms (dbrain's and the others) it holds.
+    coverage: float | None = None
+    held: int = 0
+    phrase: bool = False
+    cosine: float | None = None
+    dense_only: bool = False  # found by the semantic lane alone (no word in common)
     row: dict[str, Any] = field(default_factory=dict)
     # A source this item links to (item_source_links) that matched too: shown inside the
     # item's row, so one bookmark and its page take one place in the list, not two.
@@ -615,15 +622,14 @@ def _bm25_lanes(
                 lanes.idf[kind] = {t: lexical.idf(rows, n) for t, n in found.items() if n}
             sql = lexical.lane_sql(fts, table, shape.columns[fts], where)
             lanes.ranked[kind] = lexical.run_lane(conn, sql, match, params, depth)
-            every = plan.all_terms_query(prefixed) if plan.syntax != "raw" else ""
-            if every:
+            every = (plan.all_terms_query(prefixed) if plan.syntax != "raw" else "") or match
+            if every != match:
                 lanes.holding_all[kind] = lexical.run_lane(conn, sql, every, params, depth)
+            lanes.matches[kind] = lexical.count(conn, fts, table, every, where, params)
         except sqlite3.OperationalError as exc:
             if "interrupted" in str(exc) or is_busy(exc):
                 raise
             lanes.errors.append((kind, str(exc)))
-            continue
-        lanes.matches[kind] = len(lanes.ranked[kind])
     return lanes
 
 
@@ -657,10 +663,14 @@ def _rescore_lane(
     for part in parts:
         held, phrase = lexical.row_signals(plan, searchable_texts(kind, part.row))
         part.matched = [t for t in plan.query_terms if t in held]
-        coverage.append(lexical.coverage(held, names, idf))
+        part.coverage = lexical.coverage(held, names, idf)
+        part.held, part.phrase = len(held), phrase
+        coverage.append(part.coverage)
         phrased.append(phrase)
     ids = [row_id for row_id, _ in top]
     cosine = semantic.cosines(kind, ids) if semantic is not None else None
+    for part, value in zip(parts, cosine or [], strict=False):
+        part.cosine = value
     scores = lexical.rescore(
         [score for _, score in top],
         coverage,

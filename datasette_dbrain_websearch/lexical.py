@@ -37,7 +37,7 @@ COLUMN_WEIGHTS = {
 }
 # How much each bounded signal adds to a row's normalized BM25 score (whose range is 0..1).
 COVERAGE_BOOST = 0.1
-KEYWORD_BOOST = 3.0  # more than BM25's whole normalized range: every keyword held comes first
+KEYWORD_BOOST = 4.0  # a keyword held is worth more than BM25's whole range (0..1): every one first
 KEYWORD_TERMS = 3  # a question of this many search terms or fewer is a list of keywords
 PHRASE_BOOST = 0.05
 
@@ -186,17 +186,31 @@ def union(
 
 def lane_sql(fts: str, table: str, columns: Sequence[str], where: str) -> str:
     """The lane's query: ids and bm25 of the best matches passing the filters (``where``:
-    ``and ...`` clauses on ``t``, the table)."""
+    ``and ...`` clauses on ``t``, the table); the newest row first among equals."""
+    bm25 = bm25_call(f"[{fts}]", columns)
     if not where:
         return (
-            f"select rowid, {bm25_call(f'[{fts}]', columns)} as score from [{fts}] "
-            f"where [{fts}] match ? order by score, rowid desc limit ?"
+            f"select rowid, {bm25} as score from [{fts}] where [{fts}] match ? "
+            "order by score, rowid desc limit ?"
         )
     return (
-        f"select t.id, {bm25_call('f', columns)} as score from [{fts}] f "
-        f"join [{table}] t on t.id = f.rowid where f match ?{where} "
-        "order by score, t.id desc limit ?"
+        f"select t.id, {bm25} as score from [{fts}] join [{table}] t on t.id = [{fts}].rowid "
+        f"where [{fts}] match ?{where} order by score, t.id desc limit ?"
     )
+
+
+def count(
+    conn: sqlite3.Connection, fts: str, table: str, match: str, where: str, params: list[Any]
+) -> int:
+    """How many rows (passing the filters) match: for the pack's "rows holding every word"."""
+    if not where:
+        sql = f"select count(*) from [{fts}] where [{fts}] match ?"
+    else:
+        sql = (
+            f"select count(*) from [{fts}] join [{table}] t on t.id = [{fts}].rowid "
+            f"where [{fts}] match ?{where}"
+        )
+    return conn.execute(sql, [match, *params]).fetchone()[0]
 
 
 def run_lane(

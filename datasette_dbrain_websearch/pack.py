@@ -42,7 +42,9 @@ def new_run_id(now_ns: int | None = None) -> str:
     return f"{stamp}.{ns % 1_000_000_000:09d}Z-{secrets.token_hex(12)}"
 
 
-def _signals(hit: Hit, terms: tuple[str, ...]) -> list[dict[str, Any]]:
+def _signals(hit: Hit, plan: QueryPlan) -> list[dict[str, Any]]:
+    terms = plan.query_terms
+    terms_searched = len(plan.search_terms) or len(terms)
     signals: list[dict[str, Any]] = []
     if hit.exact_field:
         signals.append(
@@ -60,6 +62,32 @@ def _signals(hit: Hit, terms: tuple[str, ...]) -> list[dict[str, Any]]:
                 "detail": f"rank {hit.lane_rank} of {hit.lane_size} in {FTS_TABLE[hit.kind]} "
                 f"(bm25 {hit.bm25:.3f}); RRF 1/({RRF_K}+{hit.lane_rank}){weighted}",
                 "weight": round(hit.weight * rrf_contribution(hit.lane_rank), 6),
+            }
+        )
+    if hit.coverage is not None:
+        signals.append(
+            {
+                "name": "term_coverage",
+                "detail": f"holds {hit.held} of the question's {terms_searched} search terms "
+                f"({round(hit.coverage * 100)}% of the question)",
+                "weight": round(hit.coverage, 4),
+            }
+        )
+    if hit.phrase:
+        signals.append(
+            {
+                "name": "phrase_match",
+                "detail": "two adjacent words of the question stand side by side in it",
+                "weight": 1.0,
+            }
+        )
+    if hit.cosine is not None:
+        signals.append(
+            {
+                "name": "semantic_cosine",
+                "detail": f"cosine {hit.cosine:.3f} between the question and the row"
+                + (" (no word in common: found by meaning alone)" if hit.dense_only else ""),
+                "weight": round(hit.cosine, 4),
             }
         )
     if hit.mode == "relaxed":
@@ -123,7 +151,7 @@ def evidence_row(hit: Hit, plan: QueryPlan, row_url: RowUrl, excerpt_chars: int)
         "score": round(hit.fused + (EXACT_WEIGHT if hit.exact_field else 0.0), 6),
         "fused_score": round(hit.fused, 6),
         "lanes": _lanes(hit),
-        "signals": _signals(hit, terms),
+        "signals": _signals(hit, plan),
         "matched_terms": matched,
         "missing_terms": [t for t in terms if t not in matched],
     }
@@ -155,7 +183,7 @@ def _add_linked(
     retrieval["lanes"] += [{**lane, "linked_source_key": key} for lane in _lanes(page)]
     retrieval["signals"] += [
         {**signal, "detail": f"its linked page {key}: {signal['detail']}"}
-        for signal in _signals(page, terms)
+        for signal in _signals(page, plan)
         if signal["name"] == "bm25_rank"
     ]
     retrieval["signals"].append(
@@ -269,7 +297,13 @@ def build_pack(
             "displayed_limit": limit,
             "recall_note": (
                 f"exact matches: {local.exact_count}; "
-                + ("relaxed matches (some terms)" if local.mode == "relaxed" else "text matches")
+                + (
+                    "relaxed matches (some terms)"
+                    if local.mode == "relaxed"
+                    else "rows holding every word"
+                    if local.mode == "bm25"
+                    else "text matches"
+                )
                 + f": items={item_matches} sources={source_matches}. "
                 "Returned evidence is a capped working set, not the full corpus."
             ),

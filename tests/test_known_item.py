@@ -123,7 +123,8 @@ def row_for(pack: dict[str, Any], key: str) -> dict[str, Any]:
 
 async def test_an_item_and_its_linked_page_are_one_row(ds):
     pack = await research(ds, q="tokio scheduler lifo")
-    assert [r["source_key"] for r in pack["evidence"]] == [BOOKMARK_KEY]
+    assert pack["evidence"][0]["source_key"] == BOOKMARK_KEY
+    assert PAGE_KEY not in [r["source_key"] for r in pack["evidence"]]
     row = pack["evidence"][0]
     page = row["linked_source"]
     assert page["source_key"] == PAGE_KEY and page["kind"] == "source"
@@ -135,14 +136,19 @@ async def test_an_item_and_its_linked_page_are_one_row(ds):
         ("sources_fts", 1),
     ]
     assert "linked_source_key" not in lanes[0] and lanes[1]["linked_source_key"] == PAGE_KEY
-    signals = row["retrieval"]["signals"]
+    signals = [
+        s
+        for s in row["retrieval"]["signals"]
+        if s["name"] in ("bm25_rank", "linked_source_match")
+    ]
     assert [s["name"] for s in signals] == ["bm25_rank", "bm25_rank", "linked_source_match"]
-    assert signals[1]["detail"].startswith(f"its linked page {PAGE_KEY}: rank 1 of 1")
-    # One thing, scored by its stronger lane (both rank 1 here, in equally selective tables).
-    assert [s["weight"] for s in signals[:2]] == [round(rrf_contribution(1), 6)] * 2
+    assert signals[1]["detail"].startswith(f"its linked page {PAGE_KEY}: rank 1 of ")
+    # One thing, scored by its stronger lane (both rank 1 here; each table's lane weighed by
+    # how selective the question is there).
+    assert max(s["weight"] for s in signals[:2]) == round(rrf_contribution(1), 6)
     assert row["retrieval"]["fused_score"] == round(rrf_contribution(1), 6)
     assert row["retrieval"]["matched_terms"] == ["tokio", "scheduler", "lifo"]
-    # The counts still say how many rows of each table matched.
+    # The counts say how many rows of each table hold every word.
     assert (pack["coverage"]["item_text_matches"], pack["coverage"]["source_text_matches"]) == (
         1,
         1,
@@ -174,12 +180,12 @@ async def test_exact_lookup_keeps_the_page_its_own_row(ds):
 
 async def test_sources_only_keeps_pages_as_rows(ds):
     pack = await research(ds, q="tokio scheduler lifo", kind="source")
-    assert [r["source_key"] for r in pack["evidence"]] == [PAGE_KEY]
-    assert "linked_source" not in pack["evidence"][0]
+    assert pack["evidence"][0]["source_key"] == PAGE_KEY
+    assert not any("linked_source" in row for row in pack["evidence"])
 
 
 async def test_relaxed_matches_are_merged_too(ds):
-    pack = await research(ds, q="lifo atomics unrelatedword")
+    pack = await research(ds, q="lifo atomics unrelatedword", ranking="dbrain")
     assert pack["query_plan"]["query_mode"] == "relaxed"
     row = row_for(pack, BOOKMARK_KEY)
     assert row["linked_source"]["source_key"] == PAGE_KEY
@@ -236,7 +242,8 @@ async def test_a_web_hit_for_the_linked_page_credits_the_item_row(linked_brain, 
             cookies=actor_cookies(ds, "root"),
         )
     pack = response.json()
-    assert [r["source_key"] for r in pack["evidence"]] == [BOOKMARK_KEY]
+    assert pack["evidence"][0]["source_key"] == BOOKMARK_KEY
+    assert PAGE_KEY not in [r["source_key"] for r in pack["evidence"]]
     row = pack["evidence"][0]
     assert row["also_found_by"] == ["scripted"]
     lane = row["retrieval"]["lanes"][-1]
@@ -295,7 +302,7 @@ async def test_a_linked_page_dbrain_never_extracted_shows_the_providers_text_ins
     assert "<li>its linked page: 1st best match among your sources</li>" in details
     assert "<li>Scripted Web found its linked page in your brain at rank 2</li>" in details
 
-    (agent_row,) = compact["brain_rows"]
+    agent_row = compact["brain_rows"][0]
     assert agent_row["linked_page"]["key"] == PAGE_KEY
     assert agent_row["linked_page"]["provider_excerpt"]["text"] == PROVIDER_WORDS
     assert agent_row["linked_page"]["provenance"] == tools.LOCAL_BADGE
@@ -305,13 +312,14 @@ def test_the_command_line_shows_the_linked_page_inside_the_item(linked_brain):
     args = ["dbrain-research", str(linked_brain), "tokio scheduler lifo"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
-    item, page = result.output.split(" 1. [item/")[1].split("linked page in your brain: ")
+    first = result.output.split(" 1. [item/")[1].split(" 2. ")[0]
+    item, page = first.split("linked page in your brain: ")
     assert (
         item.startswith("x] Making the Tokio scheduler ten times faster") and BOOKMARK_KEY in item
     )
     assert page.splitlines()[0] == "Making the Tokio scheduler 10x faster"
     assert page.splitlines()[1].split() == [PAGE_KEY, PAGE_URL]
-    assert " 2. " not in result.output
+    assert f"] {PAGE_KEY}" not in result.output  # the page is not a row of its own
 
 
 class CitesThePageAsync(llm.AsyncModel):
@@ -363,7 +371,7 @@ async def test_an_answer_may_cite_the_linked_page(linked_brain):
 async def test_extractive_answer_cites_the_row(ds):
     pack = await research(ds, q="tokio scheduler lifo", answer="1")
     answer = pack["answer"]
-    assert answer["citations"]["local"] == [BOOKMARK_KEY] and answer["rejected_citations"] == []
+    assert answer["citations"]["local"][0] == BOOKMARK_KEY and answer["rejected_citations"] == []
 
 
 async def test_a_mark_may_name_the_linked_page(ds):
@@ -409,9 +417,10 @@ async def test_pages_matching_broadly_do_not_push_saved_items_out(tmp_path):
     assert weights["items_fts"] == 1.0 and weights["sources_fts"] < 0.5
 
 
-async def test_after_the_relaxed_fallback_rows_holding_more_words_come_first(tmp_path):
-    """No row holds all four words: the note holding three comes before the one holding two,
-    though bm25 prefers the short one that repeats its two."""
+async def test_rows_holding_every_keyword_come_before_rows_bm25_prefers(tmp_path):
+    """A short question is a list of keywords: the note holding all three comes before the one
+    holding two, though bm25 prefers the short one that repeats its two. dbrain's own order
+    (``ranking: dbrain``) is bm25 alone after its relaxed fallback."""
     path = tmp_path / "brain.db"
     conn = sqlite3.connect(path)
     create_brain_schema(conn)
@@ -419,10 +428,19 @@ async def test_after_the_relaxed_fallback_rows_holding_more_words_come_first(tmp
         add_item(conn, "manual:two", "manual", title="alpha beta", text="alpha beta " * 5)
         filler = " ".join(f"word{n}" for n in range(300))
         add_item(conn, "manual:three", "manual", title="Notes", text=f"alpha beta gamma {filler}")
+        for n in range(20):  # a brain of other notes, so the words are rare
+            add_item(conn, f"manual:other{n}", "manual", title=f"Other {n}", text="unrelated")
     conn.close()
     datasette = make_datasette([str(path)])
-    pack = await research(datasette, q="alpha beta gamma delta")
-    assert pack["query_plan"]["query_mode"] == "relaxed"
+    pack = await research(datasette, q="alpha beta gamma")
+    assert pack["query_plan"]["query_mode"] == "bm25"
     assert [r["source_key"] for r in pack["evidence"]] == ["manual:three", "manual:two"]
-    ranks = [r["retrieval"]["lanes"][0]["rank"] for r in pack["evidence"]]
-    assert ranks == [2, 1]
+    coverage = [
+        next(s for s in r["retrieval"]["signals"] if s["name"] == "term_coverage")
+        for r in pack["evidence"]
+    ]
+    assert [c["weight"] for c in coverage] == [1.0, round(2 / 3, 4)]
+    assert coverage[0]["detail"].startswith("holds 3 of the question's 3 search terms")
+    dbrain = await research(datasette, q="alpha beta gamma delta", ranking="dbrain")
+    assert dbrain["query_plan"]["query_mode"] == "relaxed"
+    assert [r["source_key"] for r in dbrain["evidence"]] == ["manual:two", "manual:three"]

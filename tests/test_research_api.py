@@ -44,7 +44,9 @@ async def test_pack_shape(ds):
     plan = pack["query_plan"]
     assert plan["fts_query"] == '"espresso"* AND "grinder"*'
     assert plan["query_terms"] == ["espresso", "grinder"]
-    assert plan["syntax"] == "simple" and plan["query_mode"] == "strict"
+    assert plan["syntax"] == "simple" and plan["query_mode"] == "bm25"
+    assert plan["match_query"] == '"espresso" OR "grinder"'
+    assert plan["ranking"] == "bm25"
     assert pack["coverage"]["local_evidence_count"] == len(pack["evidence"])
     assert {"local", "total"} <= set(pack["timings_ms"])
     row = pack["evidence"][0]
@@ -65,10 +67,25 @@ async def test_pack_shape(ds):
     assert set(row["retrieval"]) >= {"score", "lanes", "signals", "matched_terms", "missing_terms"}
 
 
-async def test_strict_and_query_returns_only_rows_with_every_term(ds, brain):
+async def test_rows_holding_every_keyword_come_first_then_the_others(ds, brain):
     _, ids = brain
     _, pack = await get(ds, "/-/research.json", q="espresso grinder")
-    assert set(keys(pack)) == {"apple-note:espresso-1", ids["src_espresso_key"]}
+    assert set(keys(pack)[:2]) == {"apple-note:espresso-1", ids["src_espresso_key"]}
+    for row in pack["evidence"][:2]:
+        assert row["retrieval"]["matched_terms"] == ["espresso", "grinder"]
+        (lane,) = row["retrieval"]["lanes"]
+        assert lane["name"] == "lexical" and lane["rank"] == 1 and lane["query"] == "bm25"
+    for row in pack["evidence"][2:]:  # BM25 tops up with rows holding one of the words
+        assert len(row["retrieval"]["matched_terms"]) == 1
+
+
+async def test_dbrain_ranking_returns_only_rows_with_every_term(ds, brain):
+    _, ids = brain
+    _, pack = await get(ds, "/-/research.json", q="espresso grinder", ranking="dbrain")
+    assert pack["query_plan"]["ranking"] == "dbrain"
+    assert pack["query_plan"]["match_query"] == '"espresso"* AND "grinder"*'
+    # dbrain lists items first, then sources.
+    assert keys(pack) == ["apple-note:espresso-1", ids["src_espresso_key"]]
     for row in pack["evidence"]:
         assert row["retrieval"]["matched_terms"] == ["espresso", "grinder"]
         assert row["retrieval"]["missing_terms"] == []
@@ -80,29 +97,49 @@ async def test_strict_and_query_returns_only_rows_with_every_term(ds, brain):
 
 async def test_lanes_are_fused_and_weighted_by_how_selective_the_question_is(ds, brain):
     _, ids = brain
+    path, ids = brain
     _, pack = await get(ds, "/-/research.json", q="espresso grinder")
-    # One of 5 items and one of 4 sources match: the items lane is the more selective one.
-    source_weight = math.log(1 + 4 / 1) / math.log(1 + 5 / 1)
+    # A lane weighs the summed idf of the question's words in its table (FTS5's bm25 idf):
+    # the words are rarer among the items, so the items lane weighs more.
+    conn = sqlite3.connect(path)
+    selectivity = {}
+    for table in ("items", "sources"):
+        rows = conn.execute(f"select max(rowid) from {table}").fetchone()[0]
+        selectivity[table] = 0.0
+        for word in ("espresso", "grinder"):
+            sql = f"select count(*) from {table}_fts where {table}_fts match ?"
+            n = conn.execute(sql, [word]).fetchone()[0]
+            selectivity[table] += max(1e-6, math.log((rows - n + 0.5) / (n + 0.5)))
+    conn.close()
+    source_weight = selectivity["sources"] / selectivity["items"]
+    assert source_weight < 1
     lexical = pack["query_plan"]["retrieval_lanes"][1]
     assert lexical["weights"] == {"items_fts": 1.0, "sources_fts": round(source_weight, 4)}
-    assert keys(pack) == ["apple-note:espresso-1", ids["src_espresso_key"]]
-    scores = [row["retrieval"]["score"] for row in pack["evidence"]]
+    assert keys(pack)[:2] == ["apple-note:espresso-1", ids["src_espresso_key"]]
+    scores = [row["retrieval"]["score"] for row in pack["evidence"][:2]]
     assert scores == [pytest.approx(1 / 61, abs=1e-6), pytest.approx(source_weight / 61, abs=1e-6)]
-    lanes = [row["retrieval"]["lanes"][0] for row in pack["evidence"]]
+    lanes = [row["retrieval"]["lanes"][0] for row in pack["evidence"][:2]]
     assert [(lane["table"], lane["weight"]) for lane in lanes] == [
         ("items_fts", 1.0),
         ("sources_fts", round(source_weight, 4)),
     ]
 
 
-async def test_sources_win_ties(ds, brain):
-    """Relaxed lanes fuse unweighted: rank 1 in each lane ties, and dbrain orders sources
-    before items."""
+async def test_dbrains_relaxed_fallback_lists_sources_before_items(ds, brain):
     _, ids = brain
-    _, pack = await get(ds, "/-/research.json", q="espresso burr zebra")
+    _, pack = await get(ds, "/-/research.json", q="espresso burr zebra", ranking="dbrain")
     assert keys(pack) == [ids["src_espresso_key"], "apple-note:espresso-1"]
     scores = [row["retrieval"]["score"] for row in pack["evidence"]]
-    assert scores == [pytest.approx(1 / 61, abs=1e-6)] * 2
+    assert scores[0] > scores[1]
+
+
+async def test_a_word_no_row_holds_does_not_hide_the_rows_holding_the_others(ds, brain):
+    _, ids = brain
+    _, pack = await get(ds, "/-/research.json", q="espresso burr zebra")
+    assert pack["query_plan"]["query_mode"] == "bm25"
+    assert set(keys(pack)[:2]) == {ids["src_espresso_key"], "apple-note:espresso-1"}
+    assert pack["evidence"][0]["retrieval"]["missing_terms"] == ["zebra"]
+    assert pack["judge"]["verdict"] == "weak_evidence"
 
 
 async def test_prefix_and_stemming_match(ds):
@@ -134,7 +171,8 @@ async def test_exact_url_is_normalized_the_dbrain_way(ds, brain):
 async def test_exact_url_finds_a_source_without_fts_row(ds, brain):
     _, ids = brain
     _, pack = await get(ds, "/-/research.json", q="https://example.org/pending-article")
-    assert keys(pack) == [ids["src_pending_key"]]
+    assert keys(pack)[0] == ids["src_pending_key"]
+    assert pack["evidence"][0]["retrieval"]["lanes"][0]["name"] == "exact_lookup"
 
 
 async def test_exact_item_external_id_and_note_path(ds):
@@ -159,7 +197,7 @@ async def test_exact_hit_outranks_better_lexical_rows(ds, brain):
 
 async def test_relaxed_or_fallback_requires_two_terms(ds, brain):
     _, ids = brain
-    _, pack = await get(ds, "/-/research.json", q="espresso burr zebra")
+    _, pack = await get(ds, "/-/research.json", q="espresso burr zebra", ranking="dbrain")
     assert pack["query_plan"]["query_mode"] == "relaxed"
     assert pack["query_plan"]["match_query"] == '"espresso"* OR "burr"* OR "zebra"*'
     assert {w["code"] for w in pack["warnings"]} == {"relaxed_query"}
@@ -175,7 +213,7 @@ async def test_relaxed_or_fallback_requires_two_terms(ds, brain):
 
 
 async def test_relaxed_drops_rows_matching_one_term_only(ds):
-    _, pack = await get(ds, "/-/research.json", q="tokio zebra giraffe")
+    _, pack = await get(ds, "/-/research.json", q="tokio zebra giraffe", ranking="dbrain")
     assert pack["evidence"] == []
     assert pack["judge"]["verdict"] == "no_evidence"
 

@@ -645,8 +645,9 @@ async def test_filters_apply_to_brain_pages_the_web_points_to(brain, fake):
 async def test_web_hit_surfaces_a_brain_page_local_search_missed(brain, fake):
     _, ids = brain
     ds = await web_ds(brain, fake)
-    # The brain's copy of the FTS5 page never mentions "operator", so local search misses it ...
-    _, pack = await ask(ds, q="fts5 match operator index", external="always")
+    # The brain's copy of the FTS5 page never says "match" or "operator", so local search
+    # misses it ...
+    _, pack = await ask(ds, q="match operator", external="always")
     assert pack["judge"]["verdict"] == "no_evidence"
     # ... and the web search brings it back as a local row, which the verdict mentions.
     (row,) = pack["evidence"]
