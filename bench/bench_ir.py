@@ -183,9 +183,8 @@ def main() -> None:
         if not path.exists():
             started = time.perf_counter()
             build_brain(path, args.collection, corpus)
-            print(
-                f"built {path.name}: {len(corpus):,} sources in {time.perf_counter() - started:.1f}s"
-            )
+            took = time.perf_counter() - started
+            print(f"built {path.name}: {len(corpus):,} sources in {took:.1f}s")
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
         by_key = {}
         by_rowid = {}

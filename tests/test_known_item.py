@@ -137,9 +137,7 @@ async def test_an_item_and_its_linked_page_are_one_row(ds):
     ]
     assert "linked_source_key" not in lanes[0] and lanes[1]["linked_source_key"] == PAGE_KEY
     signals = [
-        s
-        for s in row["retrieval"]["signals"]
-        if s["name"] in ("bm25_rank", "linked_source_match")
+        s for s in row["retrieval"]["signals"] if s["name"] in ("bm25_rank", "linked_source_match")
     ]
     assert [s["name"] for s in signals] == ["bm25_rank", "bm25_rank", "linked_source_match"]
     assert signals[1]["detail"].startswith(f"its linked page {PAGE_KEY}: rank 1 of ")
