@@ -738,6 +738,8 @@ def retrieve(
                 # Dense-only rows (no word in common) rank below every lexical match.
                 floor = max((score for _, score in ranked), default=0.0)
                 ranked += [(row_id, floor + 1.0 - cos) for row_id, cos in extra]
+                for row_id, _ in extra:
+                    hits.setdefault((kind, row_id), Hit(kind, row_id)).dense_only = True
                 lanes.dense_added += len(extra)
             idf = lanes.idf.get(kind, {})
             every = lanes.holding_all.get(kind, [])

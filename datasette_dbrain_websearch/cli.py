@@ -1,4 +1,5 @@
-"""Command-line surfaces: ``datasette dbrain-research`` and ``datasette dbrain-demo``.
+"""Command-line surfaces: ``datasette dbrain-research``, ``datasette dbrain-demo`` and the
+``datasette dbrain-websearch`` group (``index``, ``eval``, ``purge-cache``, ``config-reference``).
 
 ``dbrain-research`` runs exactly the research the JSON API runs, through an in-process Datasette
 (no server), so ``--json`` prints the same pack ``/-/research.json`` returns.
@@ -15,7 +16,7 @@ from typing import Any
 import click
 from datasette.utils import StartupError
 
-from .config import ConfigError, Settings
+from .config import PLUGIN_NAME, ConfigError, Settings
 from .display import terminal_safe
 from .errors import ResearchError
 from .evals import register_eval_commands
@@ -145,6 +146,21 @@ def render_text(pack: dict[str, Any]) -> str:
     return terminal_safe("\n".join(lines))
 
 
+def _settings(metadata: str | None) -> Settings:
+    """The plugin's settings from a Datasette config file (defaults without one)."""
+    from datasette.utils import parse_metadata
+
+    config = parse_metadata(Path(metadata).read_text()) if metadata else {}
+    plugins = config.get("plugins") or {}
+    return Settings.from_config(plugins.get(PLUGIN_NAME))
+
+
+def default_index(brain: str) -> Path:
+    from .store import default_path
+
+    return default_path([brain]) or Path(brain).with_name("research_runs.db")
+
+
 def register(cli: click.Group) -> None:
     """Attach the plugin's commands to Datasette's CLI."""
 
@@ -241,6 +257,40 @@ def register(cli: click.Group) -> None:
 
         count = purge(Path(database), expired_only=expired)
         click.echo(f"Deleted {count} cached provider response(s) from {database}")
+
+    @dbrain_websearch.command(name="index")
+    @click.argument("brain", type=click.Path(exists=True, dir_okay=False))
+    @click.option(
+        "--index",
+        "index_db",
+        type=click.Path(dir_okay=False),
+        help="The plugin database to write (default: research_runs.db next to BRAIN, or the "
+        "configured traces_database)",
+    )
+    @click.option("--model", help="llm embedding model id (default: the configured semantic.model)")
+    @click.option("-m", "--metadata", type=click.Path(exists=True), help="Datasette config file")
+    def index(brain: str, index_db: str | None, model: str | None, metadata: str | None) -> None:
+        """Build or refresh the semantic lane's index of BRAIN (only changed rows are
+        embedded)."""
+        from .semantic import SemanticUnavailable, brain_rows, embedding_model, index_brain
+        from .store import create
+
+        settings = _settings(metadata)
+        model_id = model if model is not None else settings.semantic.model
+        path = Path(index_db or settings.traces_database or default_index(brain))
+        try:
+            embedding_model(model_id)  # say so before creating anything
+            create(path)
+            total = brain_rows(Path(brain))
+            with click.progressbar(length=total, label=f"Embedding with {model_id}") as bar:
+                report = index_brain(Path(brain), path, model_id, progress=bar.update)
+        except SemanticUnavailable as exc:
+            raise click.ClickException(str(exc)) from exc
+        click.echo(
+            f"Indexed {report.rows:,} rows of {Path(brain).name} with {model_id} into {path}: "
+            f"{report.embedded:,} embedded, {report.unchanged:,} unchanged, "
+            f"{report.removed:,} removed"
+        )
 
     @dbrain_websearch.command(name="config-reference")
     @click.option(

@@ -721,7 +721,9 @@ class SemanticSettings:
 
 def _semantic(raw: Any) -> SemanticSettings:
     block = _Block(raw, "semantic")
-    return SemanticSettings(model=block.string("model").strip(), weight=block.number("weight"))
+    # An empty model turns the lane off (other empty strings mean "the default").
+    model = "" if block.raw.get("model") == "" else block.string("model").strip()
+    return SemanticSettings(model=model, weight=block.number("weight"))
 
 
 @dataclass(frozen=True)

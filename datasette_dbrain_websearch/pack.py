@@ -128,6 +128,17 @@ def _lanes(hit: Hit) -> list[dict[str, Any]]:
                 "weight": round(hit.weight, 4),
             }
         )
+    if hit.cosine is not None:
+        lanes.append(
+            {
+                "name": "semantic",
+                "status": "used",
+                "store": "plugin_index",
+                "table": TABLE[hit.kind],
+                "raw_score": round(hit.cosine, 6),
+                "dense_only": hit.dense_only,
+            }
+        )
     return lanes
 
 
@@ -230,6 +241,7 @@ def build_pack(
     timings_ms: dict[str, float],
     web: dict[str, Any],
     profile: str = "general",
+    semantic_lane: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Assemble the pack; evidence rows come shaped by ``evidence_row``/``external_row``."""
     external = web["external_evidence"]
@@ -250,7 +262,12 @@ def build_pack(
             "tables": [FTS_TABLE[k] for k in local.kinds_searched],
             "weights": {FTS_TABLE[k]: w for k, w in local.lane_weights.items()},
         },
-        {"name": "semantic", "status": "disabled", "reason": "not_configured"},
+        {
+            "name": "semantic",
+            **{
+                k: v for k, v in (semantic_lane or {"status": "disabled"}).items() if k != "message"
+            },
+        },
     ]
     item_matches = local.matches.get("item", 0)
     source_matches = local.matches.get("source", 0)

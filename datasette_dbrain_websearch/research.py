@@ -45,6 +45,13 @@ from .pack import (
 )
 from .profiles import PROFILE_NAMES, apply_profile, profile_for
 from .providers.base import Provider, clean, redact
+from .semantic import (
+    SemanticLane,
+    SemanticUnavailable,
+    semantic_question,
+    semantic_state,
+    semantic_warnings,
+)
 
 MAX_QUESTION_CHARS = 20_000
 MAX_RETURNED_PER_PROVIDER = 10  # URLs and titles each provider returned, kept for the trace
@@ -234,12 +241,14 @@ async def research(
     web: WebAccess | None = None,
     progress: Progress | None = None,
     answering: AnswerAccess | None = None,
+    semantic_index: str | None = None,
 ) -> dict[str, Any]:
     """Run one research pass (local, then the web when allowed, then an answer when asked for)
     and return the pack.
 
     ``progress`` (optional) is awaited with a small dict as each stage starts or ends, so a
-    surface can show live progress; it never changes the result.
+    surface can show live progress; it never changes the result. ``semantic_index`` is the
+    plugin database holding the semantic lane's vectors (``semantic.py``).
     """
     emit = progress or _silent
     started = time.perf_counter()
@@ -256,13 +265,12 @@ async def research(
     plan = plan_query(options.question, options.syntax)
     await emit({"stage": "local", "status": "started", "message": "Searching your brain"})
     local_query = TimeBudget(settings.time_limit_ms, database).bind(execute_fn)
-    local: LocalResult = await local_query(
-        lambda conn: retrieve(
-            conn, options.question, plan, options.filters, options.limit, options.ranking
-        )
+    local, semantic_lane = await local_query(
+        lambda conn: _local(conn, options, settings, plan, database, semantic_index)
     )
     plan = plan.searched(local.prefixed)
     warnings = list(local.warnings)
+    warnings.extend(semantic_warnings(semantic_lane))
     if plan.truncated_terms:
         warnings.append(
             {
@@ -347,6 +355,7 @@ async def research(
         timings_ms=timings,
         web=web_part,
         profile=options.profile,
+        semantic_lane=semantic_lane,
     )
     pack["answer"] = disabled()
     if options.answer:
@@ -371,6 +380,50 @@ async def research(
         timings["answer"] = pack["answer"]["timings_ms"]["total"]
     timings["total"] = round((time.perf_counter() - started) * 1000, 3)
     return scrub(pack, settings.secrets())
+
+
+def _local(
+    conn: Any,
+    options: Options,
+    settings: Settings,
+    plan: QueryPlan,
+    database: str,
+    semantic_index: str | None,
+) -> tuple[LocalResult, dict[str, Any]]:
+    """Local retrieval, with the semantic lane when its model and index are there: returns the
+    result and the lane's state for the pack's ``retrieval_lanes``."""
+    model_id = settings.semantic.model
+    lane: SemanticLane | None = None
+    if options.ranking == "dbrain":
+        state: dict[str, Any] = {"status": "disabled", "reason": "dbrain_ranking"}
+    elif not plan.searchable or plan.syntax == "raw":
+        state = {"status": "disabled", "reason": "not_requested"}
+    else:
+        state = semantic_state(conn, semantic_index, database, model_id, options.filters)
+        if state["status"] == "used":
+            try:
+                lane = SemanticLane(
+                    semantic_index or "",
+                    database,
+                    model_id,
+                    semantic_question(options.question),
+                    settings.semantic.weight,
+                )
+            except SemanticUnavailable as exc:
+                state = {"status": "disabled", "reason": exc.reason, "message": str(exc)}
+    result = retrieve(
+        conn, options.question, plan, options.filters, options.limit, options.ranking, lane
+    )
+    if lane is not None:
+        state.update(
+            model=model_id,
+            weight=settings.semantic.weight,
+            dense_added=result.dense_added,
+            status="used" if lane.used else "disabled",
+        )
+        if not lane.used:
+            state["reason"] = "no_vectors_for_candidates"
+    return result, state
 
 
 async def _web(

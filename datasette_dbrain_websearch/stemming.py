@@ -29,7 +29,6 @@ PORTER_MIN_BYTES = 3  # fts5_porter.c passes shorter and longer tokens through u
 PORTER_MAX_BYTES = 64
 
 
-
 @lru_cache(maxsize=4096)
 def _fold_char(ch: str) -> str:
     """One character lowercased and, for Latin letters, without its diacritic (``é`` -> ``e``);

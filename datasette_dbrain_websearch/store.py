@@ -4,7 +4,8 @@ It lives at ``traces_database`` (default ``research_runs.db`` next to the first 
 is created (or brought up to date) at startup with sqlite-utils and attached to Datasette as
 ``research_runs`` so root can browse and facet it (no one else may view it as tables: it holds
 other people's questions). It holds research runs and their events (traces.py), promotions
-(promote.py), relevance feedback, the provider cache and the provider ledger (ledger.py).
+(promote.py), relevance feedback, the provider cache, the provider ledger (ledger.py) and the
+semantic lane's vectors (semantic.py).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import sqlite_utils
 
 from .providers.base import WebResult
 from .schema import sqlite_database
+from .semantic import create_table as create_embeddings_table
 
 DATABASE_NAME = "research_runs"
 DEFAULT_FILENAME = "research_runs.db"
@@ -174,6 +176,7 @@ def create(path: Path) -> None:
         conn.execute("pragma journal_mode = wal")
         with conn:
             migrate(sqlite_database(conn))
+            create_embeddings_table(conn)
     finally:
         conn.close()
 

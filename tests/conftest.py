@@ -276,7 +276,9 @@ def web_config(fake: FakeWeb, **external: Any) -> dict[str, Any]:
             block[key] = {**block[key], **value}
         else:
             block[key] = value
-    return {"external_search": block}
+    # These configs test the web: no semantic lane (its warnings would join every pack's;
+    # tests/test_semantic.py tests them).
+    return {"external_search": block, "semantic": {"model": ""}}
 
 
 class ProviderPlugin:

