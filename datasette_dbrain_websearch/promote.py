@@ -30,6 +30,7 @@ from typing import Any
 
 from sqlite_utils.db import Table
 
+from . import semantic
 from .errors import ResearchError, sqlite_error
 from .fetch import FetchResult, fetch_page
 from .schema import sqlite_database, sync_source_fts, utc_now
@@ -299,9 +300,11 @@ async def promote(
     request: PromotionRequest,
     actor_id: str,
     allow_networks: tuple[str, ...] = (),
+    embedding_model: str = "",
 ) -> list[dict[str, Any]]:
     """Fetch the pages asked for (not those the brain holds already: their fetch would be
-    thrown away), then write the sources, then record provenance."""
+    thrown away), then write the sources, then record provenance, then embed the new rows into
+    the semantic index (when the brain has one for ``embedding_model``)."""
     if not getattr(brain_db, "is_mutable", False):
         raise ResearchError(
             f"The brain '{trace['database']}' is opened immutable (datasette -i); nothing can "
@@ -335,7 +338,27 @@ async def promote(
         except Exception as exc:  # the sources are written; say so rather than fail
             for result in results:
                 result["warning"] = f"provenance_not_saved ({type(exc).__name__})"
+        await _index_created(brain_db, plugin_db, trace["database"], embedding_model, results)
     return results
+
+
+async def _index_created(
+    brain_db: Any, plugin_db: Any, database: str, model_id: str, results: list[dict[str, Any]]
+) -> None:
+    """Embed the sources just created, so the next question finds them by meaning too; a
+    failure leaves them to the next ``index`` run and says so on each result."""
+    created = [r for r in results if r["status"] == "created"]
+    if not created or not model_id:
+        return
+    ids = [r["row_id"] for r in created]
+    try:
+        rows = await brain_db.execute_fn(lambda conn: semantic.hydrated(conn, "source", ids))
+        await plugin_db.execute_write_fn(
+            lambda conn: semantic.index_rows(conn, database, model_id, "source", rows)
+        )
+    except Exception as exc:  # the sources are written; the index catches up on its next run
+        for result in created:
+            result["warning"] = f"semantic_index_not_updated ({type(exc).__name__})"
 
 
 async def promoted_in_run(plugin_db: Any, run_id: str) -> dict[str, dict[str, Any]]:

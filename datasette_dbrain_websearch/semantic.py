@@ -278,21 +278,30 @@ def _drop_missing(
     return len(stale)
 
 
-def index_rows(
-    brain: sqlite3.Connection,
-    index: sqlite3.Connection,
-    database: str,
-    model_id: str,
-    kind: str,
-    ids: list[int],
-) -> int:
-    """Embed the given rows now (promotion calls this for the rows it writes)."""
-    model = embedding_model(model_id)
-    create_table(index)
+def hydrated(brain: sqlite3.Connection, kind: str, ids: list[int]) -> list[Hit]:
+    """The rows, read as ``index_rows`` embeds them."""
     hits = [Hit(kind, row_id) for row_id in ids]
     hydrate(brain, hits, brain_shape(brain))
+    return hits
+
+
+def index_rows(
+    index: sqlite3.Connection, database: str, model_id: str, kind: str, hits: list[Hit]
+) -> int:
+    """Embed the given (hydrated) rows now, when this brain already has an index for the model:
+    promotion calls this for the rows it writes, so the next question finds them by meaning.
+    Returns how many were embedded (none without an index: a lone row is no index)."""
+    if not hits:
+        return 0
+    create_table(index)
+    has_index = index.execute(
+        f"select 1 from [{EMBEDDINGS_TABLE}] where database_name = ? and model = ? limit 1",
+        [database, model_id],
+    ).fetchone()
+    if not has_index:
+        return 0
     texts = [embedding_text(kind, h.row) for h in hits]
-    vectors = embed(model, texts)
+    vectors = embed(embedding_model(model_id), texts)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     with index:
         index.executemany(
@@ -304,12 +313,12 @@ def index_rows(
                     kind,
                     h.id,
                     h.row.get("source_key", ""),
-                    content_hash(t),
+                    content_hash(text),
                     vectors.shape[1],
-                    to_blob(v),
+                    to_blob(vector),
                     now,
                 )
-                for h, t, v in zip(hits, texts, vectors, strict=True)
+                for h, text, vector in zip(hits, texts, vectors, strict=True)
             ],
         )
     return len(hits)

@@ -516,6 +516,7 @@ async def write_promotion(
             promotion,
             actor_id_of(actor),
             settings.external.fetch_allow_networks,
+            settings.semantic.model,
         )
     except sqlite3.Error as exc:
         raise sqlite_error(exc, trace["database"]) from exc

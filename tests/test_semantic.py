@@ -1,0 +1,235 @@
+"""The semantic lane: its index (built, refreshed by hash, kept fresh by promotion), its effect
+on ranking, and every way it can be missing (a warning, never an error)."""
+
+from __future__ import annotations
+
+import socket
+import sqlite3
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from datasette.cli import cli
+
+from datasette_dbrain_websearch import lexical
+from datasette_dbrain_websearch.schema import create_brain_schema
+
+from .conftest import add_item, add_source, db_rows, make_datasette, web_config
+from .test_promote import GRANT_ROOT, post_json, web_run
+
+pytest.importorskip("wordllama", reason="the [semantic] extra is not installed")
+
+GRINDER = "apple-note:grinder"
+MARTINI = "apple-note:martini"
+
+
+def index(path: Path, *args: str) -> str:
+    result = CliRunner().invoke(cli, ["dbrain-websearch", "index", str(path), *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+@pytest.fixture
+def coffee_brain(tmp_path: Path) -> Path:
+    """A grinder note that never says "mill", a cocktail note bm25 prefers for "espresso"
+    (short, the word twice), and other notes."""
+    path = tmp_path / "brain.db"
+    conn = sqlite3.connect(path)
+    create_brain_schema(conn)
+    with conn:
+        add_item(
+            conn,
+            GRINDER,
+            "apple_note",
+            title="Burr grinder notes",
+            text="Conical burrs grind coffee beans evenly; retention matters for espresso "
+            "dialing, and a stepless grinder makes small adjustments easy.",
+        )
+        add_item(
+            conn,
+            MARTINI,
+            "apple_note",
+            title="Espresso martini",
+            text="Espresso martini: vodka, coffee liqueur and a shot of espresso.",
+        )
+        for n, topic in enumerate(["tokio scheduler", "sourdough starter", "heat pump sizing"]):
+            add_item(conn, f"apple-note:other{n}", "apple_note", title=topic, text=topic * 3)
+        add_source(
+            conn,
+            "https://example.com/hand-mills",
+            title="Choosing a hand coffee mill",
+            extracted_text="A hand mill with steel burrs is the cheapest way to even grounds.",
+            extract_status="ok",
+        )
+    conn.close()
+    return path
+
+
+async def research(path: Path, config: dict | None = None, **params) -> dict:
+    ds = make_datasette([str(path)], plugin_config=config)
+    response = await ds.client.get("/-/research.json", params=params)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def lane(pack: dict) -> dict:
+    return next(x for x in pack["query_plan"]["retrieval_lanes"] if x["name"] == "semantic")
+
+
+def codes(pack: dict) -> list[str]:
+    return [w["code"] for w in pack["warnings"]]
+
+
+def test_index_embeds_every_row_once_then_only_what_changed(coffee_brain):
+    first = index(coffee_brain)
+    assert "Indexed 6 rows of brain.db with wordllama" in first
+    assert "6 embedded, 0 unchanged, 0 removed" in first
+    plugin_db = coffee_brain.parent / "research_runs.db"
+    rows = db_rows(plugin_db, "select * from dbrain_websearch_embeddings order by kind, row_id")
+    assert len(rows) == 6 and {r["model"] for r in rows} == {"wordllama"}
+    assert {r["dims"] for r in rows} == {256} and all(len(r["vector"]) == 512 for r in rows)
+    assert "0 embedded, 6 unchanged, 0 removed" in index(coffee_brain)
+    conn = sqlite3.connect(coffee_brain)
+    with conn:
+        conn.execute("update items set text = 'A new text' where source_key = ?", [MARTINI])
+        conn.execute("delete from items where source_key = 'apple-note:other0'")
+    conn.close()
+    assert "1 embedded, 4 unchanged, 1 removed" in index(coffee_brain)
+    # dbrain's own tables are never written
+    assert not db_rows(coffee_brain, "select name from sqlite_master where name like 'dbrain%'")
+
+
+def test_index_refuses_an_unknown_model_before_writing_anything(coffee_brain):
+    result = CliRunner().invoke(
+        cli, ["dbrain-websearch", "index", str(coffee_brain), "--model", "no-such-model"]
+    )
+    assert result.exit_code != 0 and "'no-such-model' is not installed" in result.output
+    assert not (coffee_brain.parent / "research_runs.db").exists()
+
+
+async def test_a_question_finds_a_note_by_meaning_when_no_word_matches(coffee_brain):
+    index(coffee_brain)
+    pack = await research(coffee_brain, q="coffee mill", kind="item")
+    assert lane(pack)["status"] == "used" and lane(pack)["model"] == "wordllama"
+    assert lane(pack)["dense_added"] >= 1
+    keys = [r["source_key"] for r in pack["evidence"]]
+    assert GRINDER in keys  # it says "coffee" but not "mill": a lexical match for one word
+    grinder = pack["evidence"][keys.index(GRINDER)]
+    names = [s["name"] for s in grinder["retrieval"]["signals"]]
+    assert "semantic_cosine" in names
+    assert codes(pack) == []
+
+
+async def test_rows_carry_their_cosine_with_the_question(coffee_brain):
+    index(coffee_brain)
+    lexical_only = await research(coffee_brain, {"semantic": {"model": ""}}, q="espresso burrs")
+    hybrid = await research(coffee_brain, q="espresso burrs")
+    assert lane(lexical_only) == {
+        "name": "semantic",
+        "status": "disabled",
+        "reason": "not_configured",
+    }
+    top = [r["source_key"] for r in hybrid["evidence"][:2]]
+    assert top[0] == GRINDER
+    cosines = {
+        r["source_key"]: next(
+            s["weight"] for s in r["retrieval"]["signals"] if s["name"] == "semantic_cosine"
+        )
+        for r in hybrid["evidence"]
+        if r["source_key"] in (GRINDER, MARTINI)
+    }
+    assert cosines[GRINDER] > cosines[MARTINI]
+
+
+async def test_without_an_index_the_answer_is_lexical_with_one_warning(coffee_brain):
+    pack = await research(coffee_brain, q="espresso")
+    assert pack["evidence"] and codes(pack) == ["semantic_index_missing"]
+    assert lane(pack) == {"name": "semantic", "status": "disabled", "reason": "index_missing"}
+    assert "datasette dbrain-websearch index" in pack["warnings"][0]["message"]
+
+
+async def test_rows_added_after_the_index_make_it_stale(coffee_brain):
+    index(coffee_brain)
+    conn = sqlite3.connect(coffee_brain)
+    with conn:
+        add_item(conn, "apple-note:new", "apple_note", title="Espresso tamper", text="Tamp.")
+    conn.close()
+    pack = await research(coffee_brain, q="espresso")
+    assert codes(pack) == ["semantic_index_stale"]
+    assert lane(pack)["status"] == "used" and lane(pack)["stale_tables"] == ["items"]
+
+
+async def test_an_unknown_model_is_a_warning(coffee_brain):
+    pack = await research(coffee_brain, {"semantic": {"model": "no-such-model"}}, q="espresso")
+    assert pack["evidence"] and codes(pack) == ["semantic_model_unavailable"]
+    assert lane(pack)["reason"] == "model_unavailable"
+
+
+async def test_without_the_semantic_extra_the_lane_says_so(coffee_brain, monkeypatch):
+    """wordllama not importable (the extra not installed): lexical only, one warning."""
+    index(coffee_brain)
+    monkeypatch.setitem(sys.modules, "wordllama", None)
+    pack = await research(coffee_brain, q="espresso")
+    assert pack["evidence"] and codes(pack) == ["semantic_model_unavailable"]
+    assert "[semantic]" in pack["warnings"][0]["message"]
+
+
+async def test_dbrains_ranking_has_no_semantic_lane(coffee_brain):
+    index(coffee_brain)
+    pack = await research(coffee_brain, q="espresso", ranking="dbrain")
+    assert lane(pack)["reason"] == "dbrain_ranking" and codes(pack) == []
+
+
+def test_the_offline_model_loads_without_any_network(monkeypatch):
+    from datasette_dbrain_websearch.wordllama_model import WordLlamaEmbedding
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("network used")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(WordLlamaEmbedding, "_model", None)
+    vectors = list(WordLlamaEmbedding().embed_batch(["coffee mill", "burr grinder", ""]))
+    assert [len(v) for v in vectors] == [256, 256, 256]
+    assert vectors[2] == [0.0] * 256  # an empty text is zeros, not NaN
+
+
+async def test_promoted_sources_are_indexed_when_written(brain, fake):
+    path = brain[0]
+    index(path)
+    plugin_db = path.parent / "research_runs.db"
+    before = db_rows(plugin_db, "select count(*) as n from dbrain_websearch_embeddings")[0]["n"]
+    config = {**web_config(fake), "semantic": {"model": "wordllama"}}
+    ds = make_datasette([str(path)], plugin_config=config, permissions=GRANT_ROOT)
+    await ds.invoke_startup()
+    pack = await web_run(ds)
+    row = pack["external_evidence"][0]
+    response = await post_json(ds, {"run_id": pack["run_id"], "source_keys": [row["source_key"]]})
+    (result,) = response.json()["results"]
+    assert result["status"] == "created" and "warning" not in result
+    (vector,) = db_rows(
+        plugin_db,
+        "select * from dbrain_websearch_embeddings where kind = 'source' and row_id = ?",
+        [int(result["row_url"].rsplit("/", 1)[1])],
+    )
+    assert vector["source_key"] == result["local_source_key"]
+    after = db_rows(plugin_db, "select count(*) as n from dbrain_websearch_embeddings")[0]["n"]
+    assert after == before + 1
+
+
+def test_keyword_questions_put_rows_holding_every_keyword_first():
+    """Pure re-scoring: a row holding both keywords beats the row bm25 prefers."""
+    scores = lexical.rescore(
+        bm25=[-9.0, -4.0],
+        coverage=[0.5, 1.0],
+        phrase=[False, False],
+        signals=lexical.Signals(),
+        terms=2,
+    )
+    assert scores[1] > scores[0]
+    prose = lexical.rescore([-9.0, -4.0], [0.5, 1.0], [False, False], lexical.Signals(), terms=8)
+    assert prose[0] > prose[1]  # a long question: coverage is a small, bounded bonus
+    mixed = lexical.rescore(
+        [-9.0, -4.0], [1.0, 1.0], [False, False], lexical.Signals(), 8, [0.1, 0.9], 0.9
+    )
+    assert mixed[1] > mixed[0]  # the cosine, weighted, can reorder
