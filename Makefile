@@ -19,24 +19,26 @@ CHROMIUM ?= /usr/bin/chromium
 # The page's 👍 / 👎 need a colour emoji font to show in the screenshots.
 EMOJI_FONT := /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
 
-.PHONY: demo demo-reset docs test test-stable test-alpha lint bench eval clean browser-deps
+.PHONY: demo demo-reset docs test test-stable test-alpha lint bench bench-ir eval clean browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[test]' '$(DATASETTE_STABLE)'
+	$(VENV)/bin/pip install --quiet -e '.[test,semantic]' '$(DATASETTE_STABLE)'
 	touch $@
 
 $(VENV_ALPHA)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV_ALPHA)
 	$(VENV_ALPHA)/bin/pip install --quiet --upgrade pip
-	$(VENV_ALPHA)/bin/pip install --quiet -e '.[test]' '$(DATASETTE_ALPHA)' '$(DATASETTE_LLM)' \
+	$(VENV_ALPHA)/bin/pip install --quiet -e '.[test,semantic]' '$(DATASETTE_ALPHA)' \
+		'$(DATASETTE_LLM)' \
 		'$(DATASETTE_AGENT)'
 	touch $@
 
 demo/brain.db: $(VENV)/.installed
 	mkdir -p demo
 	$(VENV)/bin/datasette dbrain-demo demo/brain.db --force
+	$(VENV)/bin/datasette dbrain-websearch index demo/brain.db
 
 demo: $(VENV)/.installed demo/brain.db
 	@echo ""
@@ -57,6 +59,7 @@ demo: $(VENV)/.installed demo/brain.db
 demo-reset: $(VENV)/.installed
 	rm -f demo/brain.db demo/brain.db-wal demo/brain.db-shm demo/research_runs.db*
 	$(VENV)/bin/datasette dbrain-demo demo/brain.db --force
+	$(VENV)/bin/datasette dbrain-websearch index demo/brain.db
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
@@ -90,6 +93,11 @@ eval: $(VENV)/.installed
 	mkdir -p demo
 	$(VENV)/bin/datasette dbrain-demo demo/eval-brain.db --force
 	$(VENV)/bin/datasette dbrain-websearch eval evals/demo.json demo/eval-brain.db
+
+# Ranking quality on a public test collection beside plain BM25 baselines (bench/bench_ir.py).
+bench-ir: $(VENV)/.installed
+	$(VENV)/bin/pip install --quiet bm25s PyStemmer
+	$(VENV)/bin/python bench/bench_ir.py
 
 bench: $(VENV)/.installed
 	$(VENV)/bin/python bench/bench_research.py

@@ -7,7 +7,8 @@ dbrain writes it, the URL ``https://<name>.example/doc/<id>``), and for every ju
 reports nDCG@10, R@100 and p50 latency of, in one run:
 
 - plugin bm25:    local retrieval as /-/research runs it (``ranking: bm25``), lexical lane only
-- plugin hybrid:  the same with the semantic lane (when the ``[semantic]`` extra is installed)
+- plugin hybrid:  the same with the semantic lane (``wordllama``, weight ``semantic.weight``;
+                  when the ``[semantic]`` extra is installed)
 - plugin dbrain:  ``ranking: dbrain`` (dbrain's own ``Store.Search`` order)
 - fts5 or:        plain SQLite FTS5: every word of the question quoted and OR-ed,
                   ``ORDER BY bm25(sources_fts)`` (what a user could write by hand)
@@ -26,6 +27,7 @@ import argparse
 import gzip
 import json
 import math
+import os
 import platform
 import re
 import sqlite3
@@ -37,10 +39,18 @@ from collections.abc import Callable
 from pathlib import Path
 
 from datasette_dbrain_websearch.brain import Filters, retrieve
+from datasette_dbrain_websearch.config import DEFAULT_EMBEDDING_MODEL, SemanticSettings
 from datasette_dbrain_websearch.fts import plan_query
-from datasette_dbrain_websearch.schema import create_brain_schema, source_fts_row
+from datasette_dbrain_websearch.schema import (
+    SOURCES_FTS_INSERT,
+    create_brain_schema,
+    source_fts_row,
+)
+from datasette_dbrain_websearch.semantic import SemanticLane, SemanticUnavailable, semantic_question
 
 HERE = Path(__file__).resolve().parent
+# Collections live in bench/ir/<name>/ (committed), or in the folder named by DBRAIN_IR_DATA.
+WEIGHT = SemanticSettings().weight
 K_NDCG, K_RECALL = 10, 100
 WORD = re.compile(r"\w+")
 
@@ -99,8 +109,7 @@ def build_brain(path: Path, name: str, corpus: dict[str, dict]) -> None:
         f"insert into sources ({', '.join(columns)}) values ({', '.join('?' for _ in columns)})",
         [[r[c] for c in columns] for r in rows],
     )
-    marks = ", ".join("?" for _ in source_fts_row(rows[0]))
-    conn.executemany(f"insert into sources_fts values ({marks})", [source_fts_row(r) for r in rows])
+    conn.executemany(SOURCES_FTS_INSERT, [source_fts_row(r) for r in rows])
     conn.commit()
     conn.execute("vacuum")
     conn.close()
@@ -118,12 +127,25 @@ def recall(ranked: list[str], gold: dict[str, int], k: int = K_RECALL) -> float:
     return len(set(ranked[:k]) & set(gold)) / len(gold) if gold else 0.0
 
 
-def plugin(conn: sqlite3.Connection, ids: dict[str, str], ranking: str, semantic=None) -> Ranker:
+def plugin(
+    conn: sqlite3.Connection,
+    ids: dict[str, str],
+    ranking: str,
+    index: Path | None = None,
+    database: str = "",
+) -> Ranker:
+    """Local retrieval as /-/research runs it; with ``index``, the semantic lane too."""
+
     def run(question: str) -> list[str]:
         plan = plan_query(question)
         if not plan.searchable:
             return []
-        found = retrieve(conn, question, plan, Filters(), K_RECALL, ranking, semantic)
+        lane = None
+        if index is not None:
+            lane = SemanticLane(
+                str(index), database, DEFAULT_EMBEDDING_MODEL, semantic_question(question), WEIGHT
+            )
+        found = retrieve(conn, question, plan, Filters(), K_RECALL, ranking, lane)
         return [ids[h.row["source_key"]] for h in found.hits]
 
     return run
@@ -168,13 +190,44 @@ def bm25s_ranker(corpus: dict[str, dict]) -> Ranker | None:
     return run
 
 
+def collection_folder(name: str) -> Path | None:
+    for base in (HERE / "ir", Path(os.environ.get("DBRAIN_IR_DATA", HERE / "ir"))):
+        folder = base / name if (base / name).is_dir() else base
+        if (folder / "corpus.jsonl.gz").exists():
+            return folder
+    return None
+
+
+def semantic_index(brain: Path, folder: Path) -> Path | None:
+    """Index the brain with the offline model (None without the [semantic] extra)."""
+    try:
+        from datasette_dbrain_websearch.semantic import index_brain
+        from datasette_dbrain_websearch.store import create
+
+        path = folder / "research_runs.db"
+        create(path)
+        started = time.perf_counter()
+        report = index_brain(brain, path, DEFAULT_EMBEDDING_MODEL)
+    except SemanticUnavailable as exc:
+        print(f"no hybrid run: {exc}")
+        return None
+    took = time.perf_counter() - started
+    print(f"indexed {report.rows:,} rows with {DEFAULT_EMBEDDING_MODEL} in {took:.1f}s")
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--collection", default="nfcorpus")
     parser.add_argument("--limit-queries", type=int, default=0)
     parser.add_argument("--brain", type=Path, help="keep the built brain here")
     args = parser.parse_args()
-    folder = HERE / "ir" / args.collection
+    folder = collection_folder(args.collection)
+    if folder is None:
+        sys.exit(
+            f"No collection {args.collection!r}: put BEIR's corpus.jsonl.gz, queries.jsonl and "
+            f"qrels.tsv in bench/ir/{args.collection}/ (or a folder named by DBRAIN_IR_DATA)."
+        )
     corpus, queries, qrels = load(folder)
     if args.limit_queries:
         queries = dict(list(queries.items())[: args.limit_queries])
@@ -192,11 +245,12 @@ def main() -> None:
             doc_id = url.rsplit("/", 1)[1]
             by_key[key] = doc_id
             by_rowid[rowid] = doc_id
-        systems: dict[str, Ranker] = {
-            "plugin bm25": plugin(conn, by_key, "bm25"),
-            "plugin dbrain": plugin(conn, by_key, "dbrain"),
-            "fts5 or": fts5_or(conn, by_rowid),
-        }
+        systems: dict[str, Ranker] = {"plugin bm25": plugin(conn, by_key, "bm25")}
+        index = semantic_index(path, Path(tmp))
+        if index is not None:
+            systems["plugin hybrid"] = plugin(conn, by_key, "bm25", index, path.stem)
+        systems["plugin dbrain"] = plugin(conn, by_key, "dbrain")
+        systems["fts5 or"] = fts5_or(conn, by_rowid)
         baseline = bm25s_ranker(corpus)
         if baseline is not None:
             systems["bm25s"] = baseline

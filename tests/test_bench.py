@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -99,3 +100,28 @@ def test_load_test_runs_clean_and_reports():
     assert "errors: 0" in result.stdout
     assert "duplicate rows: 0; lost: 0" in result.stdout
     assert "plain research p99 / p50" in result.stdout
+
+
+def test_relevance_bench_scores_every_system_on_a_collection():
+    """bench_ir.py on a six-document collection in BEIR's layout (tests/data/ir-tiny): every
+    system in one run, each with nDCG@10, R@100 and p50, scored from the judgements."""
+    tiny = Path(__file__).resolve().parent / "data" / "ir-tiny"
+    result = subprocess.run(
+        [sys.executable, str(BENCH.parent / "bench_ir.py"), "--collection", "ir-tiny"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "DBRAIN_IR_DATA": str(tiny)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "ir-tiny: 6 documents, 3 judged questions" in result.stdout
+    rows = dict(
+        (m[0].strip(), (float(m[1]), float(m[2])))
+        for m in re.findall(
+            r"^(plugin \w+|fts5 or|bm25s)\s+(\d\.\d{3})\s+(\d\.\d{3})", result.stdout, re.M
+        )
+    )
+    assert {"plugin bm25", "plugin dbrain", "fts5 or"} <= set(rows)
+    # Three questions, each with a judged document every system finds in its top 100.
+    assert all(recall == 1.0 for _, recall in rows.values())
+    assert rows["plugin bm25"][0] >= rows["fts5 or"][0]
