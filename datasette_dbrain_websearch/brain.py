@@ -575,11 +575,13 @@ class Rescorer(Protocol):
 
     weight: float
 
-    def cosines(self, kind: str, ids: list[int]) -> list[float] | None:
+    def cosines(self, conn: sqlite3.Connection, kind: str, ids: list[int]) -> list[float] | None:
         """Each row's cosine with the question (0 for rows without a vector); None when the
         lane cannot score this table."""
 
-    def nearest(self, kind: str, count: int, skip: set[int]) -> list[tuple[int, float]]:
+    def nearest(
+        self, conn: sqlite3.Connection, kind: str, count: int, skip: set[int]
+    ) -> list[tuple[int, float]]:
         """The rows nearest the question (id, cosine), best first, without ``skip``."""
 
 
@@ -668,7 +670,7 @@ def _rescore_lane(
         coverage.append(part.coverage)
         phrased.append(phrase)
     ids = [row_id for row_id, _ in top]
-    cosine = semantic.cosines(kind, ids) if semantic is not None else None
+    cosine = semantic.cosines(conn, kind, ids) if semantic is not None else None
     for part, value in zip(parts, cosine or [], strict=False):
         part.cosine = value
     scores = lexical.rescore(
@@ -734,7 +736,7 @@ def retrieve(
         for kind, ranked in lanes.ranked.items():
             if semantic is not None and len(ranked) < limit:
                 seen = {row_id for row_id, _ in ranked}
-                extra = semantic.nearest(kind, limit - len(ranked), seen)
+                extra = semantic.nearest(conn, kind, limit - len(ranked), seen)
                 # Dense-only rows (no word in common) rank below every lexical match.
                 floor = max((score for _, score in ranked), default=0.0)
                 ranked += [(row_id, floor + 1.0 - cos) for row_id, cos in extra]

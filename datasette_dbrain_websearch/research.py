@@ -408,7 +408,9 @@ def _local(
                     model_id,
                     semantic_question(options.question),
                     settings.semantic.weight,
+                    conn,
                 )
+                state["store"] = lane.vectors.store
             except SemanticUnavailable as exc:
                 state = {"status": "disabled", "reason": exc.reason, "message": str(exc)}
     result = retrieve(

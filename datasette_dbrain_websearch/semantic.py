@@ -341,9 +341,9 @@ def index_state(index: sqlite3.Connection, database: str, model_id: str, kind: s
     return IndexState(found[0], found[1])
 
 
-# Per process: the matrices of nearest-row search, by (index file, brain, model, table), with
-# the state they were read at; reloaded when the index grows or shrinks.
-_MATRICES: dict[tuple[str, str, str, str], tuple[IndexState, Any, Any]] = {}
+# Per process: the matrices of nearest-row search (float16), by where their vectors are, with
+# the state they were read at; reloaded when the vectors change.
+_MATRICES: dict[tuple[str, ...], tuple[Any, Any, Any]] = {}
 _MATRICES_LOCK = threading.Lock()
 _LOCAL = threading.local()
 
@@ -360,28 +360,18 @@ def _reader(path: str) -> sqlite3.Connection:
     return conn
 
 
-class SemanticLane:
-    """The question's vector and the index, for one research run (``brain.Rescorer``)."""
+class PluginIndex:
+    """Vectors this plugin embedded (``build_index``), in its own database."""
 
-    def __init__(
-        self, index_path: str, database: str, model_id: str, question: str, weight: float
-    ) -> None:
-        self.index_path = index_path
-        self.database = database
-        self.model_id = model_id
-        self.weight = weight
-        self.query = embed(embedding_model(model_id), [question])[0]
-        self.used = False
+    store = "plugin_index"
 
-    def _conn(self) -> sqlite3.Connection:
-        return _reader(self.index_path)
+    def __init__(self, index_path: str, database: str, model_id: str) -> None:
+        self.index_path, self.database, self.model_id = index_path, database, model_id
 
-    def cosines(self, kind: str, ids: list[int]) -> list[float] | None:
-        if not ids:
-            return None
+    def vectors(self, conn: sqlite3.Connection, kind: str, ids: list[int]) -> list[tuple[int, Any]]:
         marks = ", ".join("?" for _ in ids)
-        rows = dict(
-            self._conn()
+        rows = (
+            _reader(self.index_path)
             .execute(
                 f"select row_id, vector from [{EMBEDDINGS_TABLE}] where database_name = ? "
                 f"and model = ? and kind = ? and row_id in ({marks})",
@@ -389,37 +379,14 @@ class SemanticLane:
             )
             .fetchall()
         )
-        if not rows:
-            return None
-        self.used = True
-        found = [row_id for row_id in ids if row_id in rows]
-        vectors = from_blobs([rows[row_id] for row_id in found], len(self.query))
-        scores = dict(zip(found, (vectors @ self.query).tolist(), strict=True))
-        return [scores.get(row_id, 0.0) for row_id in ids]
+        return [(r[0], numpy().frombuffer(r[1], dtype="<f2")) for r in rows]
 
-    def nearest(self, kind: str, count: int, skip: set[int]) -> list[tuple[int, float]]:
-        ids, matrix = self._matrix(kind)
-        if matrix is None or not len(ids):
-            return []
-        np = numpy()
-        scores = matrix @ self.query.astype(matrix.dtype)
-        take = min(len(ids), count + len(skip))
-        best = np.argpartition(-scores, take - 1)[:take]
-        ordered = sorted(best.tolist(), key=lambda i: -float(scores[i]))
-        found = [(int(ids[i]), float(scores[i])) for i in ordered if int(ids[i]) not in skip]
-        self.used = self.used or bool(found)
-        return found[:count]
+    def state(self, conn: sqlite3.Connection, kind: str) -> Any:
+        return index_state(_reader(self.index_path), self.database, self.model_id, kind)
 
-    def _matrix(self, kind: str) -> tuple[Any, Any]:
-        key = (self.index_path, self.database, self.model_id, kind)
-        state = index_state(self._conn(), self.database, self.model_id, kind)
-        with _MATRICES_LOCK:
-            cached = _MATRICES.get(key)
-            if cached is not None and cached[0] == state:
-                return cached[1], cached[2]
-        np = numpy()
-        rows = (
-            self._conn()
+    def rows(self, conn: sqlite3.Connection, kind: str) -> list[tuple[int, bytes]]:
+        return (
+            _reader(self.index_path)
             .execute(
                 f"select row_id, vector from [{EMBEDDINGS_TABLE}] where database_name = ? "
                 "and model = ? and kind = ? order by row_id",
@@ -427,12 +394,152 @@ class SemanticLane:
             )
             .fetchall()
         )
-        ids = np.array([r[0] for r in rows], dtype=np.int64)
-        matrix = (
-            np.frombuffer(b"".join(r[1] for r in rows), dtype="<f2").reshape(len(rows), -1)
-            if rows
-            else None
+
+    def key(self, kind: str) -> tuple[str, ...]:
+        return (self.index_path, self.database, self.model_id, kind)
+
+    dtype = "<f2"
+
+
+class DbrainVectors:
+    """dbrain's own vectors (``retrieval_embeddings`` of one profile: dense_f32, little-endian,
+    one per chunk of a row), read from the brain, a row scoring as its best chunk."""
+
+    store = "dbrain_retrieval_embeddings"
+    dtype = "<f4"
+
+    def __init__(self, brain_path: str, profile_id: str) -> None:
+        self.brain_path, self.profile_id = brain_path, profile_id
+
+    def _sql(self, kind: str, where: str) -> str:
+        return (
+            f"select t.id, e.vector_bytes from [{TABLE[kind]}] t "
+            "join retrieval_chunks c on c.parent_source_key = t.source_key and c.parent_kind = ? "
+            "join retrieval_embeddings e on e.chunk_id = c.chunk_id where e.profile_id = ? "
+            f"and e.status = 'ready' and e.representation = 'dense_f32'{where}"
         )
+
+    def vectors(self, conn: sqlite3.Connection, kind: str, ids: list[int]) -> list[tuple[int, Any]]:
+        marks = ", ".join("?" for _ in ids)
+        sql = self._sql(kind, f" and t.id in ({marks})")
+        rows = conn.execute(sql, [kind, self.profile_id, *ids]).fetchall()
+        return [(r[0], _unit(numpy().frombuffer(r[1], dtype="<f4"))) for r in rows]
+
+    def state(self, conn: sqlite3.Connection, kind: str) -> Any:
+        return conn.execute(
+            "select count(*), coalesce(max(revision), 0) from retrieval_embeddings "
+            "where profile_id = ?",
+            [self.profile_id],
+        ).fetchone()
+
+    def rows(self, conn: sqlite3.Connection, kind: str) -> list[tuple[int, bytes]]:
+        return conn.execute(self._sql(kind, " order by t.id"), [kind, self.profile_id]).fetchall()
+
+    def key(self, kind: str) -> tuple[str, ...]:
+        return (self.brain_path, self.profile_id, kind)
+
+
+def _unit(vector: Any) -> Any:
+    norm = float(numpy().linalg.norm(vector))
+    return vector / norm if norm else vector
+
+
+def dbrain_profile(conn: sqlite3.Connection, model_id: str, dims: int | None = None) -> str | None:
+    """The profile of dbrain's own vectors made by this model (its last name part, without an
+    Ollama tag: ``ollama/nomic-embed-text`` matches ``nomic-embed-text:latest``), if any."""
+    names = {r[0] for r in conn.execute("select name from sqlite_master where type = 'table'")}
+    if not {"retrieval_embeddings", "retrieval_chunks"} <= names:
+        return None
+
+    def bare(name: str) -> str:
+        return name.strip().lower().rsplit("/", 1)[-1].split(":", 1)[0]
+
+    for profile_id, model, found_dims in conn.execute(
+        "select profile_id, model, max(dimensions) from retrieval_embeddings "
+        "where status = 'ready' and representation = 'dense_f32' group by profile_id, model"
+    ):
+        if bare(model) == bare(model_id) and dims in (None, found_dims):
+            return profile_id
+    return None
+
+
+class SemanticLane:
+    """The question's vector and where the rows' vectors are, for one research run
+    (``brain.Rescorer``): dbrain's own when it made them with this model, else this plugin's
+    index."""
+
+    def __init__(
+        self,
+        index_path: str,
+        database: str,
+        model_id: str,
+        question: str,
+        weight: float,
+        brain: sqlite3.Connection | None = None,
+    ) -> None:
+        self.model_id = model_id
+        self.weight = weight
+        self.query = embed(embedding_model(model_id), [question])[0]
+        self.used = False
+        profile = dbrain_profile(brain, model_id, len(self.query)) if brain is not None else None
+        brain_path = brain.execute("pragma database_list").fetchone()[2] if brain else ""
+        self.vectors: PluginIndex | DbrainVectors = (
+            DbrainVectors(brain_path, profile)
+            if profile
+            else PluginIndex(index_path, database, model_id)
+        )
+
+    def cosines(self, conn: sqlite3.Connection, kind: str, ids: list[int]) -> list[float] | None:
+        if not ids:
+            return None
+        found = self.vectors.vectors(conn, kind, ids)
+        if not found:
+            return None
+        self.used = True
+        best: dict[int, float] = {}
+        for row_id, vector in found:
+            score = float(vector.astype("float32") @ self.query)
+            best[row_id] = max(best.get(row_id, -1.0), score)
+        return [best.get(row_id, 0.0) for row_id in ids]
+
+    def nearest(
+        self, conn: sqlite3.Connection, kind: str, count: int, skip: set[int]
+    ) -> list[tuple[int, float]]:
+        ids, matrix = self._matrix(conn, kind)
+        if matrix is None or not len(ids):
+            return []
+        np = numpy()
+        scores = matrix @ self.query.astype(matrix.dtype)
+        found: list[tuple[int, float]] = []
+        seen = set(skip)
+        for i in np.argsort(-scores):
+            row_id = int(ids[i])
+            if row_id in seen:
+                continue
+            seen.add(row_id)
+            found.append((row_id, float(scores[i])))
+            if len(found) == count:
+                break
+        self.used = self.used or bool(found)
+        return found
+
+    def _matrix(self, conn: sqlite3.Connection, kind: str) -> tuple[Any, Any]:
+        key = self.vectors.key(kind)
+        state = self.vectors.state(conn, kind)
+        with _MATRICES_LOCK:
+            cached = _MATRICES.get(key)
+            if cached is not None and cached[0] == state:
+                return cached[1], cached[2]
+        np = numpy()
+        rows = self.vectors.rows(conn, kind)
+        ids = np.array([r[0] for r in rows], dtype=np.int64)
+        matrix = None
+        if rows:
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=self.vectors.dtype)
+            matrix = matrix.reshape(len(rows), -1).astype(np.float16)
+            if isinstance(self.vectors, DbrainVectors):
+                norms = np.linalg.norm(matrix.astype(np.float32), axis=1, keepdims=True)
+                matrix = (matrix / np.where(norms == 0, 1, norms)).astype(np.float16)
         with _MATRICES_LOCK:
             _MATRICES[key] = (state, ids, matrix)
         return ids, matrix
@@ -459,6 +566,9 @@ def semantic_state(
         embedding_model(model_id)
     except SemanticUnavailable as exc:
         return {"status": "disabled", "reason": exc.reason, "message": str(exc)}
+    profile = dbrain_profile(brain, model_id)
+    if profile:
+        return {"status": "used", "store": DbrainVectors.store, "profile": profile}
     kinds = filters.kinds(brain_shape(brain))
     states: dict[str, IndexState] = {}
     if index_path and Path(index_path).exists():

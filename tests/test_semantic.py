@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import socket
 import sqlite3
+import struct
 import sys
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from click.testing import CliRunner
 from datasette.cli import cli
 
 from datasette_dbrain_websearch import lexical
-from datasette_dbrain_websearch.schema import create_brain_schema
+from datasette_dbrain_websearch.schema import create_brain_schema, create_retrieval_triggers
 
 from .conftest import add_item, add_source, db_rows, make_datasette, web_config
 from .test_promote import GRANT_ROOT, post_json, web_run
@@ -233,3 +234,48 @@ def test_keyword_questions_put_rows_holding_every_keyword_first():
         [-9.0, -4.0], [1.0, 1.0], [False, False], lexical.Signals(), 8, [0.1, 0.9], 0.9
     )
     assert mixed[1] > mixed[0]  # the cosine, weighted, can reorder
+
+
+def add_dbrain_vector(conn, kind: str, key: str, vector: list[float], n: int) -> None:
+    """One chunk of a row and its vector, as dbrain's retrieval tables store them (dense_f32,
+    little-endian)."""
+    now = "2026-01-01T00:00:00Z"
+    conn.execute(
+        "insert into retrieval_chunks (chunk_id, parent_kind, parent_source_key, evidence_role, "
+        "ordinal, start_char, end_char, chunker_version, input_content_hash, chunk_text_hash, "
+        "text, created_at, updated_at) "
+        "values (?, ?, ?, 'raw', 0, 0, 10, 'v3', 'h', 'h', 't', ?, ?)",
+        [f"chunk-{n}", kind, key, now, now],
+    )
+    conn.execute(
+        "insert into retrieval_embeddings (chunk_id, profile_id, provider, model, dimensions, "
+        "representation, normalization, vector_bytes, chunk_text_hash, status, updated_at) "
+        "values (?, 'embedding-profile-v1:abc', 'ollama', 'wordllama:latest', ?, 'dense_f32', "
+        "'l2', ?, 'h', 'ready', ?)",
+        [f"chunk-{n}", len(vector), struct.pack(f"<{len(vector)}f", *vector), now],
+    )
+
+
+async def test_dbrains_own_vectors_are_used_when_its_model_is_the_lanes(coffee_brain):
+    """dbrain embedded the rows with the same model: its vectors serve the lane, no index of
+    the plugin's needed. The martini's vector is deliberately the question's own, so only
+    dbrain's vectors can put it first."""
+    from datasette_dbrain_websearch.wordllama_model import WordLlamaEmbedding
+
+    question, other = list(WordLlamaEmbedding().embed_batch(["coffee mill", "tokio scheduler"]))
+    conn = sqlite3.connect(coffee_brain)
+    create_retrieval_triggers(conn, database_id="test")
+    with conn:
+        add_dbrain_vector(conn, "item", MARTINI, question, 1)
+        add_dbrain_vector(conn, "item", GRINDER, other, 2)
+    conn.close()
+    pack = await research(coffee_brain, q="coffee mill", kind="item")
+    assert codes(pack) == []
+    assert lane(pack)["store"] == "dbrain_retrieval_embeddings"
+    assert lane(pack)["profile"] == "embedding-profile-v1:abc"
+    martini = next(r for r in pack["evidence"] if r["source_key"] == MARTINI)
+    cosine = next(s for s in martini["retrieval"]["signals"] if s["name"] == "semantic_cosine")
+    assert cosine["weight"] == pytest.approx(1.0, abs=1e-3)
+    assert not (coffee_brain.parent / "research_runs.db").exists() or not db_rows(
+        coffee_brain.parent / "research_runs.db", "select * from dbrain_websearch_embeddings"
+    )
