@@ -80,8 +80,18 @@ def build(path: Path, size: int, rebuild: bool) -> None:
     )
 
 
-def pick_questions(path: Path, count: int) -> list[str]:
-    """Deterministic, varied questions: 1-3 words taken from titles spread across the brain."""
+# Ordinary questions: title words inside the sentences people type (--ordinary).
+TEMPLATES = (
+    "what did I save about {}?",
+    "how does {} work",
+    "notes on {} and why it matters",
+    "anything about {} from last year",
+)
+
+
+def pick_questions(path: Path, count: int, ordinary: bool = False) -> list[str]:
+    """Deterministic, varied questions: 1-3 words taken from titles spread across the brain
+    (with ``ordinary``, inside a sentence: the floor then ORs the sentence's words too)."""
     rng = random.Random(20261130)
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     titles: list[str] = []
@@ -100,6 +110,8 @@ def pick_questions(path: Path, count: int) -> list[str]:
             continue
         n = min(len(words), 1 + len(questions) % 3)
         question = " ".join(rng.sample(words, n)).lower()
+        if ordinary:
+            question = TEMPLATES[len(questions) % len(TEMPLATES)].format(question)
         if question not in questions:
             questions.append(question)
     return questions
@@ -251,13 +263,21 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=10, help="length of each load phase")
     parser.add_argument("--db", type=Path, default=HERE / "bench.db")
     parser.add_argument("--rebuild", action="store_true")
+    parser.add_argument(
+        "--ordinary", action="store_true", help="questions as sentences, not 1-3 title words"
+    )
+    parser.add_argument(
+        "--no-semantic", action="store_true", help="do not build the semantic index first"
+    )
     args = parser.parse_args()
 
     for scale in (int(s) for s in args.scales.split(",")):
         size = args.size * scale
         path = args.db if scale == 1 else args.db.with_stem(f"{args.db.stem}-x{scale}")
         build(path, size, args.rebuild)
-        questions = pick_questions(path, args.questions)
+        if not args.no_semantic:  # the lane is on, as in a brain whose owner ran `index`
+            subprocess.run([DATASETTE, "dbrain-websearch", "index", str(path)], check=True)
+        questions = pick_questions(path, args.questions, args.ordinary)
         with served(path) as port:
             results = run(args, path, questions, port)
             load = under_load(port, questions, args.clients, args.seconds) if args.clients else None

@@ -594,7 +594,9 @@ class Lanes:
     prefixed: set[str] = field(default_factory=set)
     errors: list[tuple[str, str]] = field(default_factory=list)
     idf: dict[str, dict[str, float]] = field(default_factory=dict)  # per table, per term
-    holding_all: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    # Per table, the query for the rows holding every term (``_rescore_lane`` runs it when the
+    # best rows hold too few of them): (sql, match, params).
+    holding_all: dict[str, tuple[str, str, list[Any]]] = field(default_factory=dict)
     dense_added: int = 0
 
 
@@ -622,12 +624,15 @@ def _bm25_lanes(
                 rows = conn.execute(f"select max(rowid) from [{table}]").fetchone()[0] or 0
                 found = lexical.document_frequencies(conn, fts, plan, prefixed)
                 lanes.idf[kind] = {t: lexical.idf(rows, n) for t, n in found.items() if n}
+                # Rows holding its rarest word: as many as could hold every word, at most.
+                lanes.matches[kind] = min(found.values(), default=0)
+                every = plan.all_terms_query(prefixed)
             sql = lexical.lane_sql(fts, table, shape.columns[fts], where)
             lanes.ranked[kind] = lexical.run_lane(conn, sql, match, params, depth)
-            every = (plan.all_terms_query(prefixed) if plan.syntax != "raw" else "") or match
-            if every != match:
-                lanes.holding_all[kind] = lexical.run_lane(conn, sql, every, params, depth)
-            lanes.matches[kind] = lexical.count(conn, fts, table, every, where, params)
+            if plan.syntax == "raw":
+                lanes.matches[kind] = len(lanes.ranked[kind])
+            elif every:
+                lanes.holding_all[kind] = (sql, every, params)
         except sqlite3.OperationalError as exc:
             if "interrupted" in str(exc) or is_busy(exc):
                 raise
@@ -639,51 +644,73 @@ def _rescore_lane(
     conn: sqlite3.Connection,
     kind: str,
     ranked: list[tuple[int, float]],
-    holding_all: list[tuple[int, float]],
+    holding_all: tuple[str, str, list[Any]] | None,
     plan: QueryPlan,
     idf: dict[str, float],
     hits: dict[tuple[str, int], Hit],
     shape: BrainShape,
+    limit: int,
     pool: int,
     semantic: Rescorer | None,
     signals: lexical.Signals,
 ) -> list[tuple[int, float]]:
-    """The lane's top ``pool`` rows, and the best ``pool`` rows holding every term, re-scored by
-    the bounded signals (``lexical.rescore``) and the semantic cosine; the rest keep BM25's
-    order below them."""
-    chosen = {row_id for row_id, _ in ranked[:pool]} | {row_id for row_id, _ in holding_all[:pool]}
-    top = lexical.union(
-        [e for e in ranked if e[0] in chosen], [e for e in holding_all if e[0] in chosen]
-    )
-    rest = [e for e in ranked if e[0] not in chosen]
+    """The lane's top ``pool`` rows re-scored by the bounded signals (``lexical.rescore``) and
+    the semantic cosine; the rest keep BM25's order below them.
+
+    For a keyword question whose best rows hold every keyword fewer than ``limit`` times, the
+    best rows holding every keyword join them first (rows BM25 ranks lower for repeating fewer
+    words, which the coverage signal puts first)."""
+    top = ranked[:pool]
     if not top:
         return ranked
-    parts = [hits.setdefault((kind, row_id), Hit(kind, row_id)) for row_id, _ in top]
-    hydrate(conn, parts, shape)
-    coverage, phrased = [], []
-    names = [t.name for t in plan.search_terms]
-    for part in parts:
-        held, phrase = lexical.row_signals(plan, searchable_texts(kind, part.row))
-        part.matched = [t for t in plan.query_terms if t in held]
-        part.coverage = lexical.coverage(held, names, idf)
-        part.held, part.phrase = len(held), phrase
-        coverage.append(part.coverage)
-        phrased.append(phrase)
+    parts = _signals_of(conn, kind, top, plan, idf, hits, shape)
+    names = {t.name for t in plan.search_terms}
+    complete = sum(1 for p in parts if p.held == len(names))
+    if holding_all is not None and len(names) <= lexical.KEYWORD_TERMS and complete < limit:
+        sql, every, params = holding_all
+        have = {row_id for row_id, _ in top}
+        more = [e for e in lexical.run_lane(conn, sql, every, params, pool) if e[0] not in have]
+        if more:
+            parts += _signals_of(conn, kind, more, plan, idf, hits, shape)
+            top = top + more
+    chosen = {row_id for row_id, _ in top}
+    rest = [e for e in ranked if e[0] not in chosen]
     ids = [row_id for row_id, _ in top]
     cosine = semantic.cosines(conn, kind, ids) if semantic is not None else None
     for part, value in zip(parts, cosine or [], strict=False):
         part.cosine = value
     scores = lexical.rescore(
         [score for _, score in top],
-        coverage,
-        phrased,
+        [p.coverage or 0.0 for p in parts],
+        [p.phrase for p in parts],
         signals,
         len(plan.search_terms),
         cosine,
         semantic.weight if semantic is not None and cosine is not None else 0.0,
     )
-    order = sorted(range(len(top)), key=lambda i: (-scores[i], i))
+    order = sorted(range(len(top)), key=lambda i: (-scores[i], top[i][1], -top[i][0]))
     return [top[i] for i in order] + rest
+
+
+def _signals_of(
+    conn: sqlite3.Connection,
+    kind: str,
+    entries: list[tuple[int, float]],
+    plan: QueryPlan,
+    idf: dict[str, float],
+    hits: dict[tuple[str, int], Hit],
+    shape: BrainShape,
+) -> list[Hit]:
+    """The rows, hydrated, with what they hold of the question (coverage, phrase)."""
+    parts = [hits.setdefault((kind, row_id), Hit(kind, row_id)) for row_id, _ in entries]
+    hydrate(conn, parts, shape)
+    names = [t.name for t in plan.search_terms]
+    for part in parts:
+        held, part.phrase = lexical.row_signals(plan, searchable_texts(kind, part.row))
+        part.matched = [t for t in plan.query_terms if t in held]
+        part.coverage = lexical.coverage(held, names, idf)
+        part.held = len(held)
+    return parts
 
 
 def retrieve(
@@ -744,9 +771,9 @@ def retrieve(
                     hits.setdefault((kind, row_id), Hit(kind, row_id)).dense_only = True
                 lanes.dense_added += len(extra)
             idf = lanes.idf.get(kind, {})
-            every = lanes.holding_all.get(kind, [])
+            every = lanes.holding_all.get(kind)
             lanes.ranked[kind] = _rescore_lane(
-                conn, kind, ranked, every, plan, idf, hits, shape, pool, semantic, signals
+                conn, kind, ranked, every, plan, idf, hits, shape, limit, pool, semantic, signals
             )
         mark = lap("rescore", mark)
         weights = lane_weights(lanes.idf) if mode != "raw" else dict.fromkeys(kinds, 1.0)

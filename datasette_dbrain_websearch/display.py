@@ -110,7 +110,8 @@ def missing_words(pack: Row) -> list[str]:
 
 
 def matches_note(pack: Row) -> str:
-    """How many rows hold every word, against how many are shown."""
+    """How many rows could answer (they hold the question's rarest word), against how many are
+    shown."""
     coverage = pack["coverage"]
     items, sources = coverage["item_text_matches"], coverage["source_text_matches"]
     mentioned = items + sources
@@ -118,7 +119,7 @@ def matches_note(pack: Row) -> str:
     if not mentioned or mentioned <= shown:
         return ""
     return (
-        f"{plural(items, 'item')} and {plural(sources, 'source')} hold all these words; "
+        f"{plural(items, 'item')} and {plural(sources, 'source')} hold its rarest word; "
         f"the best {shown} are shown."
     )
 

@@ -174,16 +174,6 @@ def rescore(
     ]
 
 
-def union(
-    first: Sequence[tuple[int, float]], second: Sequence[tuple[int, float]]
-) -> list[tuple[int, float]]:
-    """Two candidate lists of the same table and query words, as one list by bm25 (a row's
-    bm25 is the same whichever of the two queries found it)."""
-    merged = dict(first)
-    merged.update(second)
-    return sorted(merged.items(), key=lambda entry: (entry[1], -entry[0]))
-
-
 def lane_sql(fts: str, table: str, columns: Sequence[str], where: str) -> str:
     """The lane's query: ids and bm25 of the best matches passing the filters (``where``:
     ``and ...`` clauses on ``t``, the table); the newest row first among equals."""
@@ -197,20 +187,6 @@ def lane_sql(fts: str, table: str, columns: Sequence[str], where: str) -> str:
         f"select t.id, {bm25} as score from [{fts}] join [{table}] t on t.id = [{fts}].rowid "
         f"where [{fts}] match ?{where} order by score, t.id desc limit ?"
     )
-
-
-def count(
-    conn: sqlite3.Connection, fts: str, table: str, match: str, where: str, params: list[Any]
-) -> int:
-    """How many rows (passing the filters) match: for the pack's "rows holding every word"."""
-    if not where:
-        sql = f"select count(*) from [{fts}] where [{fts}] match ?"
-    else:
-        sql = (
-            f"select count(*) from [{fts}] join [{table}] t on t.id = [{fts}].rowid "
-            f"where [{fts}] match ?{where}"
-        )
-    return conn.execute(sql, [match, *params]).fetchone()[0]
 
 
 def run_lane(

@@ -317,7 +317,7 @@ def build_pack(
                 + (
                     "relaxed matches (some terms)"
                     if local.mode == "relaxed"
-                    else "rows holding every word"
+                    else "rows holding its rarest word"
                     if local.mode == "bm25"
                     else "text matches"
                 )
