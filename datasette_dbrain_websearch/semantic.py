@@ -121,13 +121,6 @@ def to_blob(vector: Any) -> bytes:
     return numpy().asarray(vector, dtype="<f2").tobytes()
 
 
-def from_blobs(blobs: Sequence[bytes], dims: int) -> Any:
-    np = numpy()
-    if not blobs:
-        return np.zeros((0, dims), dtype=np.float32)
-    return np.frombuffer(b"".join(blobs), dtype="<f2").reshape(len(blobs), -1).astype(np.float32)
-
-
 def create_table(conn: sqlite3.Connection) -> None:
     """The index table (``store.create`` makes it at startup; the CLI may run before)."""
     conn.execute(
@@ -578,12 +571,13 @@ def semantic_state(
         except sqlite3.Error:
             states = {}
     if not any(s.rows for s in states.values()):
+        path = brain.execute("pragma database_list").fetchone()[2] or f"{database}.db"
         return {
             "status": "disabled",
             "reason": INDEX_MISSING,
-            "message": f"The semantic lane has no index of {database!r} for {model_id!r} yet: "
-            f"build it with `datasette dbrain-websearch index {database}.db` "
-            "(results are lexical until then).",
+            "message": "Rows are found by their words only: search by meaning needs an index "
+            f"of this brain ({model_id}). Build it with "
+            f"`datasette dbrain-websearch index {Path(path).name}`.",
         }
     stale = [
         TABLE[kind]
@@ -617,9 +611,9 @@ def semantic_warnings(state: dict[str, Any]) -> list[dict[str, str]]:
         return [
             {
                 "code": "semantic_index_stale",
-                "message": f"Rows were added to {tables} since the semantic index was built; "
-                "they are found by their words only until `datasette dbrain-websearch index` "
-                "runs again.",
+                "message": f"Rows were added to {tables} since this brain was indexed for "
+                "search by meaning; they are found by their words only until "
+                "`datasette dbrain-websearch index` runs again.",
             }
         ]
     return []
