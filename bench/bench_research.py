@@ -276,7 +276,9 @@ def main() -> None:
         path = args.db if scale == 1 else args.db.with_stem(f"{args.db.stem}-x{scale}")
         build(path, size, args.rebuild)
         if not args.no_semantic:  # the lane is on, as in a brain whose owner ran `index`
-            subprocess.run([DATASETTE, "dbrain-websearch", "index", str(path)], check=True)
+            indexed = subprocess.run([DATASETTE, "dbrain-websearch", "index", str(path)])
+            if indexed.returncode:
+                print("semantic lane off: no index (is the [semantic] extra installed?)")
         questions = pick_questions(path, args.questions, args.ordinary)
         with served(path) as port:
             results = run(args, path, questions, port)
