@@ -18,8 +18,11 @@ no row of that table ("postgres" finds "PostgreSQL"); otherwise a prefix only ad
 from __future__ import annotations
 
 import math
+import os
 import re
 import sqlite3
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -72,16 +75,51 @@ def prefix_words(conn: sqlite3.Connection, fts: str, words: Sequence[str]) -> se
     return prefixed
 
 
+# Document frequencies already counted, by (brain file version, table, MATCH): a person's
+# questions reuse their words, and counting a common word reads its whole posting list.
+_FREQUENCIES: OrderedDict[tuple[Any, ...], int] = OrderedDict()
+_FREQUENCIES_LOCK = threading.Lock()
+MAX_FREQUENCIES = 20_000
+
+
+def brain_version(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
+    """What changes whenever the brain's rows do: its file's and its WAL's size and mtime
+    (None for a database without a file: nothing is cached)."""
+    path = conn.execute("pragma database_list").fetchone()[2]
+    if not path:
+        return None
+    version: list[Any] = [path]
+    for name in (path, path + "-wal"):
+        try:
+            found = os.stat(name)
+        except OSError:
+            version.append(None)
+            continue
+        version.append((found.st_ino, found.st_size, found.st_mtime_ns))
+    return tuple(version)
+
+
 def document_frequencies(
     conn: sqlite3.Connection, fts: str, plan: QueryPlan, prefixed: set[str]
 ) -> dict[str, int]:
-    """How many rows of the table hold each search term (any of its words), one count each:
-    the rarity behind BM25's weights, read once per question."""
+    """How many rows of the table hold each search term (any of its words): the rarity behind
+    BM25's weights. Counted once per brain version (``brain_version``) and word."""
     found: dict[str, int] = {}
     sql = f"select count(*) from [{fts}] where [{fts}] match ?"
+    version = brain_version(conn)
     for term in plan.search_terms:
         match = " OR ".join(quote_term(w) if w in prefixed else quote_word(w) for w in term.words)
-        found[term.name] = conn.execute(sql, [match]).fetchone()[0]
+        key = (version, fts, match)
+        with _FREQUENCIES_LOCK:
+            cached = _FREQUENCIES.get(key) if version is not None else None
+        if cached is None:
+            cached = conn.execute(sql, [match]).fetchone()[0]
+            if version is not None:
+                with _FREQUENCIES_LOCK:
+                    _FREQUENCIES[key] = cached
+                    if len(_FREQUENCIES) > MAX_FREQUENCIES:
+                        _FREQUENCIES.popitem(last=False)
+        found[term.name] = cached
     return found
 
 

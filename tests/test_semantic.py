@@ -13,7 +13,6 @@ import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
 
-from datasette_dbrain_websearch import lexical
 from datasette_dbrain_websearch.schema import create_brain_schema, create_retrieval_triggers
 
 from .conftest import add_item, add_source, db_rows, make_datasette, web_config
@@ -216,24 +215,6 @@ async def test_promoted_sources_are_indexed_when_written(brain, fake):
     assert vector["source_key"] == result["local_source_key"]
     after = db_rows(plugin_db, "select count(*) as n from dbrain_websearch_embeddings")[0]["n"]
     assert after == before + 1
-
-
-def test_keyword_questions_put_rows_holding_every_keyword_first():
-    """Pure re-scoring: a row holding both keywords beats the row bm25 prefers."""
-    scores = lexical.rescore(
-        bm25=[-9.0, -4.0],
-        coverage=[0.5, 1.0],
-        phrase=[False, False],
-        signals=lexical.Signals(),
-        terms=2,
-    )
-    assert scores[1] > scores[0]
-    prose = lexical.rescore([-9.0, -4.0], [0.5, 1.0], [False, False], lexical.Signals(), terms=8)
-    assert prose[0] > prose[1]  # a long question: coverage is a small, bounded bonus
-    mixed = lexical.rescore(
-        [-9.0, -4.0], [1.0, 1.0], [False, False], lexical.Signals(), 8, [0.1, 0.9], 0.9
-    )
-    assert mixed[1] > mixed[0]  # the cosine, weighted, can reorder
 
 
 def add_dbrain_vector(conn, kind: str, key: str, vector: list[float], n: int) -> None:
