@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .brain import KINDS, TABLE, Hit, brain_shape, hydrate
+from .lexical import brain_version
 
 EMBEDDINGS_TABLE = "dbrain_websearch_embeddings"
 EMBED_CHARS = 4000  # a row's text is cut here: titles and openings carry most of its meaning
@@ -317,25 +318,19 @@ def index_rows(
     return len(hits)
 
 
-@dataclass(frozen=True)
-class IndexState:
-    """How much of a table the index covers: rows indexed and the highest id indexed."""
-
-    rows: int
-    max_id: int
-
-
-def index_state(index: sqlite3.Connection, database: str, model_id: str, kind: str) -> IndexState:
+def indexed_up_to(index: sqlite3.Connection, database: str, model_id: str, kind: str) -> int:
+    """The highest row id of the table the index holds (0: none), one primary-key lookup, so
+    every question can afford it on any size of brain."""
     found = index.execute(
-        f"select count(*), coalesce(max(row_id), 0) from [{EMBEDDINGS_TABLE}] "
+        f"select max(row_id) from [{EMBEDDINGS_TABLE}] "
         "where database_name = ? and model = ? and kind = ?",
         [database, model_id, kind],
     ).fetchone()
-    return IndexState(found[0], found[1])
+    return found[0] or 0
 
 
 # Per process: the matrices of nearest-row search (float16), by where their vectors are, with
-# the state they were read at; reloaded when the vectors change.
+# the version of the file they were read from (``brain_version``); reloaded when it changes.
 _MATRICES: dict[tuple[str, ...], tuple[Any, Any, Any]] = {}
 _MATRICES_LOCK = threading.Lock()
 _LOCAL = threading.local()
@@ -375,7 +370,7 @@ class PluginIndex:
         return [(r[0], numpy().frombuffer(r[1], dtype="<f2")) for r in rows]
 
     def state(self, conn: sqlite3.Connection, kind: str) -> Any:
-        return index_state(_reader(self.index_path), self.database, self.model_id, kind)
+        return brain_version(_reader(self.index_path))
 
     def rows(self, conn: sqlite3.Connection, kind: str) -> list[tuple[int, bytes]]:
         return (
@@ -419,11 +414,7 @@ class DbrainVectors:
         return [(r[0], _unit(numpy().frombuffer(r[1], dtype="<f4"))) for r in rows]
 
     def state(self, conn: sqlite3.Connection, kind: str) -> Any:
-        return conn.execute(
-            "select count(*), coalesce(max(revision), 0) from retrieval_embeddings "
-            "where profile_id = ?",
-            [self.profile_id],
-        ).fetchone()
+        return brain_version(conn)
 
     def rows(self, conn: sqlite3.Connection, kind: str) -> list[tuple[int, bytes]]:
         return conn.execute(self._sql(kind, " order by t.id"), [kind, self.profile_id]).fetchall()
@@ -553,7 +544,7 @@ def semantic_state(
     filters: Any,
 ) -> dict[str, Any]:
     """Whether the lane can run for this brain, and how fresh its index is (never raises):
-    ``{"status": "used"|"disabled", "reason"?, "message"?, "indexed_rows"?, "stale_tables"?}``.
+    ``{"status": "used"|"disabled", "reason"?, "message"?, "store"?, "stale_tables"?}``.
     Reasons: ``not_configured``, ``model_unavailable``, ``index_missing``."""
     try:
         embedding_model(model_id)
@@ -563,14 +554,14 @@ def semantic_state(
     if profile:
         return {"status": "used", "store": DbrainVectors.store, "profile": profile}
     kinds = filters.kinds(brain_shape(brain))
-    states: dict[str, IndexState] = {}
+    indexed: dict[str, int] = {}
     if index_path and Path(index_path).exists():
         try:
             conn = _reader(index_path)
-            states = {kind: index_state(conn, database, model_id, kind) for kind in kinds}
+            indexed = {kind: indexed_up_to(conn, database, model_id, kind) for kind in kinds}
         except sqlite3.Error:
-            states = {}
-    if not any(s.rows for s in states.values()):
+            indexed = {}
+    if not any(indexed.values()):
         path = brain.execute("pragma database_list").fetchone()[2] or f"{database}.db"
         return {
             "status": "disabled",
@@ -581,14 +572,10 @@ def semantic_state(
         }
     stale = [
         TABLE[kind]
-        for kind, state in states.items()
-        if (brain.execute(f"select max(rowid) from [{TABLE[kind]}]").fetchone()[0] or 0)
-        > state.max_id
+        for kind, up_to in indexed.items()
+        if (brain.execute(f"select max(rowid) from [{TABLE[kind]}]").fetchone()[0] or 0) > up_to
     ]
-    found: dict[str, Any] = {
-        "status": "used",
-        "indexed_rows": sum(s.rows for s in states.values()),
-    }
+    found: dict[str, Any] = {"status": "used", "store": PluginIndex.store}
     if stale:
         found["stale_tables"] = stale
     return found
