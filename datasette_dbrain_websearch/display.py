@@ -74,6 +74,12 @@ def why(row: Row, labels: Mapping[str, str]) -> list[str]:
                 else ""
             )
             said.append(f"{linked}{ordinal(lane['rank'])} best match among your {table}{how}")
+        elif name == "semantic":
+            close = "found by meaning alone: " if lane.get("dense_only") else ""
+            said.append(
+                f"{linked}{close}close in meaning to the question "
+                f"(cosine {float(lane.get('raw_score', 0.0)):.2f})"
+            )
         elif name == "external_search":
             where = "your brain's copy" if lane.get("store") == "local" else "this page"
             if linked:

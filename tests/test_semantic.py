@@ -260,3 +260,10 @@ async def test_dbrains_own_vectors_are_used_when_its_model_is_the_lanes(coffee_b
     assert not (coffee_brain.parent / "research_runs.db").exists() or not db_rows(
         coffee_brain.parent / "research_runs.db", "select * from dbrain_websearch_embeddings"
     )
+
+
+async def test_the_page_says_a_row_was_found_by_meaning(coffee_brain):
+    index(coffee_brain)
+    ds = make_datasette([str(coffee_brain)])
+    html = (await ds.client.get("/-/research", params={"q": "coffee mill", "kind": "item"})).text
+    assert "close in meaning to the question (cosine 0." in html
