@@ -778,7 +778,8 @@ def retrieve(
         mark = lap("rescore", mark)
         weights = lane_weights(lanes.idf) if mode != "raw" else dict.fromkeys(kinds, 1.0)
         _rank_lanes(lanes.ranked, mode, hits, weights)
-    merge_linked(conn, hits, shape)
+    if ranking != "dbrain":  # dbrain lists an item and its page as two rows
+        merge_linked(conn, hits, shape)
     ordered = sorted(hits.values(), key=_order)[:limit]
     hydrate(conn, [part for hit in ordered for part in hit.parts()], shape)
     ordered.sort(key=_order)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -125,3 +126,33 @@ def test_relevance_bench_scores_every_system_on_a_collection():
     # Three questions, each with a judged document every system finds in its top 100.
     assert all(recall == 1.0 for _, recall in rows.values())
     assert rows["plugin bm25"][0] >= rows["fts5 or"][0]
+
+
+def test_dbrain_ranking_is_the_dbrain_style_order_of_the_benchmark(tmp_path):
+    """``ranking=dbrain`` lists exactly what bench_known_item.py computes as dbrain's
+    ``Store.Search`` order in plain SQL (AND query: items then sources; else the relaxed OR
+    query, sources then items, kept by matchesRelaxedTerms), for 40 known-item questions."""
+    sys.path.insert(0, str(BENCH.parent))
+    try:
+        import bench_known_item as known
+    finally:
+        sys.path.remove(str(BENCH.parent))
+    from datasette_dbrain_websearch.brain import Filters, retrieve
+    from datasette_dbrain_websearch.demo import build_demo_brain
+    from datasette_dbrain_websearch.fts import plan_query
+
+    path = tmp_path / "brain.db"
+    build_demo_brain(path, size=3000)
+    known.share_words(path)
+    conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    asked = known.questions(conn, 20, seed=5)
+    assert len(asked) == 20
+    modes = set()
+    for _, three, four in asked:
+        for question in (three, four):
+            found = retrieve(conn, question, plan_query(question), Filters(), 10, "dbrain")
+            keys = [hit.row["source_key"] for hit in found.hits]
+            assert keys == known.dbrain_style(conn, question), question
+            modes.add(found.mode)
+    conn.close()
+    assert modes == {"strict", "relaxed"}  # both of dbrain's paths were compared

@@ -117,10 +117,10 @@ def test_relaxed_terms_are_dbrains_3_byte_terms():
     assert min_relaxed_coverage(["ai", "ml"]) == 1
 
 
-def test_relaxed_match_is_dbrains_substring_test_or_a_word_prefix():
+def test_relaxed_match_is_dbrains_substring_test():
     texts = ["x:1", "Weeknotes", "", "", "", "simonwillison.net", "", "", "a sqlite release"]
     assert matches_relaxed_terms(["willison", "sqlite"], texts)  # substring, as in dbrain
-    assert matches_relaxed_terms(["grinders", "burrs"], ["", "Burr grinder"])  # stems: ours
+    assert not matches_relaxed_terms(["grinders", "burrs"], ["", "Burr grinder"])  # as dbrain
     assert not matches_relaxed_terms(["tokio", "zebra", "giraffe"], ["tokio runtime"])
     assert matches_relaxed_terms(["tokio", "go"], ["tokio runtime"])  # one 3+ byte term: 1
     assert matches_relaxed_terms(["ai", "ml"], ["nothing here"])  # no 3+ byte term: all kept

@@ -182,14 +182,22 @@ async def test_sources_only_keeps_pages_as_rows(ds):
     assert not any("linked_source" in row for row in pack["evidence"])
 
 
-async def test_relaxed_matches_are_merged_too(ds):
-    pack = await research(ds, q="lifo atomics unrelatedword", ranking="dbrain")
-    assert pack["query_plan"]["query_mode"] == "relaxed"
-    row = row_for(pack, BOOKMARK_KEY)
+async def test_rows_matching_some_of_the_words_are_merged_too(ds):
+    pack = await research(ds, q="lifo atomics unrelatedword")
+    row = pack["evidence"][0]
+    assert row["source_key"] == BOOKMARK_KEY
     assert row["linked_source"]["source_key"] == PAGE_KEY
     assert PAGE_KEY not in [r["source_key"] for r in pack["evidence"]]
     # The row holds what its item or its page holds.
     assert row["retrieval"]["matched_terms"] == ["lifo", "atomics"]
+
+
+async def test_dbrains_order_lists_an_item_and_its_page_as_two_rows(ds):
+    pack = await research(ds, q="lifo atomics unrelatedword", ranking="dbrain")
+    assert pack["query_plan"]["query_mode"] == "relaxed"
+    # dbrain's relaxed fallback: sources, then items; nothing merged.
+    assert [r["source_key"] for r in pack["evidence"]] == [PAGE_KEY, BOOKMARK_KEY]
+    assert not any("linked_source" in r for r in pack["evidence"])
 
 
 async def test_the_page_shows_the_linked_page_inside_the_item_row(ds):
