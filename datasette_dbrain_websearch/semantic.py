@@ -145,7 +145,6 @@ class IndexReport:
 
 def _pages(conn: sqlite3.Connection, kind: str, size: int) -> Iterator[list[Hit]]:
     """The table's rows in id order, ``size`` at a time, hydrated as retrieval reads them."""
-    shape = brain_shape(conn)
     last = 0
     while True:
         ids = [
@@ -156,9 +155,7 @@ def _pages(conn: sqlite3.Connection, kind: str, size: int) -> Iterator[list[Hit]
         ]
         if not ids:
             return
-        hits = [Hit(kind, row_id) for row_id in ids]
-        hydrate(conn, hits, shape)
-        yield hits
+        yield hydrated(conn, kind, ids)
         last = ids[-1]
 
 
@@ -175,7 +172,6 @@ def build_index(
     model = embedding_model(model_id)
     create_table(index)
     report = IndexReport()
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     shape = brain_shape(brain)
     for kind in KINDS:
         if not shape.has(TABLE[kind]):
@@ -194,26 +190,8 @@ def build_index(
             texts = {h.id: embedding_text(kind, h.row) for h in page}
             changed = [h for h in page if known.get(h.id) != content_hash(texts[h.id])]
             if changed:
-                vectors = embed(model, [texts[h.id] for h in changed])
-                with index:
-                    index.executemany(
-                        f"insert or replace into [{EMBEDDINGS_TABLE}] values "
-                        "(?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        [
-                            (
-                                database,
-                                model_id,
-                                kind,
-                                h.id,
-                                h.row.get("source_key", ""),
-                                content_hash(texts[h.id]),
-                                vectors.shape[1],
-                                to_blob(vector),
-                                now,
-                            )
-                            for h, vector in zip(changed, vectors, strict=True)
-                        ],
-                    )
+                texts_changed = [texts[h.id] for h in changed]
+                _store(index, model, database, model_id, kind, changed, texts_changed)
             kept.update(ids)
             report.rows += len(page)
             report.embedded += len(changed)
@@ -295,7 +273,22 @@ def index_rows(
     if not has_index:
         return 0
     texts = [embedding_text(kind, h.row) for h in hits]
-    vectors = embed(embedding_model(model_id), texts)
+    _store(index, embedding_model(model_id), database, model_id, kind, hits, texts)
+    return len(hits)
+
+
+def _store(
+    index: sqlite3.Connection,
+    model: Any,
+    database: str,
+    model_id: str,
+    kind: str,
+    hits: list[Hit],
+    texts: list[str],
+) -> None:
+    """Embed the rows' texts and write their vectors (with the texts' hashes), in one
+    transaction: the one write of the index, for a build and for promotion alike."""
+    vectors = embed(model, texts)
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     with index:
         index.executemany(
@@ -315,7 +308,6 @@ def index_rows(
                 for h, text, vector in zip(hits, texts, vectors, strict=True)
             ],
         )
-    return len(hits)
 
 
 def indexed_up_to(index: sqlite3.Connection, database: str, model_id: str, kind: str) -> int:
