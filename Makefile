@@ -97,7 +97,7 @@ eval: $(VENV)/.installed
 # Ranking quality on a public test collection beside plain BM25 baselines (bench/bench_ir.py).
 bench-ir: $(VENV)/.installed
 	$(VENV)/bin/pip install --quiet bm25s PyStemmer
-	$(VENV)/bin/python bench/bench_ir.py
+	$(VENV)/bin/python bench/bench_ir.py $(ARGS)
 
 bench: $(VENV)/.installed
 	$(VENV)/bin/python bench/bench_research.py

@@ -124,7 +124,7 @@ class TermMatcher:
                 # A token whose stem is ``head`` starts with all but the stem's last letter
                 # (porter rewrites endings only: happy -> happi, hopping -> hop).
                 heads.add(re.escape(head[: max(1, min(3, len(head) - 1))]))
-        self._first = {forms[0] for _, forms in self._alternatives}
+        self._starting: dict[str, tuple[tuple[str, tuple[Form, ...]], ...]] = {}
         self._candidates = (
             re.compile(r"(?<![^\W_])(?:" + "|".join(sorted(heads)) + r")[^\W_]*") if heads else None
         )
@@ -154,11 +154,9 @@ class TermMatcher:
         index = {start: i for i, (start, _, _) in enumerate(every)} if every else {}
         last_end = -1
         for start, end, token_stem in found:
-            if start < last_end or not any(f.matches(token_stem) for f in self._first):
+            if start < last_end:
                 continue
-            for name, forms in self._alternatives:
-                if not forms[0].matches(token_stem):
-                    continue
+            for name, forms in self._starting_with(token_stem):
                 if len(forms) == 1:
                     yield start, end, name
                     last_end = end
@@ -171,6 +169,15 @@ class TermMatcher:
                     yield start, run[-1][1], name
                     last_end = run[-1][1]
                     break
+
+    def _starting_with(self, token_stem: str) -> tuple[tuple[str, tuple[Form, ...]], ...]:
+        """The alternatives whose first form matches a token's stem, worked out once a stem
+        (a long text repeats its words)."""
+        hit = self._starting.get(token_stem)
+        if hit is None:
+            hit = tuple(a for a in self._alternatives if a[1][0].matches(token_stem))
+            self._starting[token_stem] = hit
+        return hit
 
     def found(self, texts: Iterable[str]) -> set[str]:
         """The names of the terms that occur in any of the texts."""

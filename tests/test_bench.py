@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gzip
+import json
 import os
 import re
 import sqlite3
@@ -156,3 +158,73 @@ def test_dbrain_ranking_is_the_dbrain_style_order_of_the_benchmark(tmp_path):
             modes.add(found.mode)
     conn.close()
     assert modes == {"strict", "relaxed"}  # both of dbrain's paths were compared
+
+
+CRAN_DOCS = """.I 1
+.T
+lift of a wing in a slipstream .
+.A
+someone,a.
+.B
+j. ae. scs. 25, 1958, 324.
+.W
+lift of a wing in a slipstream .
+  the lift increase due to the slipstream was measured .
+.I 2
+.T
+boundary layers on a flat plate .
+.A
+other,b.
+.W
+boundary layers on a flat plate .
+  a plate in a stream of small viscosity .
+"""
+CRAN_QUERIES = """.I 001
+.W
+what is the lift of a wing
+in a slipstream .
+.I 008
+.W
+how thick are boundary layers .
+"""
+
+
+def test_cranfield_files_become_the_layout_the_relevance_bench_reads(tmp_path):
+    """cranfield_to_beir.py: records parsed by their dot fields, the repeated title dropped
+    from the text, questions numbered by position (as cranqrel counts them, not by ``.I``),
+    codes 1..4 turned into gains 4..1 and -1 (no relevance) left out; bench_ir.py then scores
+    the result."""
+    source, out = tmp_path / "cran", tmp_path / "ir" / "cran-tiny"
+    source.mkdir()
+    (source / "cran.all.1400").write_text(CRAN_DOCS, encoding="latin-1")
+    (source / "cran.qry").write_text(CRAN_QUERIES, encoding="latin-1")
+    (source / "cranqrel").write_text("1 1 1\n1 2 -1\n2 2 3\n")
+    converted = subprocess.run(
+        [sys.executable, str(BENCH.parent / "cranfield_to_beir.py"), str(source), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert converted.returncode == 0, converted.stderr
+    assert "2 documents, 2 questions, 2 judgements" in converted.stdout
+    with gzip.open(out / "corpus.jsonl.gz", "rt") as fh:
+        docs = [json.loads(line) for line in fh]
+    assert docs[0] == {
+        "_id": "1",
+        "title": "lift of a wing in a slipstream",
+        "text": "the lift increase due to the slipstream was measured.",
+    }
+    queries = [json.loads(line) for line in (out / "queries.jsonl").open()]
+    assert [q["_id"] for q in queries] == ["1", "2"]
+    assert queries[0]["text"] == "what is the lift of a wing in a slipstream"
+    qrels = (out / "qrels.tsv").read_text().splitlines()
+    assert qrels == ["query-id\tcorpus-id\tscore", "1\t1\t4", "2\t2\t2"]
+    scored = subprocess.run(
+        [sys.executable, str(BENCH.parent / "bench_ir.py"), "--collection", "cran-tiny"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "DBRAIN_IR_DATA": str(out.parent)},
+    )
+    assert scored.returncode == 0, scored.stderr
+    assert "cran-tiny: 2 documents, 2 judged questions" in scored.stdout
