@@ -100,10 +100,10 @@ def _provider_text(page: dict[str, Any], indent: str) -> list[str]:
 
 def render_text(pack: dict[str, Any]) -> str:
     """A readable terminal rendering of a pack (control characters removed)."""
-    judge = pack["judge"]
+    verdict = pack["judge"]["combined"]
     plan = pack["query_plan"]
     lines = [
-        f"Verdict: {judge['verdict']} ({judge['reason']}) - {judge['message']}",
+        f"Verdict: {verdict['verdict']} ({verdict['reason']}) - {verdict['message']}",
         f"Local dbrain evidence: {len(pack['evidence'])} rows   "
         f"[{plan['query_mode']}: {plan['match_query']}]",
     ]

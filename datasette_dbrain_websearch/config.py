@@ -368,6 +368,12 @@ OPTIONS: tuple[Option, ...] = (
         0,
         1,
     ),
+    Option(
+        "answer.keep_unsupported",
+        "boolean",
+        False,
+        "keep a model's unsupported sentences in the answer, marked (else listed as removed)",
+    ),
     Option("answer.allow", "allow", None, "actors allowed `dbrain-llm-answer` besides root"),
     Option(
         "answer.api_key",
@@ -635,6 +641,7 @@ class AnswerSettings:
     max_chars: int = 24_000
     timeout: float = 60.0
     min_support: float = 0.4
+    keep_unsupported: bool = False
     allow: Any = None
     api_key: str = field(default="", repr=False)
 
@@ -651,6 +658,7 @@ def parse_answer(raw: Any) -> AnswerSettings:
         max_chars=block.int("max_chars"),
         timeout=block.number("timeout"),
         min_support=block.number("min_support"),
+        keep_unsupported=block.bool("keep_unsupported"),
         allow=block.allow("allow"),
         api_key=block.string("api_key").strip(),
     )

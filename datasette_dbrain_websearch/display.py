@@ -108,11 +108,42 @@ def counts_line(pack: Row, labels: Mapping[str, str]) -> str:
     return line
 
 
+def answer_parts(answer: Row) -> tuple[list[Row], list[Row]]:
+    """The answer's sentences in two parts: those resting on the brain (or citing nothing),
+    and those citing only web rows, shown under "From the web"."""
+    web = set(answer["citations"]["external"])
+    brain: list[Row] = []
+    outside: list[Row] = []
+    for sentence in answer["sentences"]:
+        cited = sentence["citations"]
+        (outside if cited and all(k in web for k in cited) else brain).append(sentence)
+    return brain, outside
+
+
+def cited_quotes(pack: Row | None) -> dict[str, list[str]]:
+    """For each row key the answer cites, the sentences of that row it rests on (each once, in
+    the answer's order): the row shows them, so every citation can be checked where it
+    points."""
+    quotes: dict[str, list[str]] = {}
+    for sentence in ((pack or {}).get("answer") or {}).get("sentences", []):
+        for found in sentence.get("quotes", []):
+            if found["text"] and found["text"] not in quotes.setdefault(found["key"], []):
+                quotes[found["key"]].append(found["text"])
+    return quotes
+
+
 def missing_words(pack: Row) -> list[str]:
-    """The question's words that none of the top rows mention (what the verdict lacks)."""
-    if pack["judge"]["verdict"] == "enough_evidence":
+    """The question's words that none of the top rows mention, the brain's or the web's (what
+    the run's verdict lacks)."""
+    judge = pack["judge"]
+    combined = judge.get("combined", judge)
+    if combined["verdict"] == "enough_evidence":
         return []
-    return list(pack["judge"]["inputs"].get("missing_terms_in_top_rows", []))
+    missing = list(judge["inputs"].get("missing_terms_in_top_rows", []))
+    web = judge.get("web") or {}
+    if web.get("searched"):
+        missing = [t for t in missing if t in web["missing_terms"]]
+    return missing
 
 
 def matches_note(pack: Row) -> str:

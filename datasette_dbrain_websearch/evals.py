@@ -201,7 +201,9 @@ class CitationCounts:
 
     @classmethod
     def of(cls, answer: Mapping[str, Any]) -> CitationCounts:
-        sentences = answer["sentences"]
+        """Counted over every sentence the synthesizer wrote, those the verifier removed as
+        unsupported included: the eval measures the synthesizer, not what was shown."""
+        sentences = [*answer["sentences"], *answer.get("removed_sentences", [])]
         return cls(
             valid=sum(len(s["citations"]) for s in sentences)
             + sum(len(c["citations"]) for c in answer["conflicts"]["items"]),

@@ -105,3 +105,62 @@ def judge(
         f"{rows_found} rows found and the top rows match the question's terms.",
         inputs,
     )
+
+
+LABELS = {
+    NO_EVIDENCE: "no evidence",
+    WEAK_EVIDENCE: "weak evidence",
+    ENOUGH_EVIDENCE: "enough evidence",
+}
+
+
+def web_part(
+    query_terms: Sequence[str],
+    web_matched: Sequence[Sequence[str]],
+    searched: bool,
+    thresholds: JudgeThresholds,
+) -> dict:
+    """The web's side of the verdict: its rows judged alone, by the brain's rules, and said in
+    a few words ("5 rows cover every term")."""
+    if not searched:
+        return {
+            "searched": False,
+            "verdict": "",
+            "reason": "not_searched",
+            "summary": "not searched",
+            "missing_terms": [],
+        }
+    found = judge(len(web_matched), 0, query_terms, web_matched, thresholds)
+    rows = len(web_matched)
+    if not rows:
+        summary = "nothing found"
+    else:
+        counted = f"{rows} row{'' if rows == 1 else 's'}"
+        missing = found.inputs["missing_terms_in_top_rows"]
+        summary = (
+            f"{counted}; none mentions {', '.join(missing)}"
+            if missing
+            else f"{counted} cover every term"
+        )
+    return {
+        "searched": True,
+        "verdict": found.verdict,
+        "reason": found.reason,
+        "summary": summary,
+        "missing_terms": found.inputs["missing_terms_in_top_rows"],
+    }
+
+
+def combined(brain: Verdict, web: dict) -> dict:
+    """The run's verdict over everything on the screen: the brain's alone when the web was not
+    searched, else the stronger of the brain's and the web's (a run has enough evidence when
+    either side has). Its message says both parts: "Your brain: no evidence · Web: 5 rows
+    cover every term"; its reason names the side that decided (``web:enough_rows``)."""
+    if not web["searched"]:
+        return {"verdict": brain.verdict, "reason": brain.reason, "message": brain.message}
+    stronger = VERDICTS.index(web["verdict"]) > VERDICTS.index(brain.verdict)
+    return {
+        "verdict": web["verdict"] if stronger else brain.verdict,
+        "reason": f"web:{web['reason']}" if stronger else f"brain:{brain.reason}",
+        "message": f"Your brain: {LABELS[brain.verdict]} \u00b7 Web: {web['summary']}",
+    }

@@ -15,9 +15,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .brain import FTS_TABLE, TABLE, Hit, LocalResult, excerpt_fields, row_facts
+from .config import JudgeThresholds
 from .excerpts import best_excerpt
 from .external import ExternalHit
 from .fts import QueryPlan
+from .judge import Verdict, combined, web_part
 from .merge import (
     RRF_K,
     MergedResult,
@@ -492,3 +494,15 @@ def merged_ranking(
     strong = [e for e, r in zip(local_entries, local, strict=True) if is_strong_local(r)]
     weak = [e for e, r in zip(local_entries, local, strict=True) if not is_strong_local(r)]
     return strong + web_entries + weak
+
+
+def run_verdicts(pack: Mapping[str, Any], brain: Verdict, thresholds: JudgeThresholds) -> dict:
+    """The judge's ``web`` and ``combined`` parts: the web's rows judged alone, and the run's
+    verdict over both (what the banner, the answer and the agent tools say)."""
+    web = web_part(
+        pack["query_plan"]["query_terms"],
+        [r["retrieval"]["matched_terms"] for r in pack["external_evidence"]],
+        bool(pack["external_search"]["ran"]),
+        thresholds,
+    )
+    return {"web": web, "combined": combined(brain, web)}

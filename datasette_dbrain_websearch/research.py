@@ -42,6 +42,7 @@ from .pack import (
     merged_ranking,
     new_run_id,
     row_keys,
+    run_verdicts,
 )
 from .profiles import PROFILE_NAMES, apply_profile, profile_for
 from .providers.base import Provider, clean, redact
@@ -265,7 +266,7 @@ async def research(
     plan = plan_query(options.question, options.syntax)
     await emit({"stage": "local", "status": "started", "message": "Searching your brain"})
     local_query = TimeBudget(settings.time_limit_ms, database).bind(execute_fn)
-    local, semantic_lane = await local_query(
+    local, semantic_lane, lane = await local_query(
         lambda conn: _local(conn, options, settings, plan, database, semantic_index)
     )
     plan = plan.searched(local.prefixed)
@@ -357,24 +358,24 @@ async def research(
         profile=options.profile,
         semantic_lane=semantic_lane,
     )
+    pack["judge"].update(run_verdicts(pack, verdict, settings.judge))
     pack["answer"] = disabled()
     if options.answer:
         for hit in [*local.hits, *credited]:
-            texts = [passage_text(part.kind, part.row) for part in hit.parts()]
-            key = hit.row.get("source_key", "")
-            # An item shown with its linked page answers from both.
-            passages[key] = Passage(key, "local", "\n".join(texts)[:PASSAGE_CHARS], "")
-            if hit.linked is not None:
-                page = hit.linked.row.get("source_key", "")
-                passages[page] = Passage(page, "local", texts[1], hit.linked.row.get("title", ""))
+            # An item shown with its linked page answers from both, each cited by its own key
+            # (the row shows the sentence either way).
+            for part in hit.parts():
+                key = part.row.get("source_key", "")
+                text = passage_text(part.kind, part.row)[:PASSAGE_CHARS]
+                passages[key] = Passage(key, "local", text, part.row.get("title", ""))
         pack["answer"], answer_warnings = await answer_stage(
             pack,
             passages,
             settings.answer,
-            settings.judge,
             answering or AnswerAccess(),
             web.labels,
             emit,
+            lane.similarity if lane is not None else None,
         )
         warnings.extend(answer_warnings)
         timings["answer"] = pack["answer"]["timings_ms"]["total"]
@@ -389,9 +390,10 @@ def _local(
     plan: QueryPlan,
     database: str,
     semantic_index: str | None,
-) -> tuple[LocalResult, dict[str, Any]]:
+) -> tuple[LocalResult, dict[str, Any], SemanticLane | None]:
     """Local retrieval, with the semantic lane when its model and index are there: returns the
-    result and the lane's state for the pack's ``retrieval_lanes``."""
+    result, the lane's state for the pack's ``retrieval_lanes`` and the lane when it was used
+    (the answer reads its sentences' closeness to the question from it)."""
     model_id = settings.semantic.model
     lane: SemanticLane | None = None
     if options.ranking == "dbrain":
@@ -425,7 +427,7 @@ def _local(
         )
         if not lane.used:
             state["reason"] = "no_vectors_for_candidates"
-    return result, state
+    return result, state, lane if lane is not None and lane.used else None
 
 
 async def _web(

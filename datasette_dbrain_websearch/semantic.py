@@ -455,7 +455,8 @@ class SemanticLane:
     ) -> None:
         self.model_id = model_id
         self.weight = weight
-        self.query = embed(embedding_model(model_id), [question])[0]
+        self.model = embedding_model(model_id)
+        self.query = embed(self.model, [question])[0]
         self.used = False
         profile = dbrain_profile(brain, model_id, len(self.query)) if brain is not None else None
         brain_path = brain.execute("pragma database_list").fetchone()[2] if brain else ""
@@ -477,6 +478,12 @@ class SemanticLane:
             score = float(vector.astype("float32") @ self.query)
             best[row_id] = max(best.get(row_id, -1.0), score)
         return [best.get(row_id, 0.0) for row_id in ids]
+
+    def similarity(self, texts: Sequence[str]) -> list[float]:
+        """Each text's cosine with the question (an answer's candidate sentences)."""
+        if not texts:
+            return []
+        return [float(v) for v in embed(self.model, texts) @ self.query]
 
     def nearest(
         self, conn: sqlite3.Connection, kind: str, count: int, skip: set[int]

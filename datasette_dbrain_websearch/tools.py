@@ -294,7 +294,11 @@ def compact_pack(pack: dict[str, Any], labels: dict[str, str], link: Link) -> di
         "run_id": pack["run_id"],
         "question": pack["question"],
         "database": pack["database"],
-        "verdict": {k: pack["judge"][k] for k in ("verdict", "reason", "message")},
+        # The run's verdict over everything it found; the brain's alone beside it.
+        "verdict": {
+            **pack["judge"]["combined"],
+            "brain": {k: pack["judge"][k] for k in ("verdict", "reason", "message")},
+        },
         "web": {
             "mode": web["mode"],
             "searched": web["ran"],

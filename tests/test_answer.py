@@ -9,7 +9,6 @@ from datasette_dbrain_websearch.answer.model import Labelled, allot, build_promp
 from datasette_dbrain_websearch.answer.stage import choose_rows
 from datasette_dbrain_websearch.answer.text import split_sentences
 from datasette_dbrain_websearch.answer.verify import RunKeys, verify
-from datasette_dbrain_websearch.config import JudgeThresholds
 
 LOCAL = "src:0123456789ab"
 NOTE = "apple-note:espresso-1"
@@ -190,10 +189,13 @@ def test_extractive_answer_puts_brain_rows_first_and_skips_near_duplicates_and_n
     assert "What is a heat pump?" not in text  # a question is not a claim
     assert "Good write-up" not in text  # a link is not a claim
     assert text.count("keep working at minus 25 degrees") == 1  # near-duplicate skipped
+    # Brain sentences first, each side best first. Every candidate holds "cold climate", so it
+    # weighs little; the defrost sentence lacks "heat pump" and ranks last of the brain's (its
+    # row's title, "Heat pumps in the cold", keeps it on topic).
     assert lines == [
         f"Cold climate heat pumps keep working at minus 25 degrees. [{LOCAL}]",
-        f"Defrost cycles cost a little energy in cold climate installs. [{LOCAL}]",
         f"Heat pump brands differ in cold climate warranties and service. [{NOTE}]",
+        f"Defrost cycles cost a little energy in cold climate installs. [{LOCAL}]",
         f"A cold climate heat pump rebate covers 30 percent of the cost. [{WEB}]",
     ]
 
@@ -304,16 +306,15 @@ def test_web_contribution_compares_local_only_with_merged():
         row("w1", "outside_dbrain_corpus", ["heat", "rebate"]),
         row("w2", "outside_dbrain_corpus", ["rebate"]),
     ]
-    local_verdict = {"verdict": "weak_evidence", "inputs": {"exact_hits": 0}}
+    verdicts = {"verdict": "weak_evidence", "combined": {"verdict": "enough_evidence"}}
     sentences = [{"citations": ["l1"]}, {"citations": ["w1", "l1"]}, {"citations": []}]
     out = web_contribution(
         ("heat", "rebate"),
         ranked,
-        local_verdict,
+        verdicts,
         {"ran": True},
         sentences,
         ["w1", "w2"],
-        JudgeThresholds(min_evidence=2, min_term_coverage=0.75, top_k=3),
     )
     assert out == {
         "web_searched": True,
@@ -356,3 +357,84 @@ def test_model_reply_is_split_into_answer_and_conflicts():
     assert answer == "One [a].\nTwo [b]."
     assert conflicts == ["X vs Y [a] [b]"]
     assert split_reply("One [a].\nCONFLICTS: none") == ("One [a].", [])
+
+
+def test_extractive_answer_keeps_to_the_questions_rare_word():
+    """ "how often should I backflush my espresso machine": sentences with only "espresso
+    machine" are about something else when one says "backflush"; the one that does leads."""
+    passages = [
+        Passage(
+            "n:1", "local", "Espresso machine maintenance\n- Descale the boiler monthly.", "Care"
+        ),
+        Passage(
+            "x:1",
+            "local",
+            "Backflush the group head with detergent weekly and replace the gasket when shots "
+            "start to leak. Good write-up: https://example.com/burrs?utm_source=twitter",
+            "Backflush the group head",
+            rank=1,
+        ),
+        Passage(
+            "g:1",
+            "local",
+            "Tablet app for the Decent espresso machine with shot graphs.",
+            "",
+            rank=2,
+        ),
+        Passage(
+            "g:2",
+            "local",
+            "A mod adding pressure profiling to a classic espresso machine.",
+            "",
+            rank=3,
+        ),
+    ]
+    lines = extract(("backflush", "espresso", "machine"), passages, 6).splitlines()
+    assert lines == [
+        "Backflush the group head with detergent weekly and replace the gasket when shots "
+        "start to leak. [x:1]"
+    ]
+
+
+def test_extractive_answer_skips_headings_capture_metadata_and_link_intros():
+    safari = Passage(
+        "safari-tab:1",
+        "local",
+        "Safari tab captured from iCloud Tabs.\n\nDevice: Demo MacBook\n"
+        "Title: Heat pump sizing guide\nURL: https://example.com/sizing",
+        "Heat pump sizing guide",
+    )
+    note = Passage(
+        "n:2",
+        "local",
+        "Heat pump sizing\nGood write-up: https://example.com/a Size a heat pump from a "
+        "room-by-room heat load calculation.",
+        "Notes",
+        rank=1,
+    )
+    assert extract(("heat", "pump", "sizing"), [safari, note], 6).splitlines() == [
+        "Size a heat pump from a room-by-room heat load calculation. [n:2]"
+    ]
+
+
+def test_extractive_answer_trims_a_long_sentence_to_the_clauses_that_answer():
+    long = (
+        "The manual covers installation, wiring diagrams, warranty registration, error codes "
+        "and the remote control pairing steps in great detail across many pages, "
+        "while the appendix says a cold climate heat pump keeps its full capacity at minus 15 "
+        "degrees, and the index lists every part number for the outdoor unit and its brackets."
+    )
+    line = extract(("cold", "climate"), [Passage("src:m", "local", long, "Manual")], 6)
+    sentence = line.rsplit(" [", 1)[0]
+    assert sentence.startswith("\u2026 ") and sentence.endswith(" \u2026")
+    assert "cold climate heat pump keeps its full capacity at minus 15 degrees" in sentence
+    assert "wiring diagrams" not in sentence and len(sentence) < len(long)
+
+
+def test_a_sentence_several_rows_repeat_is_picked_once_from_the_best_row():
+    same = "Backflush the group head with detergent weekly to keep shots clean."
+    passages = [
+        Passage("x:2", "local", same, "", rank=1),
+        Passage("x:1", "local", same, "", rank=0),
+    ]
+    assert extract(("backflush",), passages, 6) == f"{same} [x:1]"

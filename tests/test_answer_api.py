@@ -182,7 +182,9 @@ def models():
         yield
 
 
-async def test_model_answer_is_verified_like_any_other(brain, fake, models):
+async def test_model_answer_is_verified_and_unsupported_sentences_are_removed(brain, fake, models):
+    """Seed 003: sentences the cited rows do not support are taken out of the answer and
+    listed as removed, with why; invented citations are removed too."""
     ds = await datasette_for(brain, fake, answer=llm_answer())
     status, pack = await ask(ds, q="espresso grinder", external="always", answer="1")
     assert status == 200
@@ -194,13 +196,14 @@ async def test_model_answer_is_verified_like_any_other(brain, fake, models):
         {"key": INVENTED, "reason": "not_in_run", "sentence": 3}
     ]
     assert INVENTED not in json.dumps(pack["evidence"]) and INVENTED not in answer["text"]
-    first_local, first_web = answer["sentences"][0], answer["sentences"][1]
+    first_local, first_web = answer["sentences"]
     assert first_local["supported"] and first_local["citations"] == answer["citations"]["local"]
     assert first_web["supported"] and first_web["citations"] == answer["citations"]["external"]
-    invented, uncited, penguins = answer["sentences"][2:5]
+    invented, uncited, penguins = answer["removed_sentences"]
     assert (invented["supported"], invented["support"]["reason"]) == (False, "no_citation")
     assert (uncited["supported"], uncited["support"]["reason"]) == (False, "no_citation")
     assert (penguins["supported"], penguins["support"]["reason"]) == (False, "low_overlap")
+    assert penguins["text"] not in answer["text"] and penguins["citations"]
     conflicts = answer["conflicts"]
     assert conflicts["status"] == "assessed"
     assert [c["citations"] for c in conflicts["items"]] == [
@@ -208,18 +211,34 @@ async def test_model_answer_is_verified_like_any_other(brain, fake, models):
     ]
     assert conflicts["dropped"][0]["reason"] == "fewer_than_two_valid_citations"
     assert answer["evidence"]["admitted_source_keys"]
-    assert "3 not supported" in answer["message"] and "removed" in answer["message"]
+    assert "3 sentences the cited rows do not support removed" in answer["message"]
+    assert "1 citation to keys this run did not retrieve removed" in answer["message"]
 
 
-async def test_model_answer_page_marks_unsupported_sentences_and_rejected_keys(brain, fake, models):
+async def test_keep_unsupported_keeps_a_models_unsupported_sentences_marked(brain, fake, models):
+    ds = await datasette_for(brain, fake, answer=llm_answer(keep_unsupported=True))
+    _, pack = await ask(ds, q="espresso grinder", external="always", answer="1")
+    answer = pack["answer"]
+    assert answer["removed_sentences"] == []
+    assert [s["supported"] for s in answer["sentences"]] == [True, True, False, False, False]
+    assert "3 not supported by the rows it cites" in answer["message"]
+    response = await get_as_root(
+        ds, "/-/research", q="espresso grinder", external="always", answer="1"
+    )
+    assert response.text.count('class="dbrain-sentence dbrain-sentence-unsupported"') == 3
+
+
+async def test_model_answer_page_lists_removed_sentences_and_rejected_keys(brain, fake, models):
     ds = await datasette_for(brain, fake, answer=llm_answer())
     response = await get_as_root(
         ds, "/-/research", q="espresso grinder", external="always", answer="1"
     )
     html = response.text
     assert response.status_code == 200
-    assert html.count('class="dbrain-sentence dbrain-sentence-unsupported"') == 3
-    assert 'data-unsupported="low_overlap"' in html and 'data-unsupported="no_citation"' in html
+    assert "dbrain-sentence-unsupported" not in html
+    removed = html.split('class="dbrain-removed"')[1].split("</details>")[0]
+    assert "Removed: not supported by the rows it cited (3)" in removed
+    assert removed.count("<del>") == 3 and "cites nothing this run found" in removed
     assert f"<del><code>{INVENTED}</code></del>" in html
     assert "Where the sources disagree" in html
     sentences = html.split('id="dbrain-answer"')[1].split('class="dbrain-rejected"')[0]
@@ -306,16 +325,23 @@ async def test_datasette_llm_allow_list_refuses_a_model(brain, models):
     assert "does not allow model 'dbrain-fake'" in pack["answer"]["message"]
 
 
-async def test_stream_sends_the_models_draft_then_the_verified_run(brain, fake, models):
+async def test_stream_shows_the_model_writing_never_its_draft_then_the_verified_run(
+    brain, fake, models
+):
+    """Seed 003: the raw draft is never shown as the answer. The stream says how far the model
+    has got; the draft's invented citation appears only struck out on the run page."""
     ds = await datasette_for(brain, fake, answer=llm_answer())
     response = await get_as_root(
         ds, "/-/research/stream", q="espresso grinder", external="always", answer="1"
     )
+    assert INVENTED not in response.text
     events = [json.loads(line) for line in response.text.splitlines()]
     answer_events = [e for e in events if e["stage"] == "answer"]
     assert answer_events[0]["status"] == "started"
-    drafts = [e["text"] for e in answer_events if e["status"] == "delta"]
-    assert len(drafts) > 1 and INVENTED in "".join(drafts)  # the draft is raw, the run is not
+    writing = [e for e in answer_events if e["status"] == "writing"]
+    assert len(writing) > 1 and all("text" not in e for e in writing)
+    assert [e["chars"] for e in writing] == sorted(e["chars"] for e in writing)
+    assert "is writing" in writing[-1]["message"]
     assert answer_events[-1]["status"] == "done" and answer_events[-1]["answer_status"] == "ok"
     assert events[-1]["stage"] == "done"
     page = await get_as_root(ds, events[-1]["url"])
@@ -374,15 +400,16 @@ async def test_what_the_model_is_sent_end_to_end_with_llm_echo(brain, fake):
     response = await get_as_root(
         ds, "/-/research/stream", q="espresso grinder", external="always", answer="1"
     )
-    events = [json.loads(line) for line in response.text.splitlines()]
-    sent = json.loads("".join(e["text"] for e in events if e.get("status") == "delta"))
-    assert "never cite anything else" in sent["system"].lower()
-    prompt = sent["prompt"]
+    assert response.status_code == 200 and '"status": "writing"' in response.text
     pack = (
         await get_as_root(
             ds, "/-/research.json", q="espresso grinder", external="always", answer="1"
         )
     ).json()
+    # The stream never carries the draft; the pack (and so the run's trace) keeps it.
+    sent = json.loads(pack["answer"]["draft"])
+    assert "never cite anything else" in sent["system"].lower()
+    prompt = sent["prompt"]
     for row in pack["evidence"]:
         assert f"[{row['source_key']}] FROM THE USER'S BRAIN" in prompt
     for row in pack["external_evidence"]:

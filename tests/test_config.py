@@ -60,12 +60,14 @@ def test_answer_block_defaults_and_values():
                 "default": True,
                 "synthesizer": "llm",
                 "model": " gpt-4.1-mini ",
-                "api_key": "k",
+                "api_key": "sk-answer-7f3e",
+                "keep_unsupported": True,
             }
         }
     )
     assert (s.answer.default, s.answer.synthesizer, s.answer.model) == (True, "llm", "gpt-4.1-mini")
-    assert "k" in s.secrets() and "k" not in repr(s.answer)
+    assert "sk-answer-7f3e" in s.secrets() and "sk-answer-7f3e" not in repr(s.answer)
+    assert (answer.keep_unsupported, s.answer.keep_unsupported) == (False, True)
 
 
 @pytest.mark.parametrize(
@@ -75,6 +77,7 @@ def test_answer_block_defaults_and_values():
         ({"answer": {"max_sentences": 0}}, "'answer.max_sentences' must be an integer"),
         ({"answer": {"min_support": 2}}, "'answer.min_support' must be a number"),
         ({"answer": {"model": 4}}, "'answer.model' must be a string"),
+        ({"answer": {"keep_unsupported": "no"}}, "'answer.keep_unsupported' must be true or false"),
         ({"answer": {"allow": "alice"}}, "'answer.allow' must be an allow block"),
         ({"answer": {"modle": "x"}}, "unknown config key(s) modle in 'answer'"),
         ({"traces_database": ["runs.db"]}, "'traces_database' must be a string"),

@@ -374,10 +374,16 @@ async def test_an_answer_may_cite_the_linked_page(linked_brain):
     assert answer["sentences"][0]["supported"] is True
 
 
-async def test_extractive_answer_cites_the_row(ds):
+async def test_extractive_answer_cites_the_text_that_holds_the_sentence(ds):
+    """The bookmark's row shows its linked page: a sentence from the page's text cites the
+    page's key (which points at the same row), not the bookmark's."""
     pack = await research(ds, q="tokio scheduler lifo", answer="1")
     answer = pack["answer"]
-    assert answer["citations"]["local"][0] == BOOKMARK_KEY and answer["rejected_citations"] == []
+    row = pack["evidence"][0]
+    assert row["source_key"] == BOOKMARK_KEY and row["linked_source"]["source_key"] == PAGE_KEY
+    assert answer["citations"]["local"][0] == PAGE_KEY and answer["rejected_citations"] == []
+    first = answer["sentences"][0]
+    assert "lifo" in first["text"].lower() and first["supported"]
 
 
 async def test_a_mark_may_name_the_linked_page(ds):

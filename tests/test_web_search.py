@@ -101,6 +101,50 @@ async def test_always_searches_brave_and_badges_rows(brain, fake):
     assert "web search found" in pack["judge"]["message"]
 
 
+async def test_the_verdict_has_the_brains_part_the_webs_and_one_for_both(brain, fake):
+    """Issue 18: "no evidence" above web rows that answer contradicts the screen. The brain's
+    verdict stays (dbrain's judge); the web's rows are judged alone; the combined verdict over
+    every row is what the banner, the answer and the agent tools say."""
+    ds = await web_ds(brain, fake)
+    _, pack = await ask(ds, q="quantum chromodynamics lattice", external="always")
+    judge = pack["judge"]
+    assert judge["verdict"] == "no_evidence"
+    rows = len(pack["external_evidence"])
+    web_missing = judge["web"]["missing_terms"]
+    assert judge["web"]["searched"] is True and judge["web"]["verdict"] != ""
+    assert judge["web"]["summary"] == (
+        f"{rows} rows; none mentions {', '.join(web_missing)}"
+        if web_missing
+        else f"{rows} rows cover every term"
+    )
+    assert judge["combined"]["verdict"] == judge["web"]["verdict"]  # no brain rows: the web's
+    assert (
+        judge["combined"]["message"]
+        == f"Your brain: no evidence \u00b7 Web: {judge['web']['summary']}"
+    )
+    response = await ds.client.get(
+        "/-/research",
+        params={"q": "quantum chromodynamics lattice", "external": "always"},
+        cookies=actor_cookies(ds, "root"),
+    )
+    banner = response.text.split('class="dbrain-verdict dbrain-verdict-')[1].split("</div>")[0]
+    assert banner.startswith(judge["combined"]["verdict"])
+    assert "Your brain: no evidence \u00b7 Web:" in banner
+    assert ("Nothing in the top rows mentions" in banner) == bool(web_missing)
+
+    _, local_only = await ask(ds, q="espresso grinder")
+    assert local_only["judge"]["web"] == {
+        "searched": False,
+        "verdict": "",
+        "reason": "not_searched",
+        "summary": "not searched",
+        "missing_terms": [],
+    }
+    assert local_only["judge"]["combined"] == {
+        k: local_only["judge"][k] for k in ("verdict", "reason", "message")
+    }
+
+
 async def test_on_weak_skips_the_web_when_local_evidence_is_enough(brain, fake):
     ds = await web_ds(brain, fake)
     _, pack = await ask(ds, q="espresso grinder", external="on_weak")

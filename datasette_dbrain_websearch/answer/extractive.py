@@ -1,11 +1,20 @@
-"""The extractive synthesizer: an answer made of the evidence's own sentences (pure, offline,
-deterministic).
+"""The extractive synthesizer: an answer made of the evidence's own sentences, the ones that
+answer the question (pure, offline, deterministic).
 
-Sentences that mention the question's terms are picked greedily, MMR-style: each pick favours
-terms no earlier pick covered (rarer terms weigh more), higher-ranked rows and rows from the
-brain, and skips near-duplicates of what is already picked. Each sentence cites the row it was
-taken from, so the verifier finds every word of it in the cited row. A row the question names
-exactly (a URL, a key) answers with its leading claims.
+Query-focused extraction, as summarizers that answer questions do it:
+
+1. Candidates are the claims in the text each row shows (an item's linked page is its own
+   passage, cited by the page's key): never titles, headings, questions, link lines, capture
+   metadata or fragments; a long sentence is trimmed to the clauses that hold the question.
+2. Each is scored by sentence-level BM25 over the candidates (the index's own stemmer, so
+   "backflushing" is "backflush"), interpolated with its meaning's closeness to the question
+   when a similarity is given (the semantic lane), plus a prior for its row's rank and for the
+   brain.
+3. Picks are greedy, MMR-style: each pick's score less its closeness to what is already picked;
+   near-duplicates never; at most two per row; a candidate far below the best stops the answer.
+
+The draft lists brain sentences first, then the web's, each side best first; each cites the
+row whose text holds it, so the verifier finds every word of it in the cited row.
 """
 
 from __future__ import annotations
@@ -13,23 +22,36 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from ..fts import matched_terms
-from .text import content_words, split_sentences
+from ..stemming import TermMatcher
+from .text import content_words, is_boilerplate, split_sentences, words
 from .verify import strip_citations
 
 MIN_CHARS = 25
-MAX_CHARS = 400
+MAX_CHARS = 600
+LONG_CHARS = 240  # a sentence longer than this is trimmed to the clauses that answer
 MIN_WORDS = 5  # words outside URLs: "Good write-up: https://…" is not a claim
-SAME_AS_TITLE = 0.7  # Jaccard similarity of content words with the row's title
+MOST_SENTENCES = 5
+SAME_AS_TITLE = 0.7  # Jaccard similarity of content words with a row's title
 URL = re.compile(r"\bhttps?://\S+|\bwww\.\S+", re.IGNORECASE)
+LINK_INTRO = re.compile(r"[^.!?]*:\s*$")  # "Good write-up:" once its link is gone
+CLAUSE = re.compile(r"(?<=[;:,\u2014])\s+|\s+(?=\u2014)|\s+(?=(?:but|while|whereas|because)\s)")
 MAX_PER_ROW = 2
 NEAR_DUPLICATE = 0.6  # Jaccard similarity of content words
-ROW_PRIOR = 0.5  # weight of a row's rank: ROW_PRIOR / (1 + index)
-LOCAL_PRIOR = 0.3
-COVERED_WEIGHT = 0.25  # a term an earlier pick already covered still counts a little
+K1, B = 1.2, 0.75  # BM25 over sentences (Lucene's defaults)
+ROW_PRIOR = 0.15  # a row's rank adds ROW_PRIOR / (1 + rank) to a 0..1 relevance
+LOCAL_PRIOR = 0.05
+REDUNDANCY = 0.5  # MMR: a pick's score less this times its closeness to earlier picks
+ON_TOPIC = 0.4  # share of the question's weight a sentence must hold (see on_topic)
+# A question term only the sentence's row's title holds: half of it for being on topic, a
+# quarter of it in the score (the sentence that says the word itself ranks first).
+TITLE_TOPIC, TITLE_SCORE = 0.5, 0.25
+STOP_BELOW = 0.25  # a candidate under this share of the best pick's relevance is no answer
+SEMANTIC_WEIGHT = 0.3  # as the ranking's lane interpolation
+
+Similarity = Callable[[Sequence[str]], Sequence[float]]
 
 
 @dataclass(frozen=True)
@@ -41,87 +63,212 @@ class Passage:
     text: str
     title: str = ""
     exact: bool = False  # the question names this row: its leading claims answer it
+    rank: int = 0  # the row's place in the evidence (a linked page shares its item's)
 
 
 @dataclass(frozen=True)
-class _Candidate:
-    row: int
+class Candidate:
+    """A sentence that may answer, with what it holds of the question."""
+
+    rank: int
     position: int
     key: str
     local: bool
     sentence: str
-    terms: frozenset[str]
-    words: frozenset[str]
+    counts: dict[str, int]  # question term -> occurrences
+    length: int  # word tokens
+    words: frozenset[str]  # content-word stems, for near-duplicates
+    exact: bool = False
+    context: frozenset[str] = frozenset()  # question terms its row's title holds
 
 
-def _candidates(terms: Sequence[str], passages: Sequence[Passage]) -> list[_Candidate]:
-    """Sentences that read as claims and mention the question's terms (cheapest tests first):
-    no questions, link-only lines, fragments or repeats of the row's title."""
-    found: list[_Candidate] = []
-    for row, passage in enumerate(passages):
-        title_words = frozenset(content_words(passage.title))
-        for position, raw in enumerate(split_sentences(passage.text)):
-            sentence = strip_citations(raw)
-            if sentence.endswith("?") or not MIN_CHARS <= len(sentence) <= MAX_CHARS:
+def trim(sentence: str, matcher: TermMatcher) -> str:
+    """A long sentence cut to its clauses that hold the question's terms (the run from the
+    first such clause to the last, marked "…" where the sentence goes on)."""
+    if len(sentence) <= LONG_CHARS:
+        return sentence
+    clauses = [c for c in CLAUSE.split(sentence) if c]
+    holding = [i for i, c in enumerate(clauses) if any(True for _ in matcher.finditer(c))]
+    if not holding:
+        return sentence
+    first, last = holding[0], holding[-1]
+    while last > first and len(" ".join(clauses[first : last + 1])) > LONG_CHARS:
+        last -= 1
+    text = " ".join(clauses[first : last + 1]).rstrip(",;:\u2014 ")
+    if first > 0:
+        text = "\u2026 " + text
+    if last < len(clauses) - 1:
+        text += " \u2026"
+    return text
+
+
+def claims(passage: Passage, matcher: TermMatcher) -> list[tuple[int, str]]:
+    """(position, sentence) of the passage's sentences that read as claims: not its title, a
+    heading, a question, a link or capture metadata; link tails cut off."""
+    title_words = frozenset(content_words(passage.title))
+    found: list[tuple[int, str]] = []
+    for position, raw in enumerate(split_sentences(passage.text, headings=False)):
+        sentence = strip_citations(raw)
+        if URL.search(sentence):  # "Good write-up: https://… Claim." keeps the claim only
+            pieces = [p for p in URL.split(sentence) if p.strip() and not LINK_INTRO.fullmatch(p)]
+            sentence = " ".join(" ".join(pieces).split())
+        if sentence.rstrip(".").endswith("?") or is_boilerplate(sentence):
+            continue
+        if not MIN_CHARS <= len(sentence) <= MAX_CHARS or len(sentence.split()) < MIN_WORDS:
+            continue
+        claim = frozenset(content_words(sentence))
+        if not claim or (title_words and _similarity(claim, title_words) >= SAME_AS_TITLE):
+            continue
+        found.append((position, trim(sentence, matcher)))
+    return found
+
+
+def candidates(terms: Sequence[str], passages: Sequence[Passage]) -> list[Candidate]:
+    """Every claim of every passage with its term counts (claims holding none are kept only
+    for a row the question names exactly); a sentence several rows repeat (a post and the page
+    it links to) once, from the best-ranked row."""
+    matcher = TermMatcher.for_words(terms)
+    found: list[Candidate] = []
+    seen: set[str] = set()
+    for passage in sorted(passages, key=lambda p: p.rank):
+        context = frozenset(name for _, _, name in matcher.finditer(passage.title))
+        for position, sentence in claims(passage, matcher):
+            counts = Counter(name for _, _, name in matcher.finditer(sentence))
+            same = " ".join(words(sentence))
+            if (not counts and not passage.exact) or same in seen:
                 continue
-            prose = URL.sub(" ", sentence)
-            if len(prose.split()) < MIN_WORDS:
-                continue
-            hits = frozenset(terms if passage.exact else matched_terms(terms, [prose]))
-            if not hits:
-                continue
-            claim = frozenset(content_words(prose))
-            if not claim or (title_words and _similarity(claim, title_words) >= SAME_AS_TITLE):
-                continue
+            seen.add(same)
             found.append(
-                _Candidate(
-                    row, position, passage.key, passage.origin == "local", sentence, hits, claim
+                Candidate(
+                    passage.rank,
+                    position,
+                    passage.key,
+                    passage.origin == "local",
+                    sentence,
+                    dict(counts),
+                    len(words(sentence)),
+                    frozenset(content_words(sentence)),
+                    passage.exact,
+                    context,
                 )
             )
     return found
 
 
+def idf(pool: Sequence[Candidate], terms: Sequence[str]) -> dict[str, float]:
+    """Each term's rarity among the candidates (Lucene's idf, always positive): the word that
+    sets the question apart from its context ("backflush" beside "espresso machine") is the
+    one few candidates hold."""
+    n = len(pool)
+    df = Counter(t for c in pool for t in c.counts)
+    return {t: math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5)) for t in terms if df[t]}
+
+
+def bm25(pool: Sequence[Candidate], weights: Mapping[str, float]) -> list[float]:
+    """Each candidate's BM25 score against the question, the candidates as the collection; a
+    term only its row's title holds counts ``TITLE_SCORE`` of once in an average sentence."""
+    if not pool:
+        return []
+    average = sum(c.length for c in pool) / len(pool) or 1.0
+    scores = []
+    for c in pool:
+        norm = K1 * (1 - B + B * c.length / average)
+        scores.append(
+            sum(weights[t] * f * (K1 + 1) / (f + norm) for t, f in c.counts.items() if t in weights)
+            + TITLE_SCORE * sum(weights.get(t, 0.0) for t in c.context - c.counts.keys())
+        )
+    return scores
+
+
+def on_topic(pool: Sequence[Candidate], weights: Mapping[str, float]) -> list[Candidate]:
+    """The candidates holding at least ``ON_TOPIC`` of the weight of the question's
+    distinguishing terms (those at most half the candidates hold), in it (or, counted
+    ``TITLE_TOPIC``, in its row's title): a sentence with only the question's common words
+    ("espresso machine") is about something else when others hold its rare one ("backflush").
+    All of them when no term distinguishes, or none holds enough."""
+    held = Counter(t for c in pool for t in c.counts)
+    rare = {t: w for t, w in weights.items() if held[t] <= len(pool) / 2}
+    total = sum(rare.values())
+    if not total:
+        return list(pool)
+
+    def held_weight(c: Candidate) -> float:
+        own = sum(rare.get(t, 0.0) for t in c.counts)
+        return own + TITLE_TOPIC * sum(rare.get(t, 0.0) for t in c.context - c.counts.keys())
+
+    kept = [c for c in pool if c.exact or held_weight(c) >= ON_TOPIC * total]
+    return kept or list(pool)
+
+
+def relevance(
+    pool: Sequence[Candidate],
+    weights: Mapping[str, float],
+    similarity: Similarity | None = None,
+    semantic_weight: float = SEMANTIC_WEIGHT,
+) -> list[float]:
+    """0..1 (the best 1): BM25 over the candidates, interpolated with the semantic
+    similarity to the question when there is one. A named row's leading claims answer."""
+    scores = bm25(pool, weights)
+    best = max(scores, default=0.0)
+    lexical = [s / best if best else 0.0 for s in scores]
+    lexical = [1.0 if c.exact and c.position < 2 else s for c, s in zip(pool, lexical, strict=True)]
+    if similarity is None or not pool:
+        return lexical
+    closeness = [max(0.0, float(v)) for v in similarity([c.sentence for c in pool])]
+    return [
+        (1 - semantic_weight) * s + semantic_weight * v
+        for s, v in zip(lexical, closeness, strict=True)
+    ]
+
+
+def pick(pool: Sequence[Candidate], scores: Sequence[float], most: int) -> list[Candidate]:
+    """Greedy MMR: the best score less its closeness to earlier picks, never a near-duplicate,
+    at most ``MAX_PER_ROW`` a row; stops when what is left is far below the first pick."""
+    base = [
+        s + ROW_PRIOR / (1 + c.rank) + (LOCAL_PRIOR if c.local else 0.0)
+        for c, s in zip(pool, scores, strict=True)
+    ]
+    picked: list[int] = []
+    per_row: Counter[str] = Counter()
+    overlap = [0.0] * len(pool)
+    top = 0.0
+    while len(picked) < most:
+        best: tuple[float, int, int, int] | None = None
+        for i, c in enumerate(pool):
+            if i in picked or overlap[i] >= NEAR_DUPLICATE or per_row[c.key] >= MAX_PER_ROW:
+                continue
+            rank = (base[i] - REDUNDANCY * overlap[i], -c.rank, -c.position, -i)
+            if best is None or rank > best:
+                best = rank
+        if best is None:
+            break
+        i = -best[3]
+        if picked and scores[i] < STOP_BELOW * top:
+            break
+        top = max(top, scores[i])
+        picked.append(i)
+        per_row[pool[i].key] += 1
+        chosen = pool[i].words
+        overlap = [max(o, _similarity(c.words, chosen)) for o, c in zip(overlap, pool, strict=True)]
+    return [pool[i] for i in picked]
+
+
+def extract(
+    terms: Sequence[str],
+    passages: Sequence[Passage],
+    max_sentences: int,
+    similarity: Similarity | None = None,
+) -> str:
+    """The draft answer: one picked sentence per line, each ending with ``[its row's key]``,
+    brain sentences first. Returns ``""`` when no sentence mentions any term. ``similarity``
+    scores sentences by meaning too (the semantic lane's)."""
+    found = candidates(terms, passages)
+    weights = idf(found, terms)
+    pool = on_topic(found, weights)
+    chosen = pick(pool, relevance(pool, weights, similarity), min(MOST_SENTENCES, max_sentences))
+    chosen.sort(key=lambda c: not c.local)  # the brain's first, each side best first
+    return "\n".join(f"{c.sentence} [{c.key}]" for c in chosen)
+
+
 def _similarity(a: frozenset[str], b: frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a and b else 0.0
-
-
-def extract(terms: Sequence[str], passages: Sequence[Passage], max_sentences: int) -> str:
-    """The draft answer: one picked sentence per line, each ending with ``[its row's key]``.
-
-    Sentences must hold at least half of the question's terms when any do (otherwise one).
-    Returns ``""`` when no sentence mentions any term.
-    """
-    candidates = _candidates(terms, passages)
-    need = max(1, math.ceil(len(terms) / 2))
-    pool = [c for c in candidates if len(c.terms) >= need] or candidates
-    frequency = Counter(t for c in pool for t in c.terms)
-    weight = {t: math.log(1 + len(pool) / (1 + n)) for t, n in frequency.items()}
-    picked: list[_Candidate] = []
-    covered: set[str] = set()
-    per_row: Counter[int] = Counter()
-    overlap = [0.0] * len(pool)  # each candidate's highest similarity to a picked sentence
-    while len(picked) < max_sentences:
-        best: tuple[float, int, int] | None = None
-        choice: int | None = None
-        for i, c in enumerate(pool):
-            if overlap[i] >= NEAR_DUPLICATE or per_row[c.row] >= MAX_PER_ROW:
-                continue
-            gain = sum(weight[t] for t in c.terms - covered) + COVERED_WEIGHT * sum(
-                weight[t] for t in c.terms & covered
-            )
-            score = ROW_PRIOR / (1 + c.row) + (LOCAL_PRIOR if c.local else 0.0) - overlap[i]
-            rank = (gain + score, -c.row, -c.position)
-            if best is None or rank > best:
-                best, choice = rank, i
-        if choice is None:
-            break
-        chosen = pool[choice]
-        picked.append(chosen)
-        covered |= chosen.terms
-        per_row[chosen.row] += 1
-        overlap = [
-            max(o, _similarity(c.words, chosen.words)) for o, c in zip(overlap, pool, strict=True)
-        ]
-        overlap[choice] = 1.0  # picked: never again
-    picked.sort(key=lambda c: (not c.local, c.row, c.position))
-    return "\n".join(f"{c.sentence} [{c.key}]" for c in picked)

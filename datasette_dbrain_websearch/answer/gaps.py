@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..config import JudgeThresholds
-from ..judge import ENOUGH_EVIDENCE, judge
+from ..judge import ENOUGH_EVIDENCE
 from ..pack import is_exact
 
 SKIPPED = {
@@ -107,23 +106,16 @@ def web_unavailable(
 def web_contribution(
     terms: Sequence[str],
     ranked: Sequence[Row],
-    local_verdict: Mapping[str, Any],
+    verdicts: Mapping[str, Any],
     web: Mapping[str, Any],
     sentences: Sequence[Mapping[str, Any]],
     external_keys: Sequence[str],
-    thresholds: JudgeThresholds,
 ) -> dict[str, Any]:
-    """The local-only state beside the merged one: verdicts, newly covered terms, web rows,
-    answer sentences that cite the web. ``ranked`` is every row in the pack's reading order."""
+    """The local-only state beside the merged one: the brain's verdict and the run's combined
+    one (``verdicts`` is the pack's ``judge``), newly covered terms, web rows, answer sentences
+    that cite the web. ``ranked`` is every row in the pack's reading order."""
     local = [r for r in ranked if r["origin"] == "dbrain_corpus"]
     external = [r for r in ranked if r["origin"] != "dbrain_corpus"]
-    after = judge(
-        rows_found=len(ranked),
-        exact_hits=local_verdict["inputs"]["exact_hits"],
-        query_terms=terms,
-        top_matched=[r["retrieval"]["matched_terms"] for r in ranked],
-        thresholds=thresholds,
-    )
     web_keys = set(external_keys)
     citing = [
         n for n, s in enumerate(sentences, start=1) if any(k in web_keys for k in s["citations"])
@@ -131,8 +123,8 @@ def web_contribution(
     before_terms = covered_terms(local, terms)
     return {
         "web_searched": bool(web.get("ran")),
-        "verdict_before": local_verdict["verdict"],
-        "verdict_after": after.verdict if external else local_verdict["verdict"],
+        "verdict_before": verdicts["verdict"],
+        "verdict_after": verdicts.get("combined", verdicts)["verdict"],
         "terms_newly_covered": [
             t for t in terms if t not in before_terms and t in covered_terms(external, terms)
         ],

@@ -11,12 +11,14 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import AnswerSettings, JudgeThresholds
+from ..config import AnswerSettings
+from ..display import plural
+from ..fts import matched_terms
 from ..pack import is_exact, row_keys
-from .extractive import Passage, extract
+from .extractive import Passage, Similarity, extract
 from .gaps import find_gaps, web_contribution
 from .model import Labelled, ModelFailure, ask_model, build_prompt, resolve_model, split_reply
-from .verify import RunKeys, Verified, verify
+from .verify import RunKeys, Verified, verify, without_unsupported
 
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
 EXTRACTIVE = "extractive"
@@ -46,6 +48,8 @@ def _answer(status: str, synthesizer: str, message: str, **fields: Any) -> dict[
         "message": message,
         "text": "",
         "sentences": [],
+        "removed_sentences": [],
+        "draft": "",
         "citations": {"local": [], "external": []},
         "rejected_citations": [],
         "gaps": [],
@@ -89,16 +93,20 @@ def _label(row: Mapping[str, Any], labels: Mapping[str, str]) -> str:
     return f"{where}; {'; '.join(facts)}; title: {row['title']}"
 
 
-def _summary(sentences: list[dict[str, Any]], rejected: list[dict[str, Any]]) -> str:
+def _summary(verified: Verified) -> str:
+    sentences, removed = verified.sentences, verified.removed
     unsupported = sum(1 for s in sentences if not s["supported"])
-    parts = [f"{len(sentences)} sentence{'s' if len(sentences) != 1 else ''}"]
+    parts = [plural(len(sentences), "sentence")]
     parts.append(
         f"{unsupported} not supported by the rows it cites"
         if unsupported
         else "every one cited and supported by this run's evidence"
     )
-    if rejected:
-        parts.append(f"{len(rejected)} citation(s) to keys this run did not retrieve removed")
+    if removed:
+        parts.append(f"{plural(len(removed), 'sentence')} the cited rows do not support removed")
+    if verified.rejected:
+        rejected = len(verified.rejected)
+        parts.append(f"{plural(rejected, 'citation')} to keys this run did not retrieve removed")
     return "; ".join(parts) + "."
 
 
@@ -118,12 +126,13 @@ async def answer_stage(
     pack: Mapping[str, Any],
     passages: Mapping[str, Passage],
     settings: AnswerSettings,
-    thresholds: JudgeThresholds,
     access: AnswerAccess,
     labels: Mapping[str, str],
     emit: Progress,
+    similarity: Similarity | None = None,
 ) -> tuple[dict[str, Any], list[dict[str, str]]]:
-    """The pack's ``answer`` and the warnings the stage adds."""
+    """The pack's ``answer`` and the warnings the stage adds. ``similarity`` (the semantic
+    lane's, when it ran) scores the offline answer's sentences by meaning too."""
     started = time.perf_counter()
     warnings: list[dict[str, str]] = []
     ranked = ranked_rows(pack)
@@ -139,7 +148,8 @@ async def answer_stage(
             }
         )
     rows = choose_rows(ranked, settings.max_evidence)
-    chosen = [_passage(row, passages) for row in rows]
+    pairs = [(p, row) for rank, row in enumerate(rows) for p in _passages(row, rank, passages)]
+    chosen = [p for p, _ in pairs]
     local = tuple(key for r in pack["evidence"] for key in row_keys(r))
     keys = RunKeys(
         local=local,
@@ -154,18 +164,23 @@ async def answer_stage(
     await emit({"stage": "answer", "status": "started", "message": "Writing an answer"})
     synthesis_started = time.perf_counter()
     if use_model:
-        draft = await _ask(pack["question"], rows, chosen, settings, access, labels, emit)
+        draft = await _ask(pack["question"], pairs, settings, access, labels, emit)
     else:
-        draft = Draft(EXTRACTIVE, extract(terms, chosen, settings.max_sentences) if rows else "")
+        draft = Draft(
+            EXTRACTIVE,
+            extract(terms, chosen, settings.max_sentences, similarity) if rows else "",
+        )
     synthesis_ms = _ms(synthesis_started)
     verification_started = time.perf_counter()
     verified = verify(draft.text, keys, settings.min_support, draft.conflicts)
+    if not settings.keep_unsupported:
+        verified = without_unsupported(verified, keys)
     gaps = find_gaps(
         terms,
         pack["evidence"],
         pack["external_evidence"],
         pack["external_search"],
-        pack["judge"]["verdict"],
+        pack["judge"]["combined"]["verdict"],
         verified.local,
         verified.external,
     )
@@ -176,10 +191,10 @@ async def answer_stage(
         pack["external_search"],
         verified.sentences,
         keys.external,
-        thresholds,
     )
     verification_ms = _ms(verification_started)
-    status, message = _outcome(draft, verified, bool(rows))
+    missing = [t for t in terms if t not in matched_terms(terms, [p.text for p in chosen])]
+    status, message = _outcome(draft, verified, bool(rows), missing)
     if status == "failed":
         warnings.append({"code": "answer_failed", "message": message})
     answer = _answer(
@@ -189,6 +204,8 @@ async def answer_stage(
         via=draft.via,
         text=verified.text,
         sentences=verified.sentences,
+        removed_sentences=verified.removed,
+        draft=draft.text,
         citations={"local": verified.local, "external": verified.external},
         rejected_citations=verified.rejected,
         gaps=gaps,
@@ -207,17 +224,16 @@ async def answer_stage(
 
 async def _ask(
     question: str,
-    rows: list[dict[str, Any]],
-    chosen: list[Passage],
+    pairs: list[tuple[Passage, dict[str, Any]]],
     settings: AnswerSettings,
     access: AnswerAccess,
     labels: Mapping[str, str],
     emit: Progress,
 ) -> Draft:
-    """The model's draft, streamed to ``emit`` as it is written; a failure is recorded in
-    the draft, never raised."""
+    """The model's draft; ``emit`` hears how far it has got, never its text (the page shows
+    only the verified answer). A failure is recorded in the draft, never raised."""
     draft = Draft(f"llm:{settings.model or 'default'}")
-    if not rows:
+    if not pairs:
         return draft
     try:
         resolved = await resolve_model(
@@ -227,17 +243,26 @@ async def _ask(
         await emit({"stage": "answer", "status": "model", "message": f"Asking {resolved.model_id}"})
         system, prompt, budget = build_prompt(
             question,
-            [
-                Labelled(p.key, p.origin, p.text, p.title, label=_label(r, labels))
-                for p, r in zip(chosen, rows, strict=True)
-            ],
+            [Labelled(p.key, p.origin, p.text, p.title, label=_label(r, labels)) for p, r in pairs],
             settings.max_chars,
             settings.max_sentences,
         )
         draft.evidence = budget.as_dict()
 
+        written = 0
+
         async def on_text(chunk: str) -> None:
-            await emit({"stage": "answer", "status": "delta", "text": chunk})
+            # Progress, never the draft: what the page shows is the verified answer.
+            nonlocal written
+            written += len(chunk)
+            await emit(
+                {
+                    "stage": "answer",
+                    "status": "writing",
+                    "chars": written,
+                    "message": f"{resolved.model_id} is writing ({written:,} characters so far)",
+                }
+            )
 
         reply = await ask_model(
             resolved.model, system, prompt, resolved.key, settings.timeout, on_text
@@ -248,19 +273,29 @@ async def _ask(
     return draft
 
 
-def _outcome(draft: Draft, verified: Verified, had_rows: bool) -> tuple[str, str]:
-    """The answer's status and the sentence that explains it."""
+def _outcome(
+    draft: Draft, verified: Verified, had_rows: bool, missing: list[str]
+) -> tuple[str, str]:
+    """The answer's status and the sentence that explains it (for no answer, what the rows
+    lack: the question's words they never say)."""
     if draft.failure:
         return "failed", f"No answer: {draft.failure}. The evidence below is complete."
     if not had_rows:
         return "no_evidence", "No answer: this run found no evidence to answer from."
     if verified.sentences:
-        return "ok", _summary(verified.sentences, verified.rejected)
+        return "ok", _summary(verified)
     if draft.synthesizer == EXTRACTIVE:
-        return (
-            "no_evidence",
-            "No answer: no sentence in the evidence addresses the question (the rows have "
-            "no text yet, or their text lacks the question's words).",
+        lacking = ", ".join(f"“{t}”" for t in missing)
+        return "no_evidence", (
+            f"No answer: nothing in the rows says {lacking}."
+            if missing
+            else "No answer: the rows name the question's words only in titles, links or "
+            "lists, never in a sentence that answers it."
+        )
+    if verified.removed:
+        return "failed", (
+            "No answer: the rows the model cited support none of its sentences (listed as "
+            "removed below)."
         )
     return "failed", "No answer: the model's reply held no sentences."
 
@@ -280,12 +315,18 @@ def _conflicts(draft: Draft, verified: Verified) -> dict[str, Any]:
     return {"status": "not_assessed", "items": [], "reason": reason}
 
 
-def _passage(row: Mapping[str, Any], passages: Mapping[str, Passage]) -> Passage:
-    key = row["source_key"]
+def _passages(row: Mapping[str, Any], rank: int, passages: Mapping[str, Passage]) -> list[Passage]:
+    """The texts a row answers from: its own and, for an item shown with its linked page, the
+    page's (cited by the page's key, which points at the same row)."""
     origin = "local" if row["origin"] == LOCAL_ORIGIN else "external"
-    found = passages.get(key)
-    text = found.text if found and found.text else row.get("excerpt", "")
-    return Passage(key, origin, text, row["title"], is_exact(row))
+    found = []
+    for n, key in enumerate(row_keys(row)):
+        passage = passages.get(key)
+        text = passage.text if passage and passage.text else ("" if n else row.get("excerpt", ""))
+        title = passage.title if passage and passage.title else row["title"]
+        if text:
+            found.append(Passage(key, origin, text, title, is_exact(row), rank))
+    return found
 
 
 def _ms(since: float) -> float:

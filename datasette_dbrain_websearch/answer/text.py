@@ -21,6 +21,15 @@ _ABBREVIATIONS = frozenset(
 )
 _WORD = re.compile(r"[^\W_]+")
 _BULLET = re.compile(r"^\s*(?:[-*\u2022]|\d{1,2}[.)])\s+")
+HEADING_WORDS = 8
+_CLOSED = re.compile(r"[.!?:;\"'\u201d\u2019)\]]$")
+# How dbrain's importers describe a capture: metadata lines and "captured from" notes.
+_BOILERPLATE = re.compile(
+    r"^(?:device|url|title|last viewed|saved|captured|source|tags?|author|published|date)"
+    r"\s*:|\bcaptured (?:from|via|with)\b"
+    r"|^(?:starred|bookmarked|saved|liked) (?:for|on|from|via|in)\b",
+    re.IGNORECASE,
+)
 
 # Words that say where a claim comes from rather than what it claims: a sentence is not less
 # supported for saying "according to your notes".
@@ -34,12 +43,19 @@ ATTRIBUTION_WORDS = frozenset(
 )
 
 
-def split_sentences(text: str) -> list[str]:
-    """Cut text into sentences: paragraphs and list items first, then sentence ends."""
+def split_sentences(text: str, headings: bool = True) -> list[str]:
+    """Cut text into sentences: paragraphs and list items first, then sentence ends.
+
+    Markdown headings (``# ...``) are never sentences; with ``headings=False`` neither is a
+    short line without a closing stop that more text follows ("Espresso machine maintenance"
+    above a note's list)."""
     sentences: list[str] = []
-    for line in text.splitlines():
-        line = _BULLET.sub("", line).strip()
+    lines = text.splitlines()
+    for n, raw in enumerate(lines):
+        line = _BULLET.sub("", raw).strip()
         if not line or line.startswith("#"):
+            continue
+        if not headings and _is_heading(line, raw, lines[n + 1 :]):
             continue
         start = 0
         for match in _BOUNDARY.finditer(line):
@@ -53,6 +69,22 @@ def split_sentences(text: str) -> list[str]:
         if rest:
             sentences.append(rest)
     return sentences
+
+
+def _is_heading(line: str, raw: str, after: list[str]) -> bool:
+    """A short line, not a list item, with no closing stop, above more text."""
+    return (
+        not _BULLET.match(raw)
+        and len(line.split()) <= HEADING_WORDS
+        and not _CLOSED.search(line)
+        and any(a.strip() for a in after)
+    )
+
+
+def is_boilerplate(sentence: str) -> bool:
+    """Does the sentence describe how a row was captured rather than say anything
+    ("Safari tab captured from iCloud Tabs.", "Device: Demo MacBook")?"""
+    return bool(_BOILERPLATE.search(sentence))
 
 
 def _ends_with_abbreviation(piece: str) -> bool:

@@ -60,11 +60,28 @@ class Verified:
     external: list[str]
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     dropped_conflicts: list[dict[str, Any]] = field(default_factory=list)
+    removed: list[dict[str, Any]] = field(default_factory=list)  # unsupported, taken out
 
     @property
     def text(self) -> str:
         """The answer as text, each sentence followed by its valid ``[key]`` citations."""
         return " ".join(sentence_with_citations(s) for s in self.sentences)
+
+
+def without_unsupported(verified: Verified, keys: RunKeys) -> Verified:
+    """The answer with the sentences its cited rows do not support taken out (listed in
+    ``removed``, with why), and its citations those of the sentences that stay."""
+    kept = [s for s in verified.sentences if s["supported"]]
+    cited = list(dict.fromkeys(k for s in kept for k in s["citations"]))
+    return Verified(
+        sentences=kept,
+        rejected=verified.rejected,
+        local=[k for k in cited if keys.origin(k) == "local"],
+        external=[k for k in cited if keys.origin(k) == "external"],
+        conflicts=verified.conflicts,
+        dropped_conflicts=verified.dropped_conflicts,
+        removed=[s for s in verified.sentences if not s["supported"]],
+    )
 
 
 def sentence_with_citations(sentence: dict[str, Any]) -> str:
@@ -139,6 +156,18 @@ def support(sentence: str, cited: list[str], keys: RunKeys, min_support: float) 
     }
 
 
+def quote(sentence: str, passage: str) -> str:
+    """The sentence of a cited row's text that holds most of the answer sentence's words:
+    what the row shows as cited, so the claim can be checked where it points."""
+    wanted = set(content_words(sentence))
+    best, best_shared = "", 0
+    for candidate in split_sentences(passage):
+        shared = len(wanted & set(content_words(candidate)))
+        if shared > best_shared:
+            best, best_shared = candidate, shared
+    return best
+
+
 def attach_citations(pieces: list[str], keys: RunKeys) -> list[str]:
     """Move citation markers that open a sentence to the end of the sentence before it, where
     a writer who cites after the full stop meant them."""
@@ -171,6 +200,9 @@ def verify(
                 "citations": cited,
                 "supported": check["reason"] == "ok",
                 "support": check,
+                "quotes": [
+                    {"key": k, "text": quote(text, keys.passages.get(k, ""))} for k in cited
+                ],
             }
         )
     cited_keys = list(dict.fromkeys(k for s in sentences for k in s["citations"]))

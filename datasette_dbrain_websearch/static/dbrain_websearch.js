@@ -1,7 +1,7 @@
 /* datasette-dbrain-websearch: progressive enhancement for the research page.
  * Without this script the page works as a plain form; with it:
  * - a run that may search the web or ask a model shows live stage progress (local search,
- *   judge, each web provider, merge, the model's draft answer as it is written) read from
+ *   judge, each web provider, merge, how far the model has written) read from
  *   /-/research/stream, then opens the saved run, where the answer is shown verified;
  * - keyboard: "/" focuses the question, "j"/"k" move between rows, "o" opens, "p" promotes;
  * - the All / Your brain / Web tabs filter the list instead of jumping;
@@ -77,18 +77,15 @@
     return Boolean((checked && checked.value !== "never") || model);
   }
 
-  function showDraft(panel, text) {
-    var draft = panel.querySelector(".dbrain-draft");
-    if (!draft) {
-      var label = document.createElement("p");
-      label.className = "dbrain-note";
-      label.textContent = "Draft answer (its citations are checked when it is finished):";
-      draft = document.createElement("p");
-      draft.className = "dbrain-draft";
-      panel.appendChild(label);
-      panel.appendChild(draft);
+  function showWriting(panel, event) {
+    // One line that says how far the model has got; its draft is never shown (the run page
+    // shows the answer once every citation is checked).
+    var line = panel.querySelector(".dbrain-step-writing");
+    if (!line) {
+      showStep(panel, event);
+      return;
     }
-    draft.textContent += text;
+    line.textContent = event.message || "";
   }
 
   function showStep(panel, event) {
@@ -139,8 +136,8 @@
           window.location.assign(event.url);
           return;
         }
-        if (event.stage === "answer" && event.status === "delta") {
-          showDraft(panel, event.text || "");
+        if (event.stage === "answer" && event.status === "writing") {
+          showWriting(panel, event);
           continue;
         }
         if (event.stage === "error") {
