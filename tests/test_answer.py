@@ -438,3 +438,29 @@ def test_a_sentence_several_rows_repeat_is_picked_once_from_the_best_row():
         Passage("x:1", "local", same, "", rank=0),
     ]
     assert extract(("backflush",), passages, 6) == f"{same} [x:1]"
+
+
+def test_items_of_a_rows_list_stay_a_list_in_the_answer():
+    """Two picked sentences from one row's list enumerate: the draft keeps their bullets and
+    the verifier marks them as items; a lone item reads as a plain sentence."""
+    note = Passage(
+        "n:3",
+        "local",
+        "Espresso dialing checklist\n"
+        "- Grind finer when the espresso shot runs fast and sour.\n"
+        "- Grind coarser when the espresso shot runs slow and bitter.\n"
+        "- Keep the dose fixed while you change the grind.",
+        "Checklist",
+    )
+    draft = extract(("espresso", "shot"), [note], 6)
+    assert draft.splitlines() == [
+        "- Grind finer when the espresso shot runs fast and sour. [n:3]",
+        "- Grind coarser when the espresso shot runs slow and bitter. [n:3]",
+    ]
+    out = verify(draft, RunKeys(("n:3",), (), {"n:3": note.text}), 0.4)
+    assert [(s["text"], s["item"]) for s in out.sentences] == [
+        ("Grind finer when the espresso shot runs fast and sour.", True),
+        ("Grind coarser when the espresso shot runs slow and bitter.", True),
+    ]
+    single = extract(("dose",), [note], 6)
+    assert single == "Keep the dose fixed while you change the grind. [n:3]"

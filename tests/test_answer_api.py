@@ -147,7 +147,7 @@ async def test_page_renders_the_answer_with_chips_that_jump_to_their_rows(brain,
     assert response.status_code == 200
     html = response.text
     assert 'id="dbrain-answer"' in html
-    assert html.index('id="dbrain-answer"') < html.index('class="dbrain-evidence"')
+    assert html.index('id="dbrain-answer"') < html.index('id="dbrain-evidence"')
     pack = (
         await get_as_root(
             ds,
@@ -158,10 +158,15 @@ async def test_page_renders_the_answer_with_chips_that_jump_to_their_rows(brain,
             answer="1",
         )
     ).json()
-    positions = {e["source_key"]: n for n, e in enumerate(pack["ranking"], start=1)}
+    positions, rows = {}, {}
+    for n, entry in enumerate(pack["ranking"], start=1):
+        row = pack[entry["list"]][entry["index"]]
+        linked = (row.get("linked_source") or {}).get("source_key")
+        for key in filter(None, [row["source_key"], linked]):  # a page cites its item's row
+            positions[key], rows[key] = n, row["source_key"]
     for key in pack["answer"]["citations"]["local"]:
         assert f'class="dbrain-cite dbrain-cite-local" href="#evidence-{positions[key]}"' in html
-        assert f'id="evidence-{positions[key]}" data-source-key="{key}"' in html
+        assert f'id="evidence-{positions[key]}" data-source-key="{rows[key]}"' in html
     for key in pack["answer"]["citations"]["external"]:
         assert f'class="dbrain-cite dbrain-cite-external" href="#evidence-{positions[key]}"' in html
     assert "dbrain-sentence-unsupported" not in html

@@ -137,3 +137,36 @@ def test_answer_at_375px(page, server):
     answer.evaluate("el => el.scrollIntoView()")
     shot(page, "answer-375.png", full_page=False)
     assert page.console_errors == []
+
+
+@pytest.mark.parametrize("width, height", [(1280, 900), (375, 812)])
+def test_the_answer_and_verdict_come_first_and_the_web_is_a_screen_away(
+    page, server, width, height
+):
+    """Issue 18: after a run the web options fold to one line, so the verdict and the answer's
+    first sentence are on the first screen; on a run with both kinds of rows the first web row
+    is there too at 1280 (a column beside the brain's), and at 375 the Web tab that jumps to
+    them is."""
+    page.set_viewport_size({"width": width, "height": height})
+    ask_with_answer(page, server)
+
+    def top(selector: str) -> float:
+        return page.locator(selector).first.evaluate("el => el.getBoundingClientRect().top")
+
+    shot(page, f"answer-first-{width}.png", full_page=False)
+    assert page.locator(".dbrain-external").is_hidden()  # folded: one line says what applied
+    assert "Always" in page.locator(".dbrain-web-options summary").inner_text()
+    assert top(".dbrain-verdict") < height
+    assert top("#dbrain-answer .dbrain-sentence") < height
+    if width >= 1100:
+        web_row = page.locator(".dbrain-row-external").first
+        brain_row = page.locator(".dbrain-evidence > .dbrain-row").first
+        assert web_row.bounding_box()["x"] > brain_row.bounding_box()["x"] + width / 3
+        assert top(".dbrain-row-external") < height
+    else:
+        web_tab = page.locator('.dbrain-tabs a[data-show="external"]')
+        assert web_tab.bounding_box()["y"] + web_tab.bounding_box()["height"] <= height
+    no_horizontal_overflow(page)
+    page.locator(".dbrain-web-options summary").click()
+    assert page.locator(".dbrain-external").is_visible()  # the options open in place
+    assert page.console_errors == []

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..stemming import TermMatcher
-from .text import content_words, is_boilerplate, split_sentences, words
+from .text import content_words, is_boilerplate, marked_sentences, words
 from .verify import strip_citations
 
 MIN_CHARS = 25
@@ -80,6 +80,7 @@ class Candidate:
     words: frozenset[str]  # content-word stems, for near-duplicates
     exact: bool = False
     context: frozenset[str] = frozenset()  # question terms its row's title holds
+    item: bool = False  # it stands in a list item of its row
 
 
 def trim(sentence: str, matcher: TermMatcher) -> str:
@@ -102,12 +103,12 @@ def trim(sentence: str, matcher: TermMatcher) -> str:
     return text
 
 
-def claims(passage: Passage, matcher: TermMatcher) -> list[tuple[int, str]]:
-    """(position, sentence) of the passage's sentences that read as claims: not its title, a
-    heading, a question, a link or capture metadata; link tails cut off."""
+def claims(passage: Passage, matcher: TermMatcher) -> list[tuple[int, str, bool]]:
+    """(position, sentence, in a list item) of the passage's sentences that read as claims:
+    not its title, a heading, a question, a link or capture metadata; link tails cut off."""
     title_words = frozenset(content_words(passage.title))
-    found: list[tuple[int, str]] = []
-    for position, raw in enumerate(split_sentences(passage.text, headings=False)):
+    found: list[tuple[int, str, bool]] = []
+    for position, (raw, item) in enumerate(marked_sentences(passage.text, headings=False)):
         sentence = strip_citations(raw)
         if URL.search(sentence):  # "Good write-up: https://… Claim." keeps the claim only
             pieces = [p for p in URL.split(sentence) if p.strip() and not LINK_INTRO.fullmatch(p)]
@@ -119,7 +120,7 @@ def claims(passage: Passage, matcher: TermMatcher) -> list[tuple[int, str]]:
         claim = frozenset(content_words(sentence))
         if not claim or (title_words and _similarity(claim, title_words) >= SAME_AS_TITLE):
             continue
-        found.append((position, trim(sentence, matcher)))
+        found.append((position, trim(sentence, matcher), item))
     return found
 
 
@@ -132,7 +133,7 @@ def candidates(terms: Sequence[str], passages: Sequence[Passage]) -> list[Candid
     seen: set[str] = set()
     for passage in sorted(passages, key=lambda p: p.rank):
         context = frozenset(name for _, _, name in matcher.finditer(passage.title))
-        for position, sentence in claims(passage, matcher):
+        for position, sentence, item in claims(passage, matcher):
             counts = Counter(name for _, _, name in matcher.finditer(sentence))
             same = " ".join(words(sentence))
             if (not counts and not passage.exact) or same in seen:
@@ -150,6 +151,7 @@ def candidates(terms: Sequence[str], passages: Sequence[Passage]) -> list[Candid
                     frozenset(content_words(sentence)),
                     passage.exact,
                     context,
+                    item,
                 )
             )
     return found
@@ -267,7 +269,14 @@ def extract(
     pool = on_topic(found, weights)
     chosen = pick(pool, relevance(pool, weights, similarity), min(MOST_SENTENCES, max_sentences))
     chosen.sort(key=lambda c: not c.local)  # the brain's first, each side best first
-    return "\n".join(f"{c.sentence} [{c.key}]" for c in chosen)
+    return "\n".join(f"{bullet(c, chosen)}{c.sentence} [{c.key}]" for c in chosen)
+
+
+def bullet(candidate: Candidate, chosen: Sequence[Candidate]) -> str:
+    """``"- "`` for a list item picked with another item of the same row's list: the answer
+    enumerates them as the row did."""
+    siblings = sum(1 for c in chosen if c.item and c.key == candidate.key)
+    return "- " if candidate.item and siblings >= 2 else ""
 
 
 def _similarity(a: frozenset[str], b: frozenset[str]) -> float:

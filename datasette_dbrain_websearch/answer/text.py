@@ -49,9 +49,16 @@ def split_sentences(text: str, headings: bool = True) -> list[str]:
     Markdown headings (``# ...``) are never sentences; with ``headings=False`` neither is a
     short line without a closing stop that more text follows ("Espresso machine maintenance"
     above a note's list)."""
-    sentences: list[str] = []
+    return [sentence for sentence, _ in marked_sentences(text, headings)]
+
+
+def marked_sentences(text: str, headings: bool = True) -> list[tuple[str, bool]]:
+    """``split_sentences``, each sentence with whether it stands in a list item ("- ...",
+    "1. ..."): items of a list enumerate, and an answer keeps them as bullets."""
+    sentences: list[tuple[str, bool]] = []
     lines = text.splitlines()
     for n, raw in enumerate(lines):
+        item = bool(_BULLET.match(raw))
         line = _BULLET.sub("", raw).strip()
         if not line or line.startswith("#"):
             continue
@@ -63,11 +70,11 @@ def split_sentences(text: str, headings: bool = True) -> list[str]:
             if _ends_with_abbreviation(piece):
                 continue
             if piece:
-                sentences.append(line[start : match.end()].strip())
+                sentences.append((line[start : match.end()].strip(), item))
             start = match.end()
         rest = line[start:].strip()
         if rest:
-            sentences.append(rest)
+            sentences.append((rest, item))
     return sentences
 
 

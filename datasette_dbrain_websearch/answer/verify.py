@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .text import content_words, split_sentences, stems
+from .text import content_words, marked_sentences, split_sentences, stems
 
 MARKER = re.compile(r"\[([^\[\]\n]{1,300})\]")
 KEY_LIKE = re.compile(r"^[A-Za-z][A-Za-z0-9_.+-]*:\S+$")
@@ -188,7 +188,9 @@ def verify(
     """Check a synthesizer's draft (and its conflict lines) against the run's keys."""
     sentences: list[dict[str, Any]] = []
     rejected: list[dict[str, Any]] = []
-    for raw in attach_citations(split_sentences(draft), keys):
+    marked = marked_sentences(draft)
+    items = {read_markers(sentence, keys)[0] for sentence, item in marked if item}
+    for raw in attach_citations([sentence for sentence, _ in marked], keys):
         text, cited, refused = read_markers(raw, keys)
         rejected += [{**r, "sentence": len(sentences) + 1} for r in refused]
         if not any(ch.isalnum() for ch in text):
@@ -203,6 +205,7 @@ def verify(
                 "quotes": [
                     {"key": k, "text": quote(text, keys.passages.get(k, ""))} for k in cited
                 ],
+                "item": text in items,  # written as a list item: the page shows a bullet
             }
         )
     cited_keys = list(dict.fromkeys(k for s in sentences for k in s["citations"]))
