@@ -19,7 +19,8 @@ CHROMIUM ?= /usr/bin/chromium
 # The page's 👍 / 👎 need a colour emoji font to show in the screenshots.
 EMOJI_FONT := /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
 
-.PHONY: demo demo-reset docs test test-stable test-alpha lint bench bench-ir eval clean browser-deps
+.PHONY: demo demo-reset docs test test-stable test-alpha lint bench bench-ir bench-answer eval clean
+.PHONY: browser-deps
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -93,6 +94,10 @@ eval: $(VENV)/.installed
 	mkdir -p demo
 	$(VENV)/bin/datasette dbrain-demo demo/eval-brain.db --force
 	$(VENV)/bin/datasette dbrain-websearch eval evals/demo.json demo/eval-brain.db
+
+# Answer quality on a SQuAD-layout QA collection beside plain baselines (DBRAIN_QA_DATA names it).
+bench-answer: $(VENV)/.installed
+	$(VENV)/bin/python bench/bench_answer_quality.py $(ARGS)
 
 # Ranking quality on a public test collection beside plain BM25 baselines (bench/bench_ir.py).
 bench-ir: $(VENV)/.installed

@@ -360,12 +360,19 @@ def test_model_reply_is_split_into_answer_and_conflicts():
 
 
 def test_extractive_answer_keeps_to_the_questions_rare_word():
-    """ "how often should I backflush my espresso machine": sentences with only "espresso
-    machine" are about something else when one says "backflush"; the one that does leads."""
+    """ "how often should I backflush my espresso machine": among rows about espresso machines
+    the word that sets the question apart weighs most, so the sentence that says "backflush"
+    answers, first, and sentences with only "espresso machine" score too far below it."""
+    machines = [
+        "Tablet app for the Decent espresso machine with shot graphs.",
+        "A mod adding pressure profiling to a classic espresso machine.",
+        "This espresso machine heats up in under a minute.",
+        "A dual boiler espresso machine steams while it brews.",
+    ]
     passages = [
-        Passage(
-            "n:1", "local", "Espresso machine maintenance\n- Descale the boiler monthly.", "Care"
-        ),
+        Passage(f"g:{n}", "local", text, "", rank=n) for n, text in enumerate(machines, start=2)
+    ]
+    passages.append(
         Passage(
             "x:1",
             "local",
@@ -373,22 +380,8 @@ def test_extractive_answer_keeps_to_the_questions_rare_word():
             "start to leak. Good write-up: https://example.com/burrs?utm_source=twitter",
             "Backflush the group head",
             rank=1,
-        ),
-        Passage(
-            "g:1",
-            "local",
-            "Tablet app for the Decent espresso machine with shot graphs.",
-            "",
-            rank=2,
-        ),
-        Passage(
-            "g:2",
-            "local",
-            "A mod adding pressure profiling to a classic espresso machine.",
-            "",
-            rank=3,
-        ),
-    ]
+        )
+    )
     lines = extract(("backflush", "espresso", "machine"), passages, 6).splitlines()
     assert lines == [
         "Backflush the group head with detergent weekly and replace the gasket when shots "

@@ -228,3 +228,36 @@ def test_cranfield_files_become_the_layout_the_relevance_bench_reads(tmp_path):
     )
     assert scored.returncode == 0, scored.stderr
     assert "cran-tiny: 2 documents, 2 judged questions" in scored.stdout
+
+
+def test_answer_quality_bench_scores_the_answer_beside_its_baselines():
+    """bench_answer_quality.py on a five-paragraph collection in SQuAD's layout, written for
+    the test (tests/data/qa-tiny.json): unanswerable questions are left out; the answer and
+    both baselines are scored against the gold sentences in one run."""
+    tiny = Path(__file__).resolve().parent / "data" / "qa-tiny.json"
+    result = subprocess.run(
+        [sys.executable, str(BENCH.parent / "bench_answer_quality.py"), str(tiny), "--no-semantic"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=BENCH.parent,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "qa-tiny.json: 3 paragraphs, 4 answerable questions, lexical only" in result.stdout
+    rows = {
+        m[0].strip(): (float(m[1]), float(m[2]))
+        for m in re.findall(
+            r"^(extractive answer|lead sentences|best BM25 sentences|BM25 at answer's count)"
+            r"\s+(\d\.\d{3})\s+(\d\.\d{3})",
+            result.stdout,
+            re.M,
+        )
+    }
+    assert set(rows) == {
+        "extractive answer",
+        "lead sentences",
+        "best BM25 sentences",
+        "BM25 at answer's count",
+    }
+    # Every question's paragraph is the only one holding its words: the answer finds its gold.
+    assert rows["extractive answer"][0] == 1.0

@@ -11,7 +11,7 @@ Query-focused extraction, as summarizers that answer questions do it:
    when a similarity is given (the semantic lane), plus a prior for its row's rank and for the
    brain.
 3. Picks are greedy, MMR-style: each pick's score less its closeness to what is already picked;
-   near-duplicates never; at most two per row; a candidate far below the best stops the answer.
+   near-duplicates never; at most three per row; a candidate far below the best stops the answer.
 
 The draft lists brain sentences first, then the web's, each side best first; each cites the
 row whose text holds it, so the verifier finds every word of it in the cited row.
@@ -38,17 +38,16 @@ SAME_AS_TITLE = 0.7  # Jaccard similarity of content words with a row's title
 URL = re.compile(r"\bhttps?://\S+|\bwww\.\S+", re.IGNORECASE)
 LINK_INTRO = re.compile(r"[^.!?]*:\s*$")  # "Good write-up:" once its link is gone
 CLAUSE = re.compile(r"(?<=[;:,\u2014])\s+|\s+(?=\u2014)|\s+(?=(?:but|while|whereas|because)\s)")
-MAX_PER_ROW = 2
+MAX_PER_ROW = 3
 NEAR_DUPLICATE = 0.6  # Jaccard similarity of content words
 K1, B = 1.2, 0.75  # BM25 over sentences (Lucene's defaults)
-ROW_PRIOR = 0.15  # a row's rank adds ROW_PRIOR / (1 + rank) to a 0..1 relevance
+ROW_PRIOR = 0.8  # a row's rank adds ROW_PRIOR / (1 + rank) to a 0..1 relevance
 LOCAL_PRIOR = 0.05
 REDUNDANCY = 0.5  # MMR: a pick's score less this times its closeness to earlier picks
-ON_TOPIC = 0.4  # share of the question's weight a sentence must hold (see on_topic)
-# A question term only the sentence's row's title holds: half of it for being on topic, a
-# quarter of it in the score (the sentence that says the word itself ranks first).
-TITLE_TOPIC, TITLE_SCORE = 0.5, 0.25
-STOP_BELOW = 0.25  # a candidate under this share of the best pick's relevance is no answer
+# A question term only the sentence's row's title holds counts a quarter in the score (the
+# sentence that says the word itself ranks first).
+TITLE_SCORE = 0.25
+STOP_BELOW = 0.6  # a candidate under this share of the first pick's score (priors in) stops
 SEMANTIC_WEIGHT = 0.3  # as the ranking's lane interpolation
 
 Similarity = Callable[[Sequence[str]], Sequence[float]]
@@ -182,26 +181,6 @@ def bm25(pool: Sequence[Candidate], weights: Mapping[str, float]) -> list[float]
     return scores
 
 
-def on_topic(pool: Sequence[Candidate], weights: Mapping[str, float]) -> list[Candidate]:
-    """The candidates holding at least ``ON_TOPIC`` of the weight of the question's
-    distinguishing terms (those at most half the candidates hold), in it (or, counted
-    ``TITLE_TOPIC``, in its row's title): a sentence with only the question's common words
-    ("espresso machine") is about something else when others hold its rare one ("backflush").
-    All of them when no term distinguishes, or none holds enough."""
-    held = Counter(t for c in pool for t in c.counts)
-    rare = {t: w for t, w in weights.items() if held[t] <= len(pool) / 2}
-    total = sum(rare.values())
-    if not total:
-        return list(pool)
-
-    def held_weight(c: Candidate) -> float:
-        own = sum(rare.get(t, 0.0) for t in c.counts)
-        return own + TITLE_TOPIC * sum(rare.get(t, 0.0) for t in c.context - c.counts.keys())
-
-    kept = [c for c in pool if c.exact or held_weight(c) >= ON_TOPIC * total]
-    return kept or list(pool)
-
-
 def relevance(
     pool: Sequence[Candidate],
     weights: Mapping[str, float],
@@ -245,9 +224,9 @@ def pick(pool: Sequence[Candidate], scores: Sequence[float], most: int) -> list[
         if best is None:
             break
         i = -best[3]
-        if picked and scores[i] < STOP_BELOW * top:
+        if picked and base[i] < STOP_BELOW * top:
             break
-        top = max(top, scores[i])
+        top = max(top, base[i])
         picked.append(i)
         per_row[pool[i].key] += 1
         chosen = pool[i].words
@@ -264,9 +243,8 @@ def extract(
     """The draft answer: one picked sentence per line, each ending with ``[its row's key]``,
     brain sentences first. Returns ``""`` when no sentence mentions any term. ``similarity``
     scores sentences by meaning too (the semantic lane's)."""
-    found = candidates(terms, passages)
-    weights = idf(found, terms)
-    pool = on_topic(found, weights)
+    pool = candidates(terms, passages)
+    weights = idf(pool, terms)
     chosen = pick(pool, relevance(pool, weights, similarity), min(MOST_SENTENCES, max_sentences))
     chosen.sort(key=lambda c: not c.local)  # the brain's first, each side best first
     return "\n".join(f"{bullet(c, chosen)}{c.sentence} [{c.key}]" for c in chosen)
