@@ -15,10 +15,11 @@ default never), ``providers`` (the configured providers, in fallback order; defa
 to replay a failure), ``expect_external_urls``, ``expect_providers``, ``forbid_provider_calls``,
 ``expect_warnings``, ``expect_verdict``. Answer fields: ``answer`` (true to write one; implied
 by the others), ``expected_citations`` and ``forbidden_citations`` (keys, or URLs of web rows),
-``expect_answer_status``. Request fields, as the JSON API takes them: ``tag``,
-``source_type``, ``kind``, ``syntax``, ``since``, ``until``, ``profile``, ``provider``
-(``all`` = in parallel), ``freshness``, ``external_count``. Any other field is an error: a
-check that cannot run must not pass silently.
+``expected_answer_terms`` (words the answer's text must say, matched as the index matches
+them: "backflushing" says "backflush"), ``expect_answer_status``. Request fields, as the JSON
+API takes them: ``tag``, ``source_type``, ``kind``, ``syntax``, ``since``, ``until``,
+``profile``, ``provider`` (``all`` = in parallel), ``freshness``, ``external_count``. Any other
+field is an error: a check that cannot run must not pass silently.
 
 Checks follow dbrain's wording. ``min_evidence`` counts the ranked rows (local and web);
 ``expect_top_source_keys`` holds the keys the first ranked row may have (as dbrain checks its
@@ -65,6 +66,7 @@ from .answer import AnswerAccess
 from .config import MODES, PLUGIN_NAME, ConfigError, Settings
 from .display import terminal_safe
 from .errors import ResearchError
+from .fts import matched_terms
 from .judge import VERDICTS
 from .pack import row_keys
 from .providers.replay import ERROR_CODES, ReplayError, ReplayProvider
@@ -87,6 +89,7 @@ KEY_LISTS = (
     "providers",
     "expected_citations",
     "forbidden_citations",
+    "expected_answer_terms",
 )
 REQUEST_STRINGS = ("kind", "syntax", "since", "until", "freshness", "profile")
 REQUEST_LISTS = ("tag", "source_type", "provider")
@@ -127,7 +130,7 @@ CASES.json is an array of objects with these fields (any other is refused):
             fixtures {"brave": [{"url", "title", "snippet", "text", "published_at", "rank"}],
                       "exa": {"error": "provider_failed", "message": "..."}}
   answer    answer (true), expected_citations, forbidden_citations (keys or web URLs),
-            expect_answer_status (ok|no_evidence|failed)
+            expected_answer_terms, expect_answer_status (ok|no_evidence|failed)
   request   tag, source_type, kind, syntax, since, until, profile, provider, freshness,
             external_count
 
@@ -170,6 +173,7 @@ class Case:
     expect_warnings: tuple[str, ...] = ()
     expect_verdict: str = ""
     expected_citations: tuple[str, ...] = ()
+    expected_answer_terms: tuple[str, ...] = ()
     forbidden_citations: tuple[str, ...] = ()
     expect_answer_status: str = ""
 
@@ -394,7 +398,12 @@ def parse_case(raw: Any) -> Case:
     if answer is not None and not isinstance(answer, bool):
         raise ValueError("'answer' must be true or false")
     if answer is None:
-        answer = bool(answer_status or lists["expected_citations"] or lists["forbidden_citations"])
+        answer = bool(
+            answer_status
+            or lists["expected_citations"]
+            or lists["forbidden_citations"]
+            or lists["expected_answer_terms"]
+        )
     params["answer"] = ["1" if answer else "0"]
     latency = raw.get("max_latency_ms")
     if latency is not None and (
@@ -420,6 +429,7 @@ def parse_case(raw: Any) -> Case:
         expect_verdict=verdict,
         expected_citations=tuple(_citation(c) for c in lists["expected_citations"]),
         forbidden_citations=tuple(_citation(c) for c in lists["forbidden_citations"]),
+        expected_answer_terms=lists["expected_answer_terms"],
         expect_answer_status=answer_status,
     )
 
@@ -647,7 +657,7 @@ def cited_ids(pack: Mapping[str, Any]) -> set[str]:
 
 
 def check_answer(case: Case, pack: Mapping[str, Any]) -> list[str]:
-    """The answer's expectations: status, and keys it must or must not cite."""
+    """The answer's expectations: status, keys it must or must not cite, words it must say."""
     answer = pack["answer"]
     reasons: list[str] = []
     if case.expect_answer_status and answer["status"] != case.expect_answer_status:
@@ -655,6 +665,8 @@ def check_answer(case: Case, pack: Mapping[str, Any]) -> list[str]:
     cited = cited_ids(pack)
     reasons += [f"missing expected citation {c}" for c in case.expected_citations if c not in cited]
     reasons += [f"forbidden citation cited {c}" for c in case.forbidden_citations if c in cited]
+    said = set(matched_terms(case.expected_answer_terms, [answer["text"]]))
+    reasons += [f"answer does not say {t!r}" for t in case.expected_answer_terms if t not in said]
     return reasons
 
 
