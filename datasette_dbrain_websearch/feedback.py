@@ -26,6 +26,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .answer.text import is_boilerplate, split_sentences
 from .display import plural
 from .fts import NEGATIONS, RAW_OPERATORS, STOP_WORDS, trim_token
 from .pack import row_keys
@@ -134,12 +135,16 @@ def _idf(rows: int, df: int) -> float:
     return math.log((1 + rows) / (1 + df)) + 1
 
 
+def _row_text(row: dict[str, Any]) -> str:
+    """What a row says: its title and excerpt, without capture metadata ("Safari tab captured
+    from iCloud Tabs", "Device: ..."), whose words say nothing of what the row is about."""
+    said = [s for s in split_sentences(str(row.get("excerpt") or "")) if not is_boilerplate(s)]
+    return " ".join([str(row.get("title") or ""), *said])
+
+
 def _space(pack: dict[str, Any]) -> _Space:
     rows = {(name, i): row for name in LISTS for i, row in enumerate(pack.get(name) or [])}
-    surfaces = {
-        a: Counter(_surface_tokens(f"{row.get('title') or ''} {row.get('excerpt') or ''}"))
-        for a, row in rows.items()
-    }
+    surfaces = {a: Counter(_surface_tokens(_row_text(row))) for a, row in rows.items()}
     stems: dict[Address, Counter[str]] = {}
     for a, counts in surfaces.items():
         stems[a] = Counter()
@@ -237,7 +242,8 @@ def apply_feedback(
     fit of the similarities ``d.q`` along that order. Hence an order that already follows the
     vector space is ranked exactly by ``cos(d, q')``, rows unrelated to the marked ones keep
     their relative order, and marks that cannot move the query move nothing. Ties keep the
-    previous order; exact hits stay first, in their order.
+    previous order; exact hits stay first, in their order; a row marked ``irrelevant`` goes
+    below every row not so marked (a person who said "not this" never sees it above the rest).
 
     ``pack["feedback"]`` records the marks (each with the ``source_keys`` it resolved to), the
     weights, and a move for every row that was marked or changed place.
@@ -264,7 +270,9 @@ def apply_feedback(
         i: weights.alpha * slot + _dot(space.vectors[addresses[i]], shift)
         for i, slot in zip(rest, slots, strict=True)
     }
-    order = exact + sorted(rest, key=lambda i: (-round(keys[i], KEY_DIGITS), i))
+    # A row marked irrelevant is not wanted at any similarity: below every row not so marked.
+    dropped = {i for i in rest if by_row.get(addresses[i]) == "irrelevant"}
+    order = exact + sorted(rest, key=lambda i: (i in dropped, -round(keys[i], KEY_DIGITS), i))
     out["ranking"] = [ranking[i] for i in order]
     moves: list[dict[str, Any]] = []
     for rank_after, i in enumerate(order, start=1):
@@ -325,7 +333,8 @@ def refine_query(pack: dict, marks: list[dict[str, str]], max_terms: int = MAX_A
     holding it; its score is their difference. It is suppressed when the query already finds it
     (same stem, or a prefix match of a simple query's ``"term"*``), the question excluded it, or
     it comes mainly from negative rows (negative weight >= positive weight). The best
-    unsuppressed candidates are added; equal scores go alphabetically.
+    unsuppressed candidates are added; equal scores go to the rarer word in the pack, then to
+    the one the marked rows say first (never to the alphabet).
     """
     if isinstance(max_terms, bool) or not isinstance(max_terms, int):
         raise ValueError(f"max_terms must be an integer, not {max_terms!r}")
@@ -355,8 +364,10 @@ def refine_query(pack: dict, marks: list[dict[str, str]], max_terms: int = MAX_A
             for token, tf in space.surfaces[a].items():
                 surfaces.setdefault(stem(token), Counter())[token] += tf
     candidates: list[dict[str, Any]] = []
-    for t, pos in weight[1].items():
+    rarity: dict[str, tuple[float, int]] = {}
+    for seen, (t, pos) in enumerate(weight[1].items()):
         term = min(surfaces[t].items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))[0]
+        rarity[term] = (space.idf.get(t, 0.0), seen)
         neg = weight[-1].get(t, 0.0)
         found_by = _matched_by(term, query_words, prefix)
         excluded_by = _matched_by(term, excluded, prefix)
@@ -379,7 +390,8 @@ def refine_query(pack: dict, marks: list[dict[str, str]], max_terms: int = MAX_A
                 "sources": sources[t],
             }
         )
-    candidates.sort(key=lambda c: (-c["score"], c["term"]))
+    # Equal scores go to the rarer word (higher idf), then to the one the marked rows say first.
+    candidates.sort(key=lambda c: (-c["score"], -rarity[c["term"]][0], rarity[c["term"]][1]))
     added: list[str] = []
     for c in candidates:
         if c["suppressed"]:

@@ -125,6 +125,33 @@ def test_marks_change_the_row_in_place(page, server):
     assert page.console_errors == []
 
 
+def test_thumbs_down_drops_the_row_in_place_and_the_saved_run_agrees(page, server):
+    """Issue 19: a 👎 row goes below every row not so marked, on the page at once (the row that
+    takes its place stays where it was on the screen) and in the saved run."""
+    page.goto(server["url"] + "/-/research?q=sqlite+fts5+bm25")
+    local = page.locator('.dbrain-evidence > .dbrain-row[data-origin="local"]')
+    keys = [r.get_attribute("data-source-key") for r in local.all()]
+    assert len(keys) >= 2
+    page.set_viewport_size({"width": 1280, "height": 420})  # room to keep the screen still
+    first = local.nth(0)
+    top = scroll_to(first)
+    first.locator('.dbrain-mark[data-value="irrelevant"]').click()
+    page.wait_for_function(
+        "key => document.querySelector('.dbrain-evidence > .dbrain-row:last-of-type')"
+        ".dataset.sourceKey === key || [...document.querySelectorAll("
+        "'.dbrain-evidence > .dbrain-row[data-origin=local]')].pop().dataset.sourceKey === key",
+        arg=keys[0],
+    )
+    after = [r.get_attribute("data-source-key") for r in local.all()]
+    assert after == keys[1:] + keys[:1]
+    assert abs(screen_top(local.nth(0)) - top) <= 1  # the next row took its place
+    saved_run = page.locator('#dbrain-feedback input[name="next"]').get_attribute("value")
+    page.goto(server["url"] + saved_run)  # the saved run (?run=) is ranked so by the server
+    saved = [r.get_attribute("data-source-key") for r in local.all()]
+    assert saved[-1] == keys[0] and set(saved) == set(keys)
+    assert page.console_errors == []
+
+
 def test_web_tab_in_the_first_viewport_filters_the_list(page, server):
     for width, height in ((1280, 900), (375, 800)):
         page.set_viewport_size({"width": width, "height": height})

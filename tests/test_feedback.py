@@ -137,12 +137,22 @@ def test_more_moves_up_but_weighs_half_a_relevant():
     assert move(more, "W0")["similarity_after"] < move(relevant, "W0")["similarity_after"]
 
 
-@pytest.mark.parametrize("value", ["irrelevant", "less"])
-def test_negative_marks_move_the_row_down(value):
-    out = apply_feedback(rust_pack(), marks(L0=value))
+def test_less_moves_the_row_down_by_similarity():
+    out = apply_feedback(rust_pack(), marks(L0="less"))
     assert order(out)[:3] == ["L1", "L2", "L0"]
     assert move(out, "L0")["similarity_after"] < move(out, "L0")["similarity_before"]
-    assert feedback_signals(out, "L0")[0]["detail"].startswith(f"marked {value}; moved down 2")
+    assert feedback_signals(out, "L0")[0]["detail"].startswith("marked less; moved down 2")
+
+
+def test_irrelevant_drops_the_row_below_every_unmarked_row():
+    """Issue 19: a 👎 row stays row 1 no more; it goes below every row not marked 👎, however
+    similar it is to the question."""
+    out = apply_feedback(rust_pack(), marks(L0="irrelevant"))
+    assert order(out)[-1] == "L0" and sorted(order(out)) == sorted(BASE)
+    assert order(out)[:-1] == [k for k in order(apply_feedback(rust_pack(), [])) if k != "L0"]
+    places = len(BASE) - 1
+    detail = feedback_signals(out, "L0")[0]["detail"]
+    assert detail.startswith(f"marked irrelevant; moved down {places}")
 
 
 def test_irrelevant_pushes_harder_than_less():
@@ -152,11 +162,14 @@ def test_irrelevant_pushes_harder_than_less():
 
 
 def test_zero_gamma_makes_negative_marks_inert_and_zero_beta_positive_ones():
+    """Except the drop of an irrelevant row, which is no weight but the person's word."""
     pack = rust_pack()
-    negative, positive = marks(L0="irrelevant", L1="less"), marks(W0="relevant", W1="more")
+    negative, positive = marks(L0="less", L1="less"), marks(W0="relevant", W1="more")
     assert order(apply_feedback(pack, negative)) != BASE
     assert order(apply_feedback(pack, positive)) != BASE
     assert order(apply_feedback(pack, negative, RocchioWeights(gamma=0))) == BASE
+    dropped = order(apply_feedback(pack, marks(L0="irrelevant"), RocchioWeights(gamma=0)))
+    assert dropped == [k for k in BASE if k != "L0"] + ["L0"]
     assert order(apply_feedback(pack, positive, RocchioWeights(beta=0))) == BASE
     weights = apply_feedback(pack, positive, RocchioWeights(beta=0))["feedback"]["weights"]
     assert weights == {"alpha": 1.0, "beta": 0, "gamma": 0.15}
@@ -332,7 +345,8 @@ def tokenizer_pack(**plan) -> dict:
 def test_refine_adds_terms_from_relevant_rows_only():
     out = refine_query(tokenizer_pack(), marks(R0="relevant", R1="more"))
     assert out["original_query"] == "fts5 tokenizer"
-    assert out["added_terms"][:2] == ["porter", "unicode61"]
+    # porter and unicode61 tie (same score, same rarity): the one the marked rows say first.
+    assert out["added_terms"][:2] == ["unicode61", "porter"]
     assert len(out["added_terms"]) == MAX_ADDED_TERMS
     assert out["refined_query"] == "fts5 tokenizer " + " ".join(out["added_terms"])
     terms = {c["term"]: c for c in out["candidates"]}
@@ -397,7 +411,7 @@ def test_refine_suppresses_terms_mainly_from_irrelevant_rows():
 def test_refine_honours_max_terms():
     pack = tokenizer_pack()
     chosen = marks(R0="relevant", R1="relevant")
-    assert refine_query(pack, chosen, max_terms=2)["added_terms"] == ["porter", "unicode61"]
+    assert refine_query(pack, chosen, max_terms=2)["added_terms"] == ["unicode61", "porter"]
     assert refine_query(pack, chosen, max_terms=0)["refined_query"] == "fts5 tokenizer"
     for bad in (-1, MAX_ADDED_TERMS + 1, 2.0, True):
         with pytest.raises(ValueError, match="max_terms"):
@@ -417,4 +431,27 @@ def test_refine_drops_a_trailing_negation_that_would_swallow_the_first_term():
     pack["question"] = "fts5 tokenizer without"
     out = refine_query(pack, marks(R0="relevant", R1="relevant"), max_terms=2)
     assert out["original_query"] == "fts5 tokenizer without"
-    assert out["refined_query"] == "fts5 tokenizer porter unicode61"
+    assert out["refined_query"] == "fts5 tokenizer unicode61 porter"
+
+
+def test_refine_never_takes_capture_metadata_and_breaks_ties_by_what_is_said_first():
+    """Words of capture metadata ("Safari tab captured from iCloud Tabs", "Device: ...") are
+    never candidates; equally weighted words go in the order the marked row says them, not the
+    alphabet's."""
+    pack = make_pack(
+        "espresso",
+        ["espresso"],
+        [
+            row("A", "Espresso", "Zeta alpha. Device: MacBook"),
+            row("B", "Espresso notes", "Safari tab captured from iCloud Tabs."),
+            row("C", "Kettles", "Gooseneck kettles pour slowly."),
+        ],
+        [],
+    )
+    out = refine_query(pack, marks(A="relevant", B="relevant"))
+    terms = [c["term"] for c in out["candidates"]]
+    assert not {"safari", "icloud", "captured", "device", "macbook", "tabs"} & set(terms)
+    scores = {c["term"]: c["score"] for c in out["candidates"]}
+    assert scores["zeta"] == scores["alpha"]
+    added = out["added_terms"]
+    assert added.index("zeta") < added.index("alpha")

@@ -269,6 +269,26 @@
     }
   }
 
+  // A row marked not relevant goes below every row not so marked, as the server now ranks it:
+  // to the end of its side of the list (your brain's rows end where the web's begin). Returns
+  // the row that takes its place on the screen.
+  function dropRow(key) {
+    var row = rowFor(key);
+    if (!row || row.classList.contains("dbrain-row-dropped")) {
+      return null;
+    }
+    var list = row.parentNode;
+    var next = row.nextElementSibling;
+    var divider = list.querySelector(".dbrain-divider");
+    if (row.dataset.origin === "local" && divider) {
+      list.insertBefore(row, divider);
+    } else {
+      list.appendChild(row);
+    }
+    row.classList.add("dbrain-row-dropped");
+    return next;
+  }
+
   function showRefinement(refinement) {
     var section = document.querySelector(".dbrain-refine");
     if (!section || !refinement) {
@@ -321,12 +341,20 @@
     if (submitter) {
       submitter.disabled = true;
     }
+    var dropping = feedback && submitter && /\|irrelevant$/.test(submitter.value || "");
     postInPlace(form, body)
       .then(function (reply) {
         if (feedback) {
           reply.feedback.forEach(function (mark) {
             showMark(mark.key, mark.value);
           });
+          if (dropping) {
+            // The screen keeps still: the row that takes the dropped row's place stays put.
+            var next = dropRow(submitter.value.split("|")[0]);
+            if (next) {
+              anchor = next;
+            }
+          }
           showRefinement(reply.refinement);
           say("Saved your mark.");
         } else {
