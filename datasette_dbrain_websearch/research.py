@@ -16,6 +16,7 @@ from typing import Any
 
 from .answer import AnswerAccess, Passage, answer_stage, disabled
 from .brain import (
+    FTS_TABLE,
     PASSAGE_CHARS,
     ExecuteFn,
     Filters,
@@ -53,6 +54,7 @@ from .semantic import (
     semantic_state,
     semantic_warnings,
 )
+from .spelling import Correction, corrected, suggest
 
 MAX_QUESTION_CHARS = 20_000
 MAX_RETURNED_PER_PROVIDER = 10  # URLs and titles each provider returned, kept for the trace
@@ -266,7 +268,7 @@ async def research(
     plan = plan_query(options.question, options.syntax)
     await emit({"stage": "local", "status": "started", "message": "Searching your brain"})
     local_query = TimeBudget(settings.time_limit_ms, database).bind(execute_fn)
-    local, semantic_lane, lane = await local_query(
+    local, semantic_lane, lane, corrections = await local_query(
         lambda conn: _local(conn, options, settings, plan, database, semantic_index)
     )
     plan = plan.searched(local.prefixed)
@@ -359,6 +361,14 @@ async def research(
         semantic_lane=semantic_lane,
     )
     pack["judge"].update(run_verdicts(pack, verdict, settings.judge))
+    pack["did_you_mean"] = (
+        {
+            "question": corrected(options.question, corrections),
+            "corrections": [c.as_dict() for c in corrections],
+        }
+        if corrections
+        else None
+    )
     pack["answer"] = disabled()
     if options.answer:
         for hit in [*local.hits, *credited]:
@@ -390,10 +400,11 @@ def _local(
     plan: QueryPlan,
     database: str,
     semantic_index: str | None,
-) -> tuple[LocalResult, dict[str, Any], SemanticLane | None]:
+) -> tuple[LocalResult, dict[str, Any], SemanticLane | None, list[Correction]]:
     """Local retrieval, with the semantic lane when its model and index are there: returns the
-    result, the lane's state for the pack's ``retrieval_lanes`` and the lane when it was used
-    (the answer reads its sentences' closeness to the question from it)."""
+    result, the lane's state for the pack's ``retrieval_lanes``, the lane when it was used
+    (the answer reads its sentences' closeness to the question from it), and corrections for
+    question words no row holds ("did you mean")."""
     model_id = settings.semantic.model
     lane: SemanticLane | None = None
     if options.ranking == "dbrain":
@@ -427,7 +438,11 @@ def _local(
         )
         if not lane.used:
             state["reason"] = "no_vectors_for_candidates"
-    return result, state, lane if lane is not None and lane.used else None
+    corrections = []
+    if plan.searchable and plan.syntax != "raw":
+        tables = [FTS_TABLE[kind] for kind in result.kinds_searched]
+        corrections = suggest(conn, tables, plan.search_words)
+    return result, state, lane if lane is not None and lane.used else None, corrections
 
 
 async def _web(

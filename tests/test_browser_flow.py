@@ -152,6 +152,20 @@ def test_thumbs_down_drops_the_row_in_place_and_the_saved_run_agrees(page, serve
     assert page.console_errors == []
 
 
+def test_did_you_mean_fixes_a_typo_in_one_click(page, server):
+    page.goto(server["url"] + "/-/research?q=sourdugh+startr")
+    offer = page.locator(".dbrain-did-you-mean")
+    assert offer.is_visible() and "sourdough starter" in offer.inner_text()
+    assert page.locator(".dbrain-web-offer a.dbrain-button").count() == 0  # the fix comes first
+    offer.locator("a").click()
+    page.wait_for_url(re.compile(r"q=sourdough\+starter"))
+    assert page.input_value("#dbrain-q") == "sourdough starter"
+    assert page.locator(".dbrain-did-you-mean").count() == 0
+    first = page.locator(".dbrain-evidence > .dbrain-row").first
+    assert first.get_attribute("data-source-key") == "apple-note:sourdough"
+    assert page.console_errors == []
+
+
 def test_web_tab_in_the_first_viewport_filters_the_list(page, server):
     for width, height in ((1280, 900), (375, 800)):
         page.set_viewport_size({"width": width, "height": height})

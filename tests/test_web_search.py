@@ -314,6 +314,9 @@ async def test_refused_connection(brain, fake):
     ds = await web_ds(brain, fake, brave={"base_url": f"http://127.0.0.1:{closed}/res/v1"})
     _, pack = await ask(ds, q="espresso", external="always")
     assert codes(pack) == ["provider_failed"]
+    # The message names where it tried (a demo on another port shows what to fix).
+    (warning,) = [w for w in pack["warnings"] if w["code"] == "provider_failed"]
+    assert f"Could not reach Brave at 127.0.0.1:{closed}: ConnectError." in warning["message"]
 
 
 async def test_empty_answer_is_not_an_error(brain, fake):

@@ -33,6 +33,16 @@ DEFAULT_TIMEOUT = 20.0  # seconds, for a request when the context has no deadlin
 MIN_TIMEOUT = 0.05  # seconds: a request that may start at all gets at least this long
 
 
+def address(url: str) -> str:
+    """``host:port`` of a URL (never its path, query or credentials): where a call went."""
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError):
+        return "an invalid address"
+    port = parsed.port or {"https": 443, "http": 80}.get(parsed.scheme, 0)
+    return f"{parsed.host}:{port}"
+
+
 @dataclass(frozen=True)
 class Capabilities:
     """What a provider can do, so the page and the stage only ask for what it supports."""
@@ -227,7 +237,8 @@ class ProviderContext:
             ) from exc
         except httpx.HTTPError as exc:
             raise ProviderError(
-                FAILED, f"Could not reach {self.provider.label}: {type(exc).__name__}."
+                FAILED,
+                f"Could not reach {self.provider.label} at {address(url)}: {type(exc).__name__}.",
             ) from exc
         body_bytes = b"".join(chunks)
         try:

@@ -209,6 +209,11 @@ async def research_view(request: Any, datasette: Any) -> Response:
             if pack and web.permitted
             else "",
         ),
+        "did_you_mean_url": research_url(
+            datasette, route_db, params, q=pack["did_you_mean"]["question"]
+        )
+        if pack and pack.get("did_you_mean")
+        else "",
         "expand_fields": expand_fields(params),
         "answer_form": answer_controls(settings, params),
         "anchors": citation_anchors(pack, web.labels),
@@ -293,7 +298,8 @@ def web_offer(
         return {"show": False, "url": "", "reason": ""}
     order = " → ".join(web.labels.get(n, n) for n in ext.providers)
     show, why = False, ""
-    if pack and not pack["external_search"]["ran"]:
+    if pack and not pack["external_search"]["ran"] and not pack.get("did_you_mean"):
+        # A question with a typo is offered its correction first, the web only after that.
         verdict = pack["judge"]["verdict"]
         show = verdict != "enough_evidence" or pack["external_search"]["current_state_question"]
         why = {
