@@ -8,7 +8,9 @@ DATASETTE_LLM := datasette-llm==0.1a8
 # datasette-agent (1.0 alphas only) offers the research and promotion tools in its chat.
 DATASETTE_AGENT := datasette-agent==0.4a0
 PORT ?= 8001
-FAKEWEB_PORT := 8002  # metadata.yml points the demo providers here
+# The offline fake of Brave, Exa and SearXNG. metadata.yml names 8002; another port is written
+# into demo/metadata.yml, which the demo then serves with.
+FAKEWEB_PORT ?= 8002
 # The demo's web search goes to the offline fake provider server with these (fake) keys.
 DEMO_KEYS := BRAVE_SEARCH_API_KEY=demo-brave-key EXA_API_KEY=demo-exa-key
 
@@ -50,15 +52,30 @@ demo: $(VENV)/.installed demo/brain.db
 	@echo "  Promote:       open the /-/auth-token link printed below to sign in as root"
 	@echo "  Usage, caps:   http://127.0.0.1:$(PORT)/-/research/usage (as root)"
 	@echo ""
+	@$(VENV)/bin/python -c "$$FREE_PORTS" $(PORT) $(FAKEWEB_PORT)
+	sed 's#127.0.0.1:8002#127.0.0.1:$(FAKEWEB_PORT)#' metadata.yml > demo/metadata.yml
 	$(VENV)/bin/python -m datasette_dbrain_websearch.demo.fakeweb --port $(FAKEWEB_PORT) \
 		--brave-key demo-brave-key --exa-key demo-exa-key & fake=$$!; \
 	trap 'kill $$fake 2>/dev/null' EXIT INT TERM; \
 	$(DEMO_KEYS) $(VENV)/bin/datasette serve demo/brain.db \
-		--metadata metadata.yml --host 127.0.0.1 --port $(PORT) --root
+		--metadata demo/metadata.yml --host 127.0.0.1 --port $(PORT) --root
+
+# A busy port is one line that names it, not a server's traceback.
+define FREE_PORTS
+import socket, sys
+for port in sys.argv[1:]:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", int(port)))
+        except OSError:
+            sys.exit(f"Port {port} on 127.0.0.1 is busy: stop what uses it, or choose free "
+                     "ones: make demo PORT=<port> FAKEWEB_PORT=<port>")
+endef
+export FREE_PORTS
 
 # Promotions write into demo/brain.db; this puts the demo brain (and its runs) back as built.
 demo-reset: $(VENV)/.installed
-	rm -f demo/brain.db demo/brain.db-wal demo/brain.db-shm demo/research_runs.db*
+	rm -f demo/brain.db demo/brain.db-wal demo/brain.db-shm demo/research_runs.db* demo/metadata.yml
 	$(VENV)/bin/datasette dbrain-demo demo/brain.db --force
 	$(VENV)/bin/datasette dbrain-websearch index demo/brain.db
 

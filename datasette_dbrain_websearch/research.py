@@ -96,6 +96,15 @@ def _one(params: Params, name: str) -> str:
     return clean(values[-1]).strip() if values else ""
 
 
+MANY_VALUED = ("tag", "source_type", "provider")  # parameters that may repeat; others: the last
+
+
+def one_value_each(params: Params) -> Params:
+    """The parameters as the request is read: every value of a repeatable one, the last of
+    any other (a checkbox with a default sends ``answer=0&answer=1``)."""
+    return {k: (list(v) if k in MANY_VALUED else list(v[-1:])) for k, v in params.items() if v}
+
+
 def _many(params: Params, name: str) -> tuple[str, ...]:
     found: list[str] = []
     for value in params.get(name) or []:

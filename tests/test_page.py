@@ -92,3 +92,20 @@ async def test_base_url_is_respected(brain):
     assert 'href="/prefix/brain/sources/' in html
     body = (await ds.client.get("/-/research.json?q=espresso")).json()
     assert all(r["row_url"].startswith("/prefix/brain/") for r in body["evidence"])
+
+
+async def test_links_the_page_builds_carry_one_value_per_parameter(brain):
+    """A checkbox with a default sends answer=0&answer=1; the page's links keep the value the
+    server read (the last), and every value of a repeatable parameter (tag)."""
+    ds = make_datasette([str(brain[0])], plugin_config={"answer": {"default": True}})
+    await ds.invoke_startup()
+    html = (
+        await ds.client.get(
+            "/-/research?q=sourdugh&answer=0&answer=1&tag=baking&tag=bread&limit=5&limit=7"
+        )
+    ).text
+    link = html.split('class="dbrain-did-you-mean"')[1].split('href="')[1].split('"')[0]
+    query = link.replace("&amp;", "&").split("?", 1)[1].split("&")
+    assert query.count("answer=1") == 1 and "answer=0" not in query
+    assert query.count("limit=7") == 1 and "limit=5" not in query
+    assert "tag=baking" in query and "tag=bread" in query

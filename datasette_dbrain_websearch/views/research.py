@@ -24,6 +24,7 @@ from ..providers.base import clean
 from ..research import (
     BOOLEAN_VALUES,
     WebAccess,
+    one_value_each,
     scrub,
 )
 from ..store import feedback_for, plugin_database
@@ -94,7 +95,7 @@ def saved_run_url(
     """The page for this run as saved (``?run=``): where marks and promotions come back to."""
     if not pack or not pack.get("trace_url"):
         return ""
-    query = {k: v for k, v in params.items() if k not in ("run", "refine_from")}
+    query = {k: v for k, v in one_value_each(params).items() if k not in ("run", "refine_from")}
     query["q"] = [pack["question"]]
     query["run"] = [pack["run_id"]]
     path = research_path(datasette, route_db, False)
@@ -328,10 +329,11 @@ def expand_fields(params: dict[str, list[str]]) -> list[tuple[str, str]]:
 def research_url(
     datasette: Any, route_db: str | None, params: dict[str, list[str]], **changes: str
 ) -> str:
-    """This research with some parameters changed; empty ones and run/refine links dropped."""
+    """This research with some parameters changed; empty ones and run/refine links dropped,
+    one value each."""
     query = {
         k: v
-        for k, v in params.items()
+        for k, v in one_value_each(params).items()
         if k not in ("run", "refine_from", *changes) and any(x.strip() for x in v)
     }
     query.update({k: [v] for k, v in changes.items()})
