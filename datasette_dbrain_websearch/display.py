@@ -108,6 +108,29 @@ def counts_line(pack: Row, labels: Mapping[str, str]) -> str:
     return line
 
 
+# What a brain row is, in words: "web" means outside your brain everywhere on the page, so a
+# saved page is a "web page", never bare "web".
+SOURCE_TYPE_LABELS = {
+    "web": "web page",
+    "github": "GitHub",
+    "youtube": "YouTube",
+    "pdf": "PDF",
+    "x_article": "X article",
+    "apple_note": "note",
+    "feed_entry": "feed entry",
+    "github_star": "GitHub star",
+    "manual": "note you wrote",
+    "safari_tab": "Safari tab",
+    "x_bookmark": "X bookmark",
+}
+
+
+def kind_label(source_type: str) -> str:
+    """A row's ``source_type`` as people say it ("web" is a "web page"; unknown ones with
+    spaces for underscores)."""
+    return SOURCE_TYPE_LABELS.get(source_type, source_type.replace("_", " "))
+
+
 def answer_parts(answer: Row) -> tuple[list[Row], list[Row]]:
     """The answer's sentences in two parts: those resting on the brain (or citing nothing),
     and those citing only web rows, shown under "From the web"."""

@@ -109,3 +109,11 @@ async def test_links_the_page_builds_carry_one_value_per_parameter(brain):
     assert query.count("answer=1") == 1 and "answer=0" not in query
     assert query.count("limit=7") == 1 and "limit=5" not in query
     assert "tag=baking" in query and "tag=bread" in query
+
+
+async def test_a_brain_row_says_what_it_is_in_words_never_bare_web(ds):
+    """Issue 19: "web" means outside your brain; a saved web page is a "web page"."""
+    html = (await ds.client.get("/-/research?q=sqlite+fts5")).text
+    badges = re.findall(r'class="dbrain-badge dbrain-badge-local"[^>]*>([^<]*)<', html)
+    assert "dbrain source · web page" in badges
+    assert not any(b.endswith("· web") for b in badges)
