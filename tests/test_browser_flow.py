@@ -88,6 +88,9 @@ def test_web_search_promote_in_place_and_find_it_locally(page, server):
     key = done.locator("code").inner_text()
     assert re.fullmatch(r"src:[0-9a-f]{12}", key)
     assert f"Added “{title}” as {key}." in page.inner_text(".dbrain-status")
+    # A brain row now, in place: the ephemeral badge is gone.
+    assert first.locator(".dbrain-badge").first.inner_text() == "Saved to your brain"
+    assert "ephemeral" not in first.inner_text()
     # In place: same page, the row where it was on the screen, no second search saved.
     assert page.url == url and abs(screen_top(first) - top) <= 1
     assert saved_runs(server) == runs

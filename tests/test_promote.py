@@ -419,6 +419,10 @@ async def test_the_page_shows_what_a_run_promoted(brain, fake):
     )
     assert "In your brain now:" in page.text
     assert f'href="{result["row_url"]}"><code>{result["local_source_key"]}</code>' in page.text
+    # The promoted row is a brain row now: no ephemeral badge; the others keep theirs.
+    promoted = page.text.split(f'data-source-key="{row["source_key"]}"')[1].split("</li>")[0]
+    assert "Saved to your brain" in promoted and "ephemeral" not in promoted
+    assert page.text.count("/ ephemeral</span>") == len(pack["external_evidence"]) - 1
     assert page.text.count("Promote to brain") == len(pack["external_evidence"]) - 1
 
 

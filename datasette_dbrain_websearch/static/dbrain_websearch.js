@@ -323,6 +323,14 @@
       done.appendChild(note);
     }
     controls.replaceWith(done);
+    // A brain row now: no longer ephemeral, badged as the saved run page shows it.
+    var badge = row.querySelector(".dbrain-badge-external");
+    if (badge) {
+      badge.className = "dbrain-badge dbrain-badge-local";
+      badge.title = "Found on the web in this run, then saved: now a sources row of your brain";
+      badge.textContent = "Saved to your brain";
+    }
+    row.classList.add("dbrain-row-promoted");
   }
 
   document.addEventListener("submit", function (event) {
