@@ -155,6 +155,57 @@ def test_thumbs_down_drops_the_row_in_place_and_the_saved_run_agrees(page, serve
     assert page.console_errors == []
 
 
+def test_rows_are_triaged_by_keyboard_alone_and_focus_stays_on_the_row(page, server):
+    """Issue 19: j / k move, y / n / u mark, ? lists the keys; after every mark the focus is
+    on a row (never dropped to the page), so the next j goes on from there."""
+    page.goto(server["url"] + "/-/research?q=sqlite+fts5+bm25&external=always&provider=all")
+    keys = page.locator("#dbrain-keys")
+    assert keys.is_hidden()
+    page.keyboard.press("?")
+    assert keys.is_visible() and "not relevant" in keys.inner_text()
+    page.keyboard.press("?")
+    rows = page.locator(".dbrain-evidence > .dbrain-row")
+    assert rows.count() >= 5
+
+    def focused_row() -> str:
+        return page.evaluate(
+            "() => (document.activeElement.closest('.dbrain-row') || {dataset: {}})"
+            ".dataset.sourceKey || ''"
+        )
+
+    def pressed(key: str, value: str) -> None:
+        button = page.locator(
+            f'.dbrain-row[data-source-key="{key}"] .dbrain-mark[data-value="{value}"]'
+        )
+        page.wait_for_function(
+            "el => el.getAttribute('aria-pressed') === 'true'", arg=button.element_handle()
+        )
+
+    marked = []
+    for step, (key, value) in enumerate([("y", "relevant"), ("u", "unsure"), ("n", "irrelevant")]):
+        page.keyboard.press("j")
+        row = focused_row()
+        assert row and row not in marked, step
+        page.keyboard.press(key)
+        pressed(row, value)
+        marked.append(row)
+    # The third (a web row, not the last) dropped to the end; the row that took its place is
+    # the one the reader is on now.
+    fourth = focused_row()
+    assert fourth and fourth not in marked
+    page.keyboard.press("y")
+    pressed(fourth, "relevant")
+    assert focused_row() == fourth
+    page.keyboard.press("j")
+    fifth = focused_row()
+    page.keyboard.press("y")
+    pressed(fifth, "relevant")
+    assert focused_row() == fifth
+    first, second, third = marked
+    assert len({first, second, third, fourth, fifth}) == 5
+    assert page.console_errors == []
+
+
 def test_did_you_mean_fixes_a_typo_in_one_click(page, server):
     page.goto(server["url"] + "/-/research?q=sourdugh+startr")
     offer = page.locator(".dbrain-did-you-mean")

@@ -3,7 +3,9 @@
  * - a run that may search the web or ask a model shows live stage progress (local search,
  *   judge, each web provider, merge, how far the model has written) read from
  *   /-/research/stream, then opens the saved run, where the answer is shown verified;
- * - keyboard: "/" focuses the question, "j"/"k" move between rows, "o" opens, "p" promotes;
+ * - keyboard: "/" focuses the question, "j"/"k" move between rows, "o" opens, "p" promotes,
+ *   "y" / "n" / "u" mark relevant / not relevant / unsure, "?" lists the keys; focus stays on
+ *   the row after every action;
  * - the All / Your brain / Web tabs filter the list instead of jumping;
  * - marks (👍 👎 …) and promotions are posted in the background and change the row where it is:
  *   no reload, the scroll position kept, no second search;
@@ -12,6 +14,9 @@
  */
 (function () {
   "use strict";
+
+  // y: relevant, n: not relevant, u: unsure (clears what a mark did).
+  var MARK_KEYS = { y: "relevant", n: "irrelevant", u: "unsure" };
 
   function rows() {
     return Array.prototype.slice.call(document.querySelectorAll(".dbrain-row"));
@@ -66,6 +71,18 @@
       if (promote) {
         event.preventDefault();
         promote.click();
+      }
+    } else if (MARK_KEYS[event.key] && row) {
+      var mark = row.querySelector('.dbrain-mark[data-value="' + MARK_KEYS[event.key] + '"]');
+      if (mark) {
+        event.preventDefault();
+        mark.click();
+      }
+    } else if (event.key === "?") {
+      var keys = document.getElementById("dbrain-keys");
+      if (keys) {
+        event.preventDefault();
+        keys.hidden = !keys.hidden;
       }
     }
   });
@@ -350,6 +367,9 @@
       submitter.disabled = true;
     }
     var dropping = feedback && submitter && /\|irrelevant$/.test(submitter.value || "");
+    // Focus stays where it was (the button, or the row's title when a key did it): a
+    // disabled or moved element would drop it to the page and lose the reader's place.
+    var focused = document.activeElement;
     postInPlace(form, body)
       .then(function (reply) {
         if (feedback) {
@@ -357,10 +377,13 @@
             showMark(mark.key, mark.value);
           });
           if (dropping) {
-            // The screen keeps still: the row that takes the dropped row's place stays put.
+            // The screen keeps still: the row that takes the dropped row's place stays put,
+            // and it is the row the reader is on now.
             var next = dropRow(submitter.value.split("|")[0]);
             if (next) {
               anchor = next;
+              var title = next.querySelector && next.querySelector(".dbrain-title");
+              focused = title || focused;
             }
           }
           showRefinement(reply.refinement);
@@ -376,6 +399,14 @@
       .finally(function () {
         if (submitter) {
           submitter.disabled = false;
+        }
+        if (focused && focused.isConnected && focused !== document.body) {
+          focused.focus({ preventScroll: true });
+        } else if (anchor.isConnected && anchor.querySelector) {
+          var fallback = anchor.querySelector(".dbrain-title");
+          if (fallback) {
+            fallback.focus({ preventScroll: true });
+          }
         }
         if (anchor.isConnected) {
           window.scrollBy(0, anchor.getBoundingClientRect().top - top);
