@@ -117,3 +117,24 @@ async def test_a_brain_row_says_what_it_is_in_words_never_bare_web(ds):
     badges = re.findall(r'class="dbrain-badge dbrain-badge-local"[^>]*>([^<]*)<', html)
     assert "dbrain source · web page" in badges
     assert not any(b.endswith("· web") for b in badges)
+
+
+async def test_mark_buttons_are_named_as_they_read(brain):
+    """Issue 19: an accessible name says what the label says ("More like this", not
+    "Somewhat relevant"); an emoji button is named by what it means."""
+    from .conftest import actor_cookies
+
+    ds = make_datasette([str(brain[0])])
+    await ds.invoke_startup()
+    html = (await ds.client.get("/-/research?q=espresso", cookies=actor_cookies(ds, "root"))).text
+    names = dict(
+        re.findall(r'aria-label="([^"]+)"\s+class="dbrain-mark[^"]*" data-value="(\w+)"', html)
+    )
+    by_value = {value: name for name, value in names.items()}
+    assert by_value == {
+        "relevant": "Relevant",
+        "irrelevant": "Not relevant",
+        "more": "More like this",
+        "less": "Less like this",
+        "unsure": "Unsure",
+    }
