@@ -624,8 +624,10 @@ def _bm25_lanes(
                 rows = conn.execute(f"select max(rowid) from [{table}]").fetchone()[0] or 0
                 found = lexical.document_frequencies(conn, fts, plan, prefixed)
                 lanes.idf[kind] = {t: lexical.idf(rows, n) for t, n in found.items() if n}
-                # Rows holding its rarest word: as many as could hold every word, at most.
-                lanes.matches[kind] = min(found.values(), default=0)
+                # Rows holding the question's rarest word: as many as could hold every word,
+                # at most (words Expand added are not the question's).
+                asked = [found[t.name] for t in plan.question_terms if t.name in found]
+                lanes.matches[kind] = min(asked, default=0)
                 every = plan.all_terms_query(prefixed)
             sql = lexical.lane_sql(fts, table, shape.columns[fts], where)
             lanes.ranked[kind] = lexical.run_lane(conn, sql, match, params, depth)
@@ -664,7 +666,7 @@ def _rescore_lane(
     if not top:
         return ranked
     parts = _signals_of(conn, kind, top, plan, idf, hits, shape)
-    names = {t.name for t in plan.search_terms}
+    names = {t.name for t in plan.question_terms}
     complete = sum(1 for p in parts if p.held == len(names))
     if holding_all is not None and len(names) <= lexical.KEYWORD_TERMS and complete < limit:
         sql, every, params = holding_all
@@ -684,7 +686,7 @@ def _rescore_lane(
         [p.coverage or 0.0 for p in parts],
         [p.phrase for p in parts],
         signals,
-        len(plan.search_terms),
+        len(plan.question_terms),
         cosine,
         semantic.weight if semantic is not None and cosine is not None else 0.0,
     )
@@ -704,12 +706,12 @@ def _signals_of(
     """The rows, hydrated, with what they hold of the question (coverage, phrase)."""
     parts = [hits.setdefault((kind, row_id), Hit(kind, row_id)) for row_id, _ in entries]
     hydrate(conn, parts, shape)
-    names = [t.name for t in plan.search_terms]
+    names = [t.name for t in plan.question_terms]
     for part in parts:
         held, part.phrase = lexical.row_signals(plan, searchable_texts(kind, part.row))
         part.matched = [t for t in plan.query_terms if t in held]
         part.coverage = lexical.coverage(held, names, idf)
-        part.held = len(held)
+        part.held = sum(1 for name in names if name in held)
     return parts
 
 

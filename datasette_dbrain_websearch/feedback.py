@@ -345,7 +345,7 @@ def refine_query(pack: dict, marks: list[dict[str, str]], max_terms: int = MAX_A
     _, by_row = _resolve(marks, space.rows)
     plan = pack.get("query_plan") or {}
     prefix = plan.get("syntax") != "raw"
-    query_words = _words(plan.get("query_terms") or [])
+    query_words = _words([*(plan.get("query_terms") or []), *(plan.get("expansion_terms") or [])])
     excluded = _words(plan.get("excluded_terms") or [])
     weight: dict[int, Counter[str]] = {1: Counter(), -1: Counter()}
     surfaces: dict[str, Counter[str]] = {}

@@ -171,6 +171,7 @@ class SearchTerm:
     name: str
     words: tuple[str, ...]
     required: bool = True  # one of dbrain's terms: matched or missing, counted by the judge
+    expansion: bool = False  # added by Expand: searched (OR), never a word the row must hold
 
 
 @dataclass(frozen=True)
@@ -195,6 +196,29 @@ class QueryPlan:
         return bool(self.search_terms) or self.syntax == "raw"
 
     @property
+    def question_terms(self) -> tuple[SearchTerm, ...]:
+        """The search terms the question asked for (not those Expand added): coverage and
+        phrases are about these."""
+        return tuple(t for t in self.search_terms if not t.expansion)
+
+    @property
+    def expansion_terms(self) -> list[str]:
+        return [t.name for t in self.search_terms if t.expansion]
+
+    def expanded(self, words: Sequence[str]) -> QueryPlan:
+        """This plan with more words OR-ed into the ranking query only: the question's terms,
+        the judge's and the web's stay the question's (relevance feedback that widens)."""
+        if self.syntax == "raw" or not words:
+            return self
+        have = set(self.search_words)
+        added = tuple(
+            SearchTerm(w, (w,), required=False, expansion=True)
+            for w in dict.fromkeys(words)
+            if w not in have
+        )
+        return replace(self, search_terms=self.search_terms + added) if added else self
+
+    @property
     def search_words(self) -> list[str]:
         """Every word the ranking query searches, once each, in order."""
         return list(dict.fromkeys(w for t in self.search_terms for w in t.words))
@@ -210,11 +234,11 @@ class QueryPlan:
         """Every search term required (each term's words OR-ed): the rows that hold them all,
         candidates for the coverage signal that BM25's top rows may not include; empty for a
         question of one term."""
-        if self.syntax == "raw" or len(self.search_terms) < 2:
+        if self.syntax == "raw" or len(self.question_terms) < 2:
             return ""
         groups = [
             " OR ".join(quote_term(w) if w in prefixed else quote_word(w) for w in t.words)
-            for t in self.search_terms
+            for t in self.question_terms
         ]
         return " AND ".join(f"({g})" for g in groups)
 

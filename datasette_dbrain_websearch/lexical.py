@@ -148,7 +148,7 @@ def coverage(held: set[str], terms: Sequence[str], idf: dict[str, float]) -> flo
 def row_signals(plan: QueryPlan, texts: Sequence[str]) -> tuple[set[str], bool]:
     """(the search terms a row holds, whether two of the question's adjacent terms stand side
     by side in it, as a phrase), from one pass of the plan's matcher over the row's texts."""
-    order = {t.name: i for i, t in enumerate(plan.search_terms)}
+    order = {t.name: i for i, t in enumerate(plan.question_terms)}
     held: set[str] = set()
     phrase = False
     for text in texts:

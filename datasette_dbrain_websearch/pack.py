@@ -46,7 +46,7 @@ def new_run_id(now_ns: int | None = None) -> str:
 
 def _signals(hit: Hit, plan: QueryPlan) -> list[dict[str, Any]]:
     terms = plan.query_terms
-    terms_searched = len(plan.search_terms) or len(terms)
+    terms_searched = len(plan.question_terms) or len(terms)
     signals: list[dict[str, Any]] = []
     if hit.exact_field:
         signals.append(
@@ -288,6 +288,8 @@ def build_pack(
             "match_query": match_query(plan, local.mode),
             "ranking": local.ranking,
             "query_terms": list(plan.query_terms),
+            # Words Expand OR-ed into the ranking query; never the judge's or the web's terms.
+            "expansion_terms": plan.expansion_terms,
             "excluded_terms": list(plan.excluded_terms),
             "syntax": plan.syntax,
             "query_mode": local.mode,

@@ -78,6 +78,7 @@ class Options:
     profile: str = "general"
     answer: bool = False
     ranking: str = "bm25"
+    expand: tuple[str, ...] = ()  # words OR-ed into the ranking query only (Expand)
 
 
 def is_date(value: str) -> bool:
@@ -96,7 +97,12 @@ def _one(params: Params, name: str) -> str:
     return clean(values[-1]).strip() if values else ""
 
 
-MANY_VALUED = ("tag", "source_type", "provider")  # parameters that may repeat; others: the last
+MANY_VALUED = (
+    "tag",
+    "source_type",
+    "provider",
+    "expand",
+)  # parameters that may repeat; others: the last
 
 
 def one_value_each(params: Params) -> Params:
@@ -114,6 +120,9 @@ def _many(params: Params, name: str) -> tuple[str, ...]:
                 found.append(part)
     return tuple(found)
 
+
+MAX_EXPAND = 8
+EXPAND_WORD = re.compile(r"[^\W_]{1,40}")
 
 BOOLEAN_VALUES = {"1": True, "true": True, "yes": True, "on": True}
 BOOLEAN_VALUES |= {"0": False, "false": False, "no": False, "off": False}
@@ -181,6 +190,12 @@ def parse_options(params: Params, settings: Settings) -> Options:
     ranking = _one(params, "ranking").lower() or settings.ranking
     if ranking not in RANKINGS:
         raise ResearchError("ranking must be 'bm25' or 'dbrain'.", code="bad_ranking")
+    expand = _many(params, "expand")
+    if len(expand) > MAX_EXPAND or not all(EXPAND_WORD.fullmatch(w) for w in expand):
+        raise ResearchError(
+            f"expand takes up to {MAX_EXPAND} words of letters and digits, comma-separated.",
+            code="bad_expand",
+        )
     return Options(
         ranking=ranking,
         question=question,
@@ -190,6 +205,7 @@ def parse_options(params: Params, settings: Settings) -> Options:
         external=parse_external_request(params, settings),
         profile=profile,
         answer=_bool(params, "answer", settings.answer.default),
+        expand=expand,
     )
 
 
@@ -274,7 +290,7 @@ async def research(
             f"{', '.join(configured)} or 'all' (external_search.providers).",
             code="unknown_provider",
         )
-    plan = plan_query(options.question, options.syntax)
+    plan = plan_query(options.question, options.syntax).expanded(options.expand)
     await emit({"stage": "local", "status": "started", "message": "Searching your brain"})
     local_query = TimeBudget(settings.time_limit_ms, database).bind(execute_fn)
     local, semantic_lane, lane, corrections = await local_query(

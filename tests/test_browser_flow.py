@@ -206,6 +206,33 @@ def test_rows_are_triaged_by_keyboard_alone_and_focus_stays_on_the_row(page, ser
     assert page.console_errors == []
 
 
+def test_expand_widens_and_its_words_are_removable_chips(page, server):
+    """Issue 19: after a 👍, Expand ORs the row's words into the search of the brain: no row
+    is lost, the question stays, and each added word is a chip that takes it away."""
+    page.goto(server["url"] + "/-/research?q=sqlite+fts5+bm25&external=always&provider=all")
+    before = page.locator(".dbrain-evidence > .dbrain-row").count()
+    row = page.locator(".dbrain-row-external").first
+    thumbs_up = row.locator('.dbrain-mark[data-value="relevant"]')
+    thumbs_up.click()
+    page.wait_for_function(
+        "el => el.getAttribute('aria-pressed') === 'true'", arg=thumbs_up.element_handle()
+    )
+    added = page.inner_text(".dbrain-refined-terms")
+    assert added and added != "no new words yet"
+    page.click("text=Expand: search again with these words too")
+    page.wait_for_selector(".dbrain-expansion")
+    assert page.input_value("#dbrain-q") == "sqlite fts5 bm25"
+    chips = page.locator(".dbrain-chip-term")
+    words = [c.inner_text().split()[0] for c in chips.all()]
+    assert words and set(words) <= set(added.split(", "))
+    assert page.locator(".dbrain-evidence > .dbrain-row").count() >= before
+    chips.first.click()
+    page.wait_for_load_state()
+    left = [c.inner_text().split()[0] for c in page.locator(".dbrain-chip-term").all()]
+    assert left == words[1:]
+    assert page.console_errors == []
+
+
 def test_did_you_mean_fixes_a_typo_in_one_click(page, server):
     page.goto(server["url"] + "/-/research?q=sourdugh+startr")
     offer = page.locator(".dbrain-did-you-mean")

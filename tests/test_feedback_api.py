@@ -102,10 +102,12 @@ async def test_page_buttons_mark_and_show_the_refined_query(brain, fake):
     assert response.status_code == 302 and response.headers["location"] == next_url
     shown = (await ds.client.get(next_url, cookies=root)).text
     assert re.search(r'value="[^"]+\|relevant"[^>]*aria-pressed="true">👍</button>', shown)
-    assert "Refined by your marks:" in shown
+    assert "Your marks would also search for:" in shown
 
 
-async def test_refine_from_runs_the_refined_query_and_links_the_parent(brain, fake):
+async def test_refine_from_widens_the_ranking_query_and_links_the_parent(brain, fake):
+    """Issue 19: Expand ORs the marked rows' words into the ranking query; the question, the
+    judge's terms and the web's query stay the person's, and no row is lost."""
     ds = await web_ds(brain, fake)
     _, pack = await ask(ds, q="sqlite ranking", external="always")
     relevant = next(r for r in pack["external_evidence"] if "bm25" in r["title"].lower())
@@ -114,11 +116,37 @@ async def test_refine_from_runs_the_refined_query_and_links_the_parent(brain, fa
     assert child["parent_run_id"] == pack["run_id"]
     added = child["refinement"]["added_terms"]
     assert 1 <= len(added) <= 4
-    assert child["question"] == child["refinement"]["refined_query"]
-    assert child["question"].startswith("sqlite ranking")
+    assert child["question"] == "sqlite ranking"
+    plan = child["query_plan"]
+    assert plan["query_terms"] == pack["query_plan"]["query_terms"]
+    assert plan["expansion_terms"] == added
+    assert all(f'"{w}"' in plan["match_query"] for w in added)
+    (query,) = {q["query"] for q in plan["external_queries"]}
+    assert query == "sqlite ranking"
+    assert len(child["evidence"]) >= len(pack["evidence"])
     assert child["external_search"]["mode"] == "always"
     root = actor_cookies(ds, "root")
     trace = (await ds.client.get(child["trace_url"] + ".json", cookies=root)).json()
     assert trace["pack"]["parent_run_id"] == pack["run_id"]
     status, body = await ask(ds, refine_from="nonsense")
     assert status == 400 and body["code"] == "bad_refine_from"
+
+
+async def test_expanded_words_are_chips_each_removable(brain, fake):
+    ds = await web_ds(brain, fake)
+    root = actor_cookies(ds, "root")
+    page = (
+        await ds.client.get(
+            "/-/research", params={"q": "sqlite", "expand": "bm25,tokenizer"}, cookies=root
+        )
+    ).text
+    chips = re.findall(r'class="dbrain-chip dbrain-chip-term" href="([^"]+)"[^>]*>(\w+) ', page)
+    assert [word for _, word in chips] == ["bm25", "tokenizer"]
+    without_bm25 = chips[0][0].replace("&amp;", "&")
+    assert "expand=tokenizer" in without_bm25 and "bm25" not in without_bm25
+    status, pack = await ask(
+        ds, **dict(p.split("=") for p in without_bm25.split("?")[1].split("&"))
+    )
+    assert status == 200 and pack["query_plan"]["expansion_terms"] == ["tokenizer"]
+    status, body = await ask(ds, q="sqlite", expand="two words")
+    assert status == 400 and body["code"] == "bad_expand"

@@ -311,10 +311,9 @@
     if (!section || !refinement) {
       return;
     }
-    section.querySelector(".dbrain-refined-query").textContent = refinement.refined_query;
     section.querySelector(".dbrain-refined-terms").textContent = refinement.added_terms.length
-      ? "(adds " + refinement.added_terms.join(", ") + ")"
-      : "(no new words yet)";
+      ? refinement.added_terms.join(", ")
+      : "no new words yet";
     section.hidden = false;
   }
 

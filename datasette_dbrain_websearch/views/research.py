@@ -68,7 +68,11 @@ async def _refinement(
     refinement = refine_query(parent["pack"], marks)
     params = {**inherited(parent["pack"]), **params}
     if not (params.get("q") or [""])[-1].strip():
-        params["q"] = [refinement["refined_query"]]
+        # The question stays the person's (the judge's and the web's terms); the added words
+        # widen the ranking query only, each a chip the page can take away.
+        params["q"] = [parent["pack"]["question"]]
+        had = parent["pack"]["query_plan"].get("expansion_terms") or []
+        params["expand"] = list(dict.fromkeys([*had, *refinement["added_terms"]]))
     return params, {"parent_run_id": parent_id, "refinement": refinement}
 
 
@@ -210,6 +214,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
             if pack and web.permitted
             else "",
         ),
+        "expansion_links": expansion_links(datasette, route_db, params, pack),
         "did_you_mean_url": research_url(
             datasette, route_db, params, q=pack["did_you_mean"]["question"]
         )
@@ -324,6 +329,22 @@ EXPANDED = ("external", "provider", "freshness", "freshness_since", "freshness_u
 def expand_fields(params: dict[str, list[str]]) -> list[tuple[str, str]]:
     """What a refined search keeps of this one besides what the run records (web choices)."""
     return [(n, clean(params[n][-1])) for n in EXPANDED if (params.get(n) or [""])[-1].strip()]
+
+
+def expansion_links(
+    datasette: Any, route_db: str | None, params: dict[str, list[str]], pack: dict | None
+) -> dict[str, str]:
+    """For each word Expand added, this research without it (the chip's remove link)."""
+    if not pack:
+        return {}
+    words = pack["query_plan"].get("expansion_terms") or []
+    base = {**params, "q": [pack["question"]]}
+    return {
+        word: research_url(
+            datasette, route_db, {**base, "expand": [",".join(w for w in words if w != word)]}
+        )
+        for word in words
+    }
 
 
 def research_url(
