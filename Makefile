@@ -22,6 +22,7 @@ CHROMIUM ?= /usr/bin/chromium
 EMOJI_FONT := /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
 
 .PHONY: demo demo-reset docs test test-stable test-alpha lint bench bench-ir bench-answer eval clean
+.PHONY: bench-feedback
 .PHONY: browser-deps
 
 $(VENV)/.installed: pyproject.toml
@@ -115,6 +116,10 @@ eval: $(VENV)/.installed
 # Answer quality on a SQuAD-layout QA collection beside plain baselines (DBRAIN_QA_DATA names it).
 bench-answer: $(VENV)/.installed
 	$(VENV)/bin/python bench/bench_answer_quality.py $(ARGS)
+
+# Relevance feedback on a public test collection: marks as a person gives them (bench_feedback.py).
+bench-feedback: $(VENV)/.installed
+	$(VENV)/bin/python bench/bench_feedback.py $(ARGS)
 
 # Ranking quality on a public test collection beside plain BM25 baselines (bench/bench_ir.py).
 bench-ir: $(VENV)/.installed

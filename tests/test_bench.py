@@ -261,3 +261,27 @@ def test_answer_quality_bench_scores_the_answer_beside_its_baselines():
     }
     # Every question's paragraph is the only one holding its words: the answer finds its gold.
     assert rows["extractive answer"][0] == 1.0
+
+
+def test_feedback_bench_compares_the_original_the_reranked_and_the_expanded_run():
+    """bench_feedback.py on tests/data/ir-tiny: marks the top rows as a person would, and
+    reports the three runs and whether Expand ever returned fewer rows."""
+    tiny = Path(__file__).resolve().parent / "data" / "ir-tiny"
+    result = subprocess.run(
+        [sys.executable, str(BENCH.parent / "bench_feedback.py"), "--collection", "ir-tiny"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "DBRAIN_IR_DATA": str(tiny)},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "ir-tiny: 6 documents, 3 judged questions, the top 5 marked" in result.stdout
+    rows = {
+        m[0]: (float(m[1]), float(m[2]))
+        for m in re.findall(
+            r"^(original|re-ranked|expanded)\s+(\d\.\d{3})\s+(\d\.\d{3})", result.stdout, re.M
+        )
+    }
+    assert set(rows) == {"original", "re-ranked", "expanded"}
+    assert rows["re-ranked"][0] >= rows["original"][0]
+    assert "expanded runs with fewer rows than the original: 0 of 3" in result.stdout
