@@ -131,6 +131,20 @@ def kind_label(source_type: str) -> str:
     return SOURCE_TYPE_LABELS.get(source_type, source_type.replace("_", " "))
 
 
+WEB_SKIPPED = {
+    "mode_never": "the request said never",
+    "disabled": "web search is turned off in this Datasette",
+    "not_permitted": "not allowed for whoever asked",
+    "local_evidence_enough": "only if weak, and the brain had enough",
+    "empty_query": "no words to send",
+}
+
+
+def web_skipped(reason: str) -> str:
+    """Why a run did not search the web, in words."""
+    return WEB_SKIPPED.get(reason, reason.replace("_", " "))
+
+
 def answer_parts(answer: Row) -> tuple[list[Row], list[Row]]:
     """The answer's sentences in two parts: those resting on the brain (or citing nothing),
     and those citing only web rows, shown under "From the web"."""
@@ -203,7 +217,7 @@ def _event_summary(name: str, data: Mapping[str, Any], labels: Mapping[str, str]
             f"Verdict: {str(data.get('verdict', '')).replace('_', ' ')}. {data.get('message', '')}"
         )
     if name == "external_search_skipped":
-        return f"Web not searched ({str(data.get('reason', '')).replace('_', ' ')})"
+        return f"Web not searched ({web_skipped(str(data.get('reason', '')))})"
     if name == "external_query_built":
         return f"Asked {provider}: “{data.get('query', '')}”"
     if name == "external_provider_request":

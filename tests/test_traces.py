@@ -52,6 +52,16 @@ async def test_a_json_run_is_saved_and_served_as_a_trace(ds):
     assert trace["metrics"]["evidence_count"] == 2
 
 
+async def test_the_run_page_speaks_plainly(ds):
+    """Issue 19: no "brain brain", no "the actor", no reason codes."""
+    pack = (await ds.client.get("/-/research.json", params={"q": "espresso grinder"})).json()
+    html = (await ds.client.get(pack["trace_url"])).text
+    assert f"asked of <code>{pack['database']}</code>" in html
+    assert "not used (the request said never)" in html
+    assert "whoever asked was" in html
+    assert "the actor" not in html and "mode never" not in html
+
+
 async def test_page_runs_are_saved_too_and_link_to_their_trace(ds, brain):
     html = (await ds.client.get("/-/research", params={"q": "tokio"})).text
     (surface,) = plugin_db_rows(brain[0], "select surface from dbrain_websearch_runs")[0:1]
