@@ -61,7 +61,7 @@ def permission_allowed(datasette: Any, actor: Any, action: str, resource: Any) -
     return compat.legacy_permission(datasette, actor, action, resource)
 
 
-@hookimpl
+@hookimpl(tryfirst=True)
 def menu_links(datasette: Any, actor: Any, request: Any) -> Any:
     from .views.research import research_menu_links
 

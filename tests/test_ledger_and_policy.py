@@ -145,8 +145,12 @@ async def test_usage_page_is_for_root_and_adds_up(brain, fake):
     await ask(ds, q=NO_LOCAL, external="always")
     await ask(ds, q="sqlite fts5", external="always")
     for cookies in ({}, actor_cookies(ds, "alice")):
-        assert (await ds.client.get("/-/research/usage", cookies=cookies)).status_code == 403
+        page = await ds.client.get("/-/research/usage", cookies=cookies)
+        assert page.status_code == 403
         assert (await ds.client.get("/-/research/usage.json", cookies=cookies)).status_code == 403
+        # Not a bare "Forbidden": why, and how to get it.
+        said = "Sign in as one of them" if not cookies else "Your account may not see"
+        assert said in page.text and "dbrain-view-usage" in page.text
     root = actor_cookies(ds, "root")
     data = (await ds.client.get("/-/research/usage.json", cookies=root)).json()
     (day,) = [d for d in data["days"] if d["provider"] == "brave"]

@@ -138,3 +138,15 @@ async def test_mark_buttons_are_named_as_they_read(brain):
         "less": "Less like this",
         "unsure": "Unsure",
     }
+
+
+async def test_research_is_first_in_datasettes_menu(brain):
+    """Issue 19: Research was item 13 of 15 in the menu; it comes first."""
+    from .conftest import actor_cookies
+
+    ds = make_datasette([str(brain[0])])
+    await ds.invoke_startup()
+    html = (await ds.client.get("/", cookies=actor_cookies(ds, "root"))).text
+    menu = html.split('class="nav-menu-inner"')[1].split("</ul>")[0]
+    links = re.findall(r'<a href="([^"]+)">([^<]+)</a>', menu)
+    assert links[0] == ("/-/research", "Research")  # before Databases, Plugins, ... (0.65)

@@ -203,7 +203,12 @@ async def choose_brain(
 
 
 def cannot_research() -> ResearchError:
-    return ResearchError("You may not research any brain here.", 403, "forbidden")
+    return ResearchError(
+        "You may not research any brain here (permission dbrain-research); if you have an "
+        "account that may, sign in first.",
+        403,
+        "forbidden",
+    )
 
 
 async def page_error(datasette: Any, request: Any, error: ResearchError) -> Response:
@@ -211,7 +216,9 @@ async def page_error(datasette: Any, request: Any, error: ResearchError) -> Resp
     error template for the rest (a busy brain: 503 with ``Retry-After``, in the same words as
     the JSON)."""
     if error.status == 403:
-        raise Forbidden(RESEARCH) from error
+        # Datasette's Forbidden, so sign-in plugins may take over (the forbidden hook), with
+        # words that say why and how to get in rather than a bare permission name.
+        raise Forbidden(error.message) from error
     if error.status == 404:
         raise NotFound(error.message) from error
     context = {"error": error.message, "status": error.status, "title": None}

@@ -9,21 +9,40 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from datasette import Forbidden, Response
+from datasette import Response
 
 from .. import ledger
 from ..compat import USAGE, can
 from ..config import Settings
+from ..errors import ResearchError
 from ..providers import registered_providers
 from ..store import plugin_database
+from .common import refusal
 
 USAGE_TEMPLATE = "dbrain_websearch_usage.html"
+
+
+def usage_refused(request: Any) -> ResearchError:
+    """Why this page is not for this visitor, and how to get it."""
+    if request.actor is None:
+        message = (
+            "Web search usage shows what was asked of the providers and what it cost, so it is "
+            "for root and the actors allowed dbrain-view-usage. Sign in as one of them (for "
+            "root, `datasette --root` prints a sign-in link)."
+        )
+    else:
+        message = "Your account may not see web search usage (permission dbrain-view-usage)."
+    return ResearchError(message, 403, "forbidden")
+
+
 DAYS = 31
 
 
 async def usage_view(request: Any, datasette: Any) -> Response:
     if not await can(datasette, request.actor, USAGE):
-        raise Forbidden(USAGE)
+        return await refusal(
+            datasette, request, request.url_vars.get("format") == ".json", usage_refused(request)
+        )
     settings = Settings.from_datasette(datasette)
     db = plugin_database(datasette)
     now = datetime.now(UTC)
