@@ -233,6 +233,24 @@ def test_expand_widens_and_its_words_are_removable_chips(page, server):
     assert page.console_errors == []
 
 
+def test_at_375_titles_are_whole_and_the_marks_menu_stays_in_its_row(page, server):
+    """Issue 19: at 375 px titles were cut to "What is lattice QCD, and why does i…" and the
+    "…" menu covered the next row."""
+    page.set_viewport_size({"width": 375, "height": 800})
+    page.goto(server["url"] + "/-/research?q=sqlite+fts5+bm25&external=always&provider=all")
+    for title in page.locator(".dbrain-evidence .dbrain-title").all():
+        assert title.evaluate("el => el.scrollWidth <= el.clientWidth + 1"), title.inner_text()
+    rows = page.locator(".dbrain-evidence > .dbrain-row")
+    first, second = rows.nth(0), rows.nth(1)
+    first.locator(".dbrain-more-marks summary").click()
+    menu = first.locator(".dbrain-mark-menu")
+    assert menu.is_visible()
+    menu_box, next_box = menu.bounding_box(), second.bounding_box()
+    assert menu_box["y"] + menu_box["height"] <= next_box["y"]
+    no_horizontal_overflow(page)
+    assert page.console_errors == []
+
+
 def test_did_you_mean_fixes_a_typo_in_one_click(page, server):
     page.goto(server["url"] + "/-/research?q=sourdugh+startr")
     offer = page.locator(".dbrain-did-you-mean")
