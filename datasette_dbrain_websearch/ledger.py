@@ -16,7 +16,7 @@ from typing import Any
 
 from .config import Budget
 from .schema import sqlite_database
-from .store import LEDGER_TABLE
+from .store import LEDGER_TABLE, RUNS_TABLE
 
 KEEP_DAYS = 400  # a year of usage, plus the month a monthly cap is counted over
 
@@ -118,5 +118,33 @@ async def usage(db: Any, days: int = 31, now: datetime | None = None) -> list[di
         f"from {LEDGER_TABLE} where day >= ? group by day, provider "
         "order by day desc, provider",
         [since],
+    )
+    return [dict(row) for row in rows.rows]
+
+
+MAX_CALLS = 200
+OUTCOMES = ("", "ok", "failed")
+
+
+async def calls(
+    db: Any, provider: str = "", outcome: str = "", limit: int = MAX_CALLS
+) -> list[dict[str, Any]]:
+    """The newest provider calls, each with the question of the run that made it (filters:
+    a provider, and ``ok`` or ``failed``)."""
+    where, params = [], {"limit": limit}
+    if provider:
+        where.append("l.provider = :provider")
+        params["provider"] = provider
+    if outcome == "ok":
+        where.append("l.status between 200 and 299")
+    elif outcome == "failed":
+        where.append("not (l.status between 200 and 299)")
+    rows = await db.execute(
+        "select l.at, l.provider, l.endpoint, l.status, l.error, l.results, l.cost_usd, "
+        "l.latency_ms, l.run_id, coalesce(r.question, '') as question "
+        f"from {LEDGER_TABLE} l left join {RUNS_TABLE} r on r.run_id = l.run_id "
+        + (f"where {' and '.join(where)} " if where else "")
+        + "order by l.id desc limit :limit",
+        params,
     )
     return [dict(row) for row in rows.rows]

@@ -168,6 +168,31 @@ async def test_usage_page_is_for_root_and_adds_up(brain, fake):
     assert "/-/research/usage" not in others
 
 
+async def test_usage_lists_each_call_with_its_question_and_filters_them(brain, fake):
+    """Issue 19: root sees what was asked of the providers: time, question, provider, endpoint,
+    results, cost and status, newest first, filtered by provider and outcome."""
+    ds = await web_ds(brain, fake)
+    fake.set_mode("brave", "server_error", times=1)
+    await ask(ds, q=NO_LOCAL, external="always")
+    await ask(ds, q="sqlite fts5", external="always")
+    root = actor_cookies(ds, "root")
+    calls = (await ds.client.get("/-/research/usage.json", cookies=root)).json()["calls"]
+    assert [(c["question"], c["status"]) for c in calls] == [("sqlite fts5", 200), (NO_LOCAL, 500)]
+    ok = calls[0]
+    assert ok["provider"] == "brave" and ok["endpoint"] and ok["results"] >= 1
+    assert ok["cost_usd"] == 0.005 and calls[1]["cost_usd"] == 0.0
+    failed = (await ds.client.get("/-/research/usage.json?outcome=failed", cookies=root)).json()[
+        "calls"
+    ]
+    assert [c["question"] for c in failed] == [NO_LOCAL]
+    none = (await ds.client.get("/-/research/usage.json?provider=exa", cookies=root)).json()
+    assert none["calls"] == [] and none["filters"] == {"provider": "exa", "outcome": ""}
+    page = (await ds.client.get("/-/research/usage?outcome=ok", cookies=root)).text
+    table = page.split('class="rows-and-columns dbrain-usage dbrain-calls"')[1]
+    assert "sqlite fts5" in table and NO_LOCAL not in table
+    assert 'href="/-/research/runs/' in table and BRAVE_KEY not in page
+
+
 async def test_a_stalled_provider_gets_its_share_then_the_next_is_tried(brain, fake):
     fake.set_mode("brave", "slow", seconds=10)
     ds = await web_ds(brain, fake, providers=["brave", "exa"], timeout=6, provider_timeout=0.8)

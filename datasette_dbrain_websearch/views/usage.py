@@ -6,12 +6,13 @@ caps. It shows who pays for what, so it is for root by default (``dbrain-view-us
 
 from __future__ import annotations
 
+import urllib.parse
 from datetime import UTC, datetime
 from typing import Any
 
 from datasette import Response
 
-from .. import ledger
+from .. import ledger, traces
 from ..compat import USAGE, can
 from ..config import Settings
 from ..errors import ResearchError
@@ -67,7 +68,22 @@ async def usage_view(request: Any, datasette: Any) -> Response:
                 "over_budget": bool(ledger.over_budget(labels.get(name, name), budget, spent)),
             }
         )
-    data = {"days": days, "providers": providers, "recording": db is not None}
+    query = urllib.parse.parse_qs(request.query_string)
+    chosen = (query.get("provider") or [""])[-1]
+    outcome = (query.get("outcome") or [""])[-1]
+    chosen = chosen if chosen in names or chosen in labels else ""
+    outcome = outcome if outcome in ledger.OUTCOMES else ""
+    calls = await ledger.calls(db, chosen, outcome) if db is not None else []
+    for call in calls:
+        call["label"] = labels.get(call["provider"], call["provider"])
+        call["run_url"] = traces.run_path(datasette, call["run_id"]) if call["run_id"] else ""
+    data = {
+        "days": days,
+        "providers": providers,
+        "calls": calls,
+        "filters": {"provider": chosen, "outcome": outcome},
+        "recording": db is not None,
+    }
     if request.url_vars.get("format") == ".json":
         return Response.json(data)
     html = await datasette.render_template(
