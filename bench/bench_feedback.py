@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_ir import build_brain, collection_folder, load, ndcg
+from bench_ir import build_brain, collection, ndcg
 from datasette.app import Datasette
 from datasette.version import __version__ as datasette_version
 
@@ -94,15 +94,7 @@ def main() -> None:
     parser.add_argument("--collection", default="nfcorpus")
     parser.add_argument("--limit-queries", type=int, default=0)
     args = parser.parse_args()
-    folder = collection_folder(args.collection)
-    if folder is None:
-        sys.exit(
-            f"No collection {args.collection!r}: put BEIR's corpus.jsonl.gz, queries.jsonl and "
-            f"qrels.tsv in bench/ir/{args.collection}/ (or a folder named by DBRAIN_IR_DATA)."
-        )
-    corpus, queries, qrels = load(folder)
-    if args.limit_queries:
-        queries = dict(list(queries.items())[: args.limit_queries])
+    corpus, queries, qrels = collection(args.collection, args.limit_queries)
     with tempfile.TemporaryDirectory() as tmp:
         brain = Path(tmp) / f"{args.collection}.db"
         build_brain(brain, args.collection, corpus)

@@ -198,6 +198,23 @@ def collection_folder(name: str) -> Path | None:
     return None
 
 
+def collection(
+    name: str, limit_queries: int = 0
+) -> tuple[dict[str, dict], dict[str, str], dict[str, dict[str, int]]]:
+    """The named collection's corpus, judged questions (the first ``limit_queries`` when
+    given) and judgements; exits saying where to put it when it is missing."""
+    folder = collection_folder(name)
+    if folder is None:
+        sys.exit(
+            f"No collection {name!r}: put BEIR's corpus.jsonl.gz, queries.jsonl and "
+            f"qrels.tsv in bench/ir/{name}/ (or a folder named by DBRAIN_IR_DATA)."
+        )
+    corpus, queries, qrels = load(folder)
+    if limit_queries:
+        queries = dict(list(queries.items())[:limit_queries])
+    return corpus, queries, qrels
+
+
 def semantic_index(brain: Path, folder: Path) -> Path | None:
     """Index the brain with the offline model (None without the [semantic] extra)."""
     try:
@@ -222,15 +239,7 @@ def main() -> None:
     parser.add_argument("--limit-queries", type=int, default=0)
     parser.add_argument("--brain", type=Path, help="keep the built brain here")
     args = parser.parse_args()
-    folder = collection_folder(args.collection)
-    if folder is None:
-        sys.exit(
-            f"No collection {args.collection!r}: put BEIR's corpus.jsonl.gz, queries.jsonl and "
-            f"qrels.tsv in bench/ir/{args.collection}/ (or a folder named by DBRAIN_IR_DATA)."
-        )
-    corpus, queries, qrels = load(folder)
-    if args.limit_queries:
-        queries = dict(list(queries.items())[: args.limit_queries])
+    corpus, queries, qrels = collection(args.collection, args.limit_queries)
     with tempfile.TemporaryDirectory() as tmp:
         path = args.brain or Path(tmp) / f"{args.collection}.db"
         if not path.exists():
