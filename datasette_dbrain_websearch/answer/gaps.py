@@ -124,7 +124,7 @@ def web_contribution(
     return {
         "web_searched": bool(web.get("ran")),
         "verdict_before": verdicts["verdict"],
-        "verdict_after": verdicts.get("combined", verdicts)["verdict"],
+        "verdict_after": verdicts["combined"]["verdict"],
         "terms_newly_covered": [
             t for t in terms if t not in before_terms and t in covered_terms(external, terms)
         ],

@@ -36,12 +36,26 @@ class RunKeys:
     external: tuple[str, ...]
     passages: Mapping[str, str] = field(default_factory=dict)
     _stems: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
+    _sentences: dict[str, list[tuple[str, frozenset[str]]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def stems(self, key: str) -> frozenset[str]:
         """The word stems of a row's text, read once per run however often it is cited."""
         cache = self._stems
         if key not in cache:
             cache[key] = stems(self.passages.get(key, ""))
+        return cache[key]
+
+    def sentences(self, key: str) -> list[tuple[str, frozenset[str]]]:
+        """A row's sentences with their content words, cut once per run however often the
+        row is cited."""
+        cache = self._sentences
+        if key not in cache:
+            cache[key] = [
+                (s, frozenset(content_words(s)))
+                for s in split_sentences(self.passages.get(key, ""))
+            ]
         return cache[key]
 
     def origin(self, key: str) -> str:
@@ -156,13 +170,13 @@ def support(sentence: str, cited: list[str], keys: RunKeys, min_support: float) 
     }
 
 
-def quote(sentence: str, passage: str) -> str:
+def quote(sentence: str, keys: RunKeys, key: str) -> str:
     """The sentence of a cited row's text that holds most of the answer sentence's words:
     what the row shows as cited, so the claim can be checked where it points."""
     wanted = set(content_words(sentence))
     best, best_shared = "", 0
-    for candidate in split_sentences(passage):
-        shared = len(wanted & set(content_words(candidate)))
+    for candidate, held in keys.sentences(key):
+        shared = len(wanted & held)
         if shared > best_shared:
             best, best_shared = candidate, shared
     return best
@@ -202,9 +216,7 @@ def verify(
                 "citations": cited,
                 "supported": check["reason"] == "ok",
                 "support": check,
-                "quotes": [
-                    {"key": k, "text": quote(text, keys.passages.get(k, ""))} for k in cited
-                ],
+                "quotes": [{"key": k, "text": quote(text, keys, k)} for k in cited],
                 "item": text in items,  # written as a list item: the page shows a bullet
             }
         )
