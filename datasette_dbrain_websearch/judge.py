@@ -132,22 +132,20 @@ def web_part(
         }
     found = judge(len(web_matched), 0, query_terms, web_matched, thresholds)
     rows = len(web_matched)
+    missing = found.inputs["missing_terms_in_top_rows"]
+    counted = f"{rows} row{'' if rows == 1 else 's'}"
     if not rows:
         summary = "nothing found"
+    elif missing:
+        summary = f"{counted}; none mentions {', '.join(missing)}"
     else:
-        counted = f"{rows} row{'' if rows == 1 else 's'}"
-        missing = found.inputs["missing_terms_in_top_rows"]
-        summary = (
-            f"{counted}; none mentions {', '.join(missing)}"
-            if missing
-            else f"{counted} cover every term"
-        )
+        summary = f"{counted} cover every term"
     return {
         "searched": True,
         "verdict": found.verdict,
         "reason": found.reason,
         "summary": summary,
-        "missing_terms": found.inputs["missing_terms_in_top_rows"],
+        "missing_terms": missing,
     }
 
 

@@ -17,7 +17,6 @@ from typing import Any
 from .answer import AnswerAccess, Passage, answer_stage, disabled
 from .brain import (
     FTS_TABLE,
-    PASSAGE_CHARS,
     ExecuteFn,
     Filters,
     Hit,
@@ -97,12 +96,8 @@ def _one(params: Params, name: str) -> str:
     return clean(values[-1]).strip() if values else ""
 
 
-MANY_VALUED = (
-    "tag",
-    "source_type",
-    "provider",
-    "expand",
-)  # parameters that may repeat; others: the last
+# Parameters that may repeat; of any other, the last value counts.
+MANY_VALUED = ("tag", "source_type", "provider", "expand")
 
 
 def one_value_each(params: Params) -> Params:
@@ -401,7 +396,7 @@ async def research(
             # (the row shows the sentence either way).
             for part in hit.parts():
                 key = part.row.get("source_key", "")
-                text = passage_text(part.kind, part.row)[:PASSAGE_CHARS]
+                text = passage_text(part.kind, part.row)
                 passages[key] = Passage(key, "local", text, part.row.get("title", ""))
         pack["answer"], answer_warnings = await answer_stage(
             pack,
