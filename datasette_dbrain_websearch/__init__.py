@@ -104,6 +104,8 @@ def register_agent_tools(datasette: Any) -> list:
 
 @hookimpl
 def asgi_wrapper(datasette: Any) -> Any:
+    """Unreadable forms answered as 400s (outermost), and signing in returning to research."""
     from .views.common import forms_never_500
+    from .views.sign_in import return_after_sign_in
 
-    return forms_never_500
+    return lambda app: forms_never_500(return_after_sign_in(app))
