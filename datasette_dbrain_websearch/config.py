@@ -9,6 +9,7 @@ that is never part of any repr, so a key cannot leak through a log line or a tra
 from __future__ import annotations
 
 import ipaddress
+import os
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -37,6 +38,13 @@ DEFAULT_EMBEDDING_MODEL = "wordllama"
 FRESHNESS_RE = re.compile(r"^(pd|pw|pm|py|\d{4}-\d{2}-\d{2}to\d{4}-\d{2}-\d{2})$")
 MAX_EXTERNAL_COUNT = 10
 SECRET_KEYS = ("api_key",)
+# dbrain's own names for the providers' keys (its External Search plan, seed 000), read in this
+# order when a provider's ``api_key`` is unset or resolves empty, so keys set for dbrain need not
+# be set again for the plugin.
+DBRAIN_KEY_VARIABLES: Mapping[str, tuple[str, ...]] = {
+    "brave": ("BRAVE_SEARCH_API_KEY", "DBRAIN_BRAVE_SEARCH_API_KEY"),
+    "exa": ("EXA_API_KEY", "DBRAIN_EXA_API_KEY"),
+}
 
 
 class ConfigError(ValueError):
@@ -558,8 +566,9 @@ class ExternalSettings:
         return [secret for secret in found if secret]
 
 
-def parse_external(raw: Any) -> ExternalSettings:
-    """Validate the ``external_search`` block. Provider blocks are any other mapping keys."""
+def parse_external(raw: Any, environ: Mapping[str, str] | None = None) -> ExternalSettings:
+    """Validate the ``external_search`` block. Provider blocks are any other mapping keys;
+    a provider without a key takes dbrain's from ``environ`` (the process environment)."""
     mappings = {k for k, v in (raw or {}).items() if isinstance(v, Mapping)}
     provider_names = mappings - _EXTERNAL_KEYS
     block = _Block(raw, "external_search", extra=provider_names)
@@ -590,8 +599,26 @@ def parse_external(raw: Any) -> ExternalSettings:
         fetch_allow_networks=_networks(block),
         provider_timeout=block.number("provider_timeout"),
         budgets=_budgets(block.raw.get("budgets")),
-        provider_options={name: _provider_block(block.raw[name], name) for name in provider_names},
+        provider_options=with_dbrain_keys(
+            {name: _provider_block(block.raw[name], name) for name in provider_names},
+            os.environ if environ is None else environ,
+        ),
     )
+
+
+def with_dbrain_keys(
+    options: Mapping[str, Mapping[str, Any]], environ: Mapping[str, str]
+) -> dict[str, Mapping[str, Any]]:
+    """Provider blocks with an unset key filled from dbrain's environment variables."""
+    filled = dict(options)
+    for name, variables in DBRAIN_KEY_VARIABLES.items():
+        block = filled.get(name) or {}
+        if str(block.get("api_key") or "").strip():
+            continue
+        key = next((environ[v].strip() for v in variables if (environ.get(v) or "").strip()), "")
+        if key:
+            filled[name] = {**block, "api_key": key}
+    return filled
 
 
 def _budgets(raw: Any) -> dict[str, Budget]:

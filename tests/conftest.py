@@ -21,6 +21,7 @@ from datasette import hookimpl
 from datasette.app import Datasette
 from datasette.plugins import pm
 
+from datasette_dbrain_websearch.config import DBRAIN_KEY_VARIABLES
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.providers.brave import clear_plan_memo
 from datasette_dbrain_websearch.schema import create_brain_schema, sync_item_fts, sync_source_fts
@@ -309,6 +310,15 @@ def llm_user_dir(tmp_path_factory, monkeypatch):
     """Every test runs with an empty llm directory: no real keys, no logs, no default model."""
     monkeypatch.setenv("LLM_USER_PATH", str(tmp_path_factory.getbasetemp() / "llm-user"))
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+
+
+@pytest.fixture(autouse=True)
+def no_dbrain_keys(monkeypatch):
+    """No test reads provider keys from the machine's environment (dbrain's names are read
+    when the config sets none); tests that want them set them."""
+    for variables in DBRAIN_KEY_VARIABLES.values():
+        for variable in variables:
+            monkeypatch.delenv(variable, raising=False)
 
 
 @pytest.fixture(scope="module")

@@ -12,6 +12,7 @@ from datasette_dbrain_websearch.config import (
     REFERENCE_START,
     ConfigError,
     Settings,
+    parse_external,
     reference_markdown,
     with_reference,
 )
@@ -158,3 +159,22 @@ def test_config_reference_command_prints_the_table(tmp_path):
         readme.read_text()
         == f"intro\n{REFERENCE_START}\n{reference_markdown()}\n{REFERENCE_END}\nrest\n"
     )
+
+
+def test_a_provider_without_a_key_takes_dbrains_from_the_environment():
+    raw = {"enabled": True, "brave": {"api_key": None, "count": 3}}
+    environ = {"DBRAIN_BRAVE_SEARCH_API_KEY": " dbrain-brave ", "DBRAIN_EXA_API_KEY": "dbrain-exa"}
+    external = parse_external(raw, environ)
+    assert external.options_for("brave") == {"api_key": "dbrain-brave", "count": 3}
+    assert external.options_for("exa") == {"api_key": "dbrain-exa"}
+    assert sorted(external.secrets()) == ["dbrain-brave", "dbrain-exa"]  # so they are redacted
+    # dbrain reads the plain name first, as the plugin's own examples name it.
+    both = {"BRAVE_SEARCH_API_KEY": "plain", "DBRAIN_BRAVE_SEARCH_API_KEY": "prefixed"}
+    assert parse_external(raw, both).options_for("brave")["api_key"] == "plain"
+
+
+def test_a_configured_key_wins_over_the_environment():
+    raw = {"brave": {"api_key": "from-config"}}
+    external = parse_external(raw, {"BRAVE_SEARCH_API_KEY": "from-environment"})
+    assert external.options_for("brave")["api_key"] == "from-config"
+    assert parse_external({}, {"BRAVE_SEARCH_API_KEY": "  "}).options_for("brave") == {}

@@ -303,3 +303,14 @@ def test_ledger_config_errors_name_the_key(external, fragment):
     with pytest.raises(ConfigError) as info:
         Settings.from_config({"external_search": external})
     assert fragment in str(info.value)
+
+
+async def test_keys_set_for_dbrain_search_the_web_and_never_show(brain, fake, monkeypatch):
+    monkeypatch.delenv("TEST_BRAVE_KEY")
+    monkeypatch.setenv("DBRAIN_BRAVE_SEARCH_API_KEY", BRAVE_KEY)
+    ds = await web_ds(brain, fake)
+    pack = await ask(ds, q=NO_LOCAL, external="always")
+    assert pack["external_search"]["ran"] and pack["external_evidence"]
+    assert [r["status"] for r in ledger_rows(brain)] == [200]
+    trace = await trace_of(ds, pack)
+    assert BRAVE_KEY not in str(trace)

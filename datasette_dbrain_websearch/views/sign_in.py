@@ -84,7 +84,8 @@ def returning(destination: str, send: Any) -> Any:
         if message["type"] == "http.response.start" and message.get("status") in (301, 302):
             headers = list(message.get("headers") or [])
             signed_in = any(
-                name.lower() == b"set-cookie" and value.startswith(b"ds_actor=") for name, value in headers
+                name.lower() == b"set-cookie" and value.startswith(b"ds_actor=")
+                for name, value in headers
             )
             if signed_in:
                 headers = [(n, v) for n, v in headers if n.lower() != b"location"]
