@@ -182,6 +182,8 @@ def register(cli: click.Group) -> None:
     )
     @click.option("--provider", multiple=True, help="Web provider(s) in fallback order, or all")
     @click.option("--freshness", help="Web results from the past pd/pw/pm/py or a date range")
+    @click.option("--site", multiple=True, help="Web results only from this site (repeatable)")
+    @click.option("--not-site", multiple=True, help="Never web results from this site (repeatable)")
     @click.option(
         "--answer/--no-answer",
         default=None,
@@ -207,6 +209,8 @@ def register(cli: click.Group) -> None:
         external: str | None,
         provider: tuple[str, ...],
         freshness: str | None,
+        site: tuple[str, ...],
+        not_site: tuple[str, ...],
         answer: bool | None,
         metadata: str | None,
     ) -> None:
@@ -226,6 +230,8 @@ def register(cli: click.Group) -> None:
         params["tag"] = list(tag)
         params["source_type"] = list(source_type)
         params["provider"] = list(provider)
+        params["site"] = list(site)
+        params["not_site"] = list(not_site)
         if answer is not None:
             params["answer"] = ["1" if answer else "0"]
         try:

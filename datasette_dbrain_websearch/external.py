@@ -25,6 +25,7 @@ from .config import ExternalSettings
 from .fetch import public_host
 from .fts import CURRENT_STATE_WORDS, QueryPlan
 from .judge import ENOUGH_EVIDENCE
+from .merge import DomainPolicy
 from .providers.base import (
     FAILED,
     RATE_LIMITED,
@@ -58,6 +59,14 @@ class ExternalRequest:
     providers: tuple[str, ...] = ()
     freshness: str = ""
     count: int = 5
+    sites: tuple[str, ...] = ()  # only results from these domains (``site=``)
+    not_sites: tuple[str, ...] = ()  # never results from these (``not_site=``)
+
+    def domain_policy(self, settings: ExternalSettings) -> DomainPolicy:
+        """The config's domain lists narrowed by this question's sites."""
+        return DomainPolicy(
+            settings.allow_domains, settings.block_domains, self.sites, self.not_sites
+        )
 
 
 @dataclass(frozen=True)
@@ -227,12 +236,13 @@ class WebStage:
                 self.warn("provider_unavailable", name, f"{name} is not available: {reason}.")
             else:
                 usable.append(name)
+        policy = request.domain_policy(self.settings)
         search = SearchRequest(
             query=web_query(plan),
             count=request.count,
             freshness=request.freshness,
-            include_domains=self.settings.allow_domains,
-            exclude_domains=self.settings.block_domains,
+            include_domains=policy.include,
+            exclude_domains=policy.exclude,
             max_chars=max(500, self.settings.max_tokens * 4 // max(1, request.count)),
             max_tokens=self.settings.max_tokens,
             timeout=self.settings.timeout,
@@ -399,6 +409,9 @@ class WebStage:
             "provider": name,
             "query": search.query,
             "params": {k: v for k, v in params.items() if k not in ("provider", "query")},
+            "sites_sent_as": provider.domain_form(search)
+            if search.include_domains or search.exclude_domains
+            else {},
             "cached": False,
             "results": 0,
         }
@@ -416,6 +429,15 @@ class WebStage:
                 "provider_ignored_option",
                 name,
                 f"{self._label(name)} cannot filter by freshness; results may be older.",
+            )
+        if (search.include_domains or search.exclude_domains) and not (
+            provider.capabilities.domain_filters
+        ):
+            self.warn(
+                "provider_ignored_option",
+                name,
+                f"{self._label(name)} cannot be asked for particular sites; its results from "
+                "other sites are dropped afterwards.",
             )
         try:
             if results is None:

@@ -66,6 +66,51 @@ def domain_matches(domain: str, patterns: tuple[str, ...]) -> bool:
     return any(domain == p or domain.endswith("." + p) for p in patterns)
 
 
+@dataclass(frozen=True)
+class DomainPolicy:
+    """Where web rows may come from: the config's ``allow_domains`` / ``block_domains``, narrowed
+    by the question's ``site`` / ``not_site``. Providers are asked in their own form
+    (``include`` / ``exclude``) and every result is checked again here (``rule_for``), since
+    a provider may not honour a filter."""
+
+    allow: tuple[str, ...] = ()
+    block: tuple[str, ...] = ()
+    sites: tuple[str, ...] = ()
+    not_sites: tuple[str, ...] = ()
+
+    @property
+    def refused_sites(self) -> tuple[str, ...]:
+        """The question's sites that the config's allow-list does not admit."""
+        return tuple(s for s in self.sites if self.allow and not domain_matches(s, self.allow))
+
+    @property
+    def include(self) -> tuple[str, ...]:
+        if self.sites:
+            return tuple(s for s in self.sites if s not in self.refused_sites)
+        return self.allow
+
+    @property
+    def exclude(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.block + self.not_sites))
+
+    @property
+    def nothing_allowed(self) -> bool:
+        """The question named sites and the config admits none of them."""
+        return bool(self.sites) and not self.include
+
+    def rule_for(self, domain: str) -> str:
+        """The rule that drops a result from ``domain``, or ``""`` when it may stay."""
+        if domain_matches(domain, self.not_sites):
+            return "not_site"
+        if domain_matches(domain, self.block):
+            return "block_domains"
+        if self.sites and not domain_matches(domain, self.include):
+            return "site"
+        if self.allow and not domain_matches(domain, self.allow):
+            return "allow_domains"
+        return ""
+
+
 def group_by_url(hits: list[ExternalHit]) -> list[MergedResult]:
     """Merge hits for the same canonical URL across providers, keeping first-seen order."""
     merged: dict[str, MergedResult] = {}
@@ -85,8 +130,7 @@ def external_score(result: MergedResult) -> float:
 def merge_external(
     hits: list[ExternalHit],
     local_urls: set[str],
-    allow_domains: tuple[str, ...],
-    block_domains: tuple[str, ...],
+    policy: DomainPolicy,
     budget: int,
 ) -> MergeOutcome:
     """Cross-provider merge, domain policy, collapse onto local sources, budget (pure).
@@ -104,15 +148,15 @@ def merge_external(
                     "providers": result.providers,
                 }
             )
-        blocked = domain_matches(result.domain, block_domains)
-        if blocked or (allow_domains and not domain_matches(result.domain, allow_domains)):
+        rule = policy.rule_for(result.domain)
+        if rule:
             outcome.dropped_by_domain += 1
             outcome.decisions.append(
                 {
                     "decision": "dropped_by_domain_policy",
                     "url": result.canonical_url,
                     "domain": result.domain,
-                    "rule": "block_domains" if blocked else "allow_domains",
+                    "rule": rule,
                 }
             )
             continue

@@ -54,6 +54,7 @@ from .semantic import (
     semantic_warnings,
 )
 from .spelling import Correction, corrected, suggest
+from .urls import site_domain
 
 MAX_QUESTION_CHARS = 20_000
 MAX_RETURNED_PER_PROVIDER = 10  # URLs and titles each provider returned, kept for the trace
@@ -97,7 +98,7 @@ def _one(params: Params, name: str) -> str:
 
 
 # Parameters that may repeat; of any other, the last value counts.
-MANY_VALUED = ("tag", "source_type", "provider", "expand")
+MANY_VALUED = ("tag", "source_type", "provider", "expand", "site", "not_site")
 
 
 def one_value_each(params: Params) -> Params:
@@ -206,7 +207,7 @@ def parse_options(params: Params, settings: Settings) -> Options:
 
 def parse_external_request(params: Params, settings: Settings) -> ExternalRequest:
     """``external``, ``provider`` (repeatable, or ``all``), ``freshness`` (or ``custom`` with
-    ``freshness_since`` and ``freshness_until``), ``external_count``."""
+    ``freshness_since`` and ``freshness_until``), ``external_count``, ``site``, ``not_site``."""
     ext = settings.external
     mode = external_mode(_one(params, "external")) or ext.default_mode
     if mode not in MODES:
@@ -237,7 +238,32 @@ def parse_external_request(params: Params, settings: Settings) -> ExternalReques
             code="bad_freshness",
         )
     count = _int(params, "external_count", ext.count, ext.max_count, "bad_external_count")
-    return ExternalRequest(mode=mode, providers=providers, freshness=freshness, count=count)
+    return ExternalRequest(
+        mode=mode,
+        providers=providers,
+        freshness=freshness,
+        count=count,
+        sites=_sites(params, "site"),
+        not_sites=_sites(params, "not_site"),
+    )
+
+
+MAX_SITES = 10
+
+
+def _sites(params: Params, name: str) -> tuple[str, ...]:
+    """``site`` / ``not_site``: domains (or URLs, or ``site:example.com``), repeated or
+    comma-separated, as web rows' domains are written."""
+    values = _many(params, name)
+    domains = tuple(dict.fromkeys(site_domain(v) for v in values))
+    if len(values) > MAX_SITES or not all(domains):
+        bad = next((v for v in values if not site_domain(v)), "")
+        raise ResearchError(
+            f"{name} takes up to {MAX_SITES} domains such as example.com"
+            + (f" ({bad[:60]!r} is not one)." if bad else "."),
+            code="bad_site",
+        )
+    return domains
 
 
 @dataclass(frozen=True)
@@ -490,6 +516,8 @@ async def _web(
             "providers": [],
             "skipped_reason": decision.skipped_reason,
             "current_state_question": current,
+            "sites": list(request.sites),
+            "not_sites": list(request.not_sites),
         },
         "external_evidence": [],
         "external_queries": [],
@@ -524,6 +552,18 @@ async def _web(
         )
         part["external_search"]["skipped_reason"] = "empty_query"
         return part
+    policy = request.domain_policy(ext)
+    if policy.refused_sites:
+        part["warnings"].append(
+            {
+                "code": "site_not_allowed",
+                "message": f"Left out of the web search: {', '.join(policy.refused_sites)}, "
+                "outside this Datasette's allow_domains.",
+            }
+        )
+    if policy.nothing_allowed:
+        part["external_search"]["skipped_reason"] = "sites_not_allowed"
+        return part
     part["external_search"]["ran"] = True
     await emit({"stage": "web", "status": "started", "message": "Searching the web"})
     try:
@@ -553,9 +593,7 @@ async def _web(
     part["timings_ms"].update(outcome.timings_ms)
     urls = sorted({h.url.canonical_url for h in outcome.hits})
     held = await execute_fn(lambda conn: sources_by_url(conn, urls, options.filters))
-    merged = merge_external(
-        outcome.hits, set(held), ext.allow_domains, ext.block_domains, request.count
-    )
+    merged = merge_external(outcome.hits, set(held), policy, request.count)
     part["surfaced_local_rows"] = _credit_local_sources(
         evidence, held, merged, plan, row_url, settings, labels
     )
@@ -594,8 +632,8 @@ async def _web(
         part["warnings"].append(
             {
                 "code": "external_domain_filtered",
-                "message": f"{merged.dropped_by_domain} web result(s) were dropped by the "
-                "allow_domains/block_domains policy.",
+                "message": f"{merged.dropped_by_domain} web result(s) were dropped: from "
+                "sites this question or this Datasette's allow_domains/block_domains leave out.",
             }
         )
     return part

@@ -89,6 +89,17 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "evidence is weak) or always. Needs the dbrain-external-search permission; a call "
         "that may not search the web fails and says why.",
     },
+    "sites": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "Web results only from these sites (domains such as sqlite.org; "
+        "subdomains count). Only matters when the web is searched.",
+    },
+    "not_sites": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "Never web results from these sites.",
+    },
     "answer": {
         "type": "boolean",
         "default": False,
@@ -208,6 +219,8 @@ class ResearchQuery:
     since: str = ""
     until: str = ""
     external: str = "never"
+    sites: Sequence[str] = ()
+    not_sites: Sequence[str] = ()
     answer: bool = False
     database: str | None = None
 
@@ -225,6 +238,8 @@ class ResearchQuery:
             "since": [self.since],
             "until": [self.until],
             "external": [self.external],
+            "site": list(self.sites),
+            "not_site": list(self.not_sites),
             "answer": ["1" if self.answer else "0"],
         }
         if self.limit is not None:
@@ -510,6 +525,8 @@ def register_mcp(datasette: Any, mcp: Any) -> None:
         since: Annotated[str, described("since")] = "",
         until: Annotated[str, described("until")] = "",
         external: Annotated[Literal["never", "on_weak", "always"], described("external")] = "never",
+        sites: Annotated[list[str] | None, described("sites")] = None,
+        not_sites: Annotated[list[str] | None, described("not_sites")] = None,
         answer: Annotated[bool, described("answer")] = False,
         database: Annotated[str | None, described("database")] = None,
     ) -> dict[str, Any]:
@@ -523,6 +540,8 @@ def register_mcp(datasette: Any, mcp: Any) -> None:
             since=since,
             until=until,
             external=external,
+            sites=sites or (),
+            not_sites=not_sites or (),
             answer=answer,
             database=database,
         )
@@ -613,6 +632,8 @@ async def agent_research(
     since: str = "",
     until: str = "",
     external: str = "never",
+    sites: Sequence[str] = (),
+    not_sites: Sequence[str] = (),
     answer: bool = False,
     database: str | None = None,
 ) -> str:
@@ -625,6 +646,8 @@ async def agent_research(
         since=since,
         until=until,
         external=external,
+        sites=sites or (),
+        not_sites=not_sites or (),
         answer=answer,
         database=database,
     )

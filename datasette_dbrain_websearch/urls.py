@@ -28,6 +28,7 @@ __all__ = [
     "go_trim_space",
     "normalize_url",
     "note_path",
+    "site_domain",
     "slugify",
     "source_key",
     "try_normalize_url",
@@ -551,3 +552,21 @@ def _parse_ipv6(value: bytes) -> tuple[bool, bool] | None:
 def is_web_url(url: str) -> bool:
     """Only http(s) URLs may become links or web rows (never ``javascript:``, ``data:`` ...)."""
     return url.strip().lower().startswith(("http://", "https://"))
+
+
+_SITE_LABEL = re.compile(r"[^\W_](?:[\w-]{0,61}[^\W_])?")
+
+
+def site_domain(value: str) -> str:
+    """The domain a ``site`` filter names, as web rows' domains are written (lower case, no
+    ``www.`` or ``m.``, as dbrain strips them), from ``example.com``, ``*.example.com`` or a
+    URL (or ``site:example.com``); ``""`` when it names no domain."""
+    value = value.strip().lower().removeprefix("site:")
+    if "://" in value:
+        value = value.split("://", 1)[1]
+    host = value.split("/", 1)[0].split("?", 1)[0].rsplit("@", 1)[-1].split(":", 1)[0]
+    host = host.removeprefix("*.").strip(".").removeprefix("www.").removeprefix("m.")
+    labels = host.split(".")
+    if len(host) > 253 or len(labels) < 2 or not all(_SITE_LABEL.fullmatch(x) for x in labels):
+        return ""
+    return host

@@ -263,6 +263,14 @@ def test_brave_web_search_options(client, web):
     site = brave(client, web, q="site:sqlite.org fts5").json()["web"]["results"]
     assert {r["meta_url"]["hostname"] for r in site} <= {"sqlite.org", "www.sqlite.org"}
 
+    def hosts(q: str) -> set[str]:
+        return {r["meta_url"]["hostname"] for r in brave(client, web, q=q).json()["web"]["results"]}
+
+    assert "www.sqlite.org" in hosts("sqlite fts5")
+    assert not {"sqlite.org", "www.sqlite.org"} & hosts("sqlite fts5 -site:sqlite.org")
+    either = hosts("espresso site:espressoscience.org OR site:homebarista-notes.com")
+    assert either == {"espressoscience.org", "homebarista-notes.com"}
+
 
 def test_brave_freshness_uses_the_fixed_clock(client, web):
     day = brave(client, web, q="datasette sqlite heat pump", freshness="pd").json()

@@ -177,6 +177,24 @@ async def test_web_research_badges_every_web_row(server):
     assert saved_run(server, pack["run_id"]) == ("mcp", "root")
 
 
+async def test_sites_narrow_the_web_search(server):
+    before = len(server["fake"].requests)
+    result = await call(
+        server,
+        "root",
+        "dbrain_research",
+        question=WEB_QUESTION,
+        external="always",
+        sites=["arxiv.org"],
+        not_sites=["wikipedia.org"],
+    )
+    assert not result.is_error, result
+    (request,) = server["fake"].requests[before:]
+    assert request.query["q"] == [f"{WEB_QUESTION} site:arxiv.org -site:wikipedia.org"]
+    web_rows = result.structured_content["web_rows"]
+    assert web_rows and all(r["url"].startswith("https://arxiv.org/") for r in web_rows)
+
+
 @pytest.mark.parametrize(
     ("actor_id", "external", "said"),
     [

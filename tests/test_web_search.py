@@ -59,6 +59,8 @@ async def test_default_mode_never_calls_no_provider(brain, fake):
         "providers": [],
         "skipped_reason": "mode_never",
         "current_state_question": False,
+        "sites": [],
+        "not_sites": [],
     }
     assert pack["external_evidence"] == []
     assert provider_requests(fake) == []
@@ -351,13 +353,16 @@ async def test_searxng(brain, fake):
     assert all(r["source_key"].startswith("ext:searxng:") for r in pack["external_evidence"])
 
 
-async def test_block_domains_drop_results_with_a_warning(brain, fake):
+async def test_block_domains_reach_brave_as_operators_and_no_row_comes_from_them(brain, fake):
     ds = await web_ds(brain, fake)
     _, first = await ask(ds, q="lattice qcd", external="always")
     blocked = first["external_evidence"][0]["domain"]
+    fake.reset()
     ds = await web_ds(brain, fake, block_domains=[blocked])
     _, pack = await ask(ds, q="lattice qcd", external="always")
-    assert "external_domain_filtered" in codes(pack)
+    (request,) = provider_requests(fake)
+    assert request.query["q"] == [f"lattice qcd -site:{blocked}"]
+    assert pack["external_evidence"]
     assert all(r["domain"] != blocked for r in pack["external_evidence"])
 
 

@@ -15,12 +15,19 @@ from datasette_dbrain_websearch.external import (
     web_query,
 )
 from datasette_dbrain_websearch.fts import plan_query
-from datasette_dbrain_websearch.merge import merge_external
+from datasette_dbrain_websearch.merge import DomainPolicy, merge_external
 from datasette_dbrain_websearch.pack import external_key, merged_ranking
-from datasette_dbrain_websearch.providers.base import WebResult, plain_text, redact
+from datasette_dbrain_websearch.providers.base import (
+    SearchRequest,
+    WebResult,
+    plain_text,
+    redact,
+    with_site_operators,
+)
 from datasette_dbrain_websearch.providers.brave import (
+    MAX_QUERY_CHARS,
+    MAX_QUERY_WORDS,
     BraveProvider,
-    brave_query,
     error_object,
     parse_llm_context,
     parse_web_search,
@@ -28,6 +35,7 @@ from datasette_dbrain_websearch.providers.brave import (
 )
 from datasette_dbrain_websearch.providers.exa import identified_results, published_window
 from datasette_dbrain_websearch.providers.searxng import accept_language, published_at
+from datasette_dbrain_websearch.urls import site_domain
 
 ENABLED = Settings.from_config({"external_search": {"enabled": True}}).external
 
@@ -177,10 +185,27 @@ def test_brave_rate_limit_reset_uses_the_exhausted_window():
     assert rate_limit_reset({"x-ratelimit-reset": "soon"}) is None
 
 
+def brave_query(query: str, include=(), exclude=()) -> str | None:
+    request = SearchRequest(query, include_domains=include, exclude_domains=exclude)
+    return with_site_operators(query, request, MAX_QUERY_CHARS, MAX_QUERY_WORDS)
+
+
 def test_brave_query_limits():
     assert brave_query(" ".join(["w"] * 60)) == " ".join(["w"] * 50)
     long_words = " ".join(["abcdefghij"] * 45)
     assert len(brave_query(long_words)) <= 400
+
+
+def test_sites_become_operators_and_the_question_makes_room_for_them():
+    query = brave_query(
+        " ".join(["word"] * 60), include=("a.example", "b.example"), exclude=("c.example",)
+    )
+    assert query.endswith(" site:a.example OR site:b.example -site:c.example")
+    assert len(query.split()) == 50 and len(query) <= 400
+    assert query.startswith("word word")
+    many = tuple(f"site{i}.example" for i in range(30))
+    assert brave_query("heat pump", include=many) is None  # left to the filter afterwards
+    assert brave_query("heat pump", exclude=("c.example",)) == "heat pump -site:c.example"
 
 
 def test_exa_published_window():
@@ -257,8 +282,7 @@ def test_merge_collapses_merges_filters_and_budgets():
     outcome = merge_external(
         brave + exa,
         local_urls={"https://sqlite.org/fts5.html"},
-        allow_domains=(),
-        block_domains=("spam.example",),
+        policy=DomainPolicy(block=("spam.example",)),
         budget=2,
     )
     assert list(outcome.collapsed) == ["https://sqlite.org/fts5.html"]
@@ -275,8 +299,55 @@ def test_allow_domains_keep_only_listed_domains_and_subdomains():
         "brave",
         ["https://docs.python.org/3/", "https://python.org/x", "https://evil.example/python.org"],
     )
-    outcome = merge_external(hits, set(), ("python.org",), (), 10)
+    outcome = merge_external(hits, set(), DomainPolicy(allow=("python.org",)), 10)
     assert [r.domain for r in outcome.rows] == ["docs.python.org", "python.org"]
+
+
+def test_a_questions_sites_narrow_the_configs_lists_and_every_drop_names_its_rule():
+    policy = DomainPolicy(
+        allow=("python.org", "sqlite.org"),
+        block=("spam.python.org",),
+        sites=("docs.python.org", "evil.example"),
+        not_sites=("old.docs.python.org",),
+    )
+    assert policy.refused_sites == ("evil.example",)  # outside the config's allow-list
+    assert policy.include == ("docs.python.org",)
+    assert policy.exclude == ("spam.python.org", "old.docs.python.org")
+    assert [
+        policy.rule_for(d)
+        for d in (
+            "docs.python.org",
+            "x.docs.python.org",
+            "old.docs.python.org",
+            "spam.python.org",
+            "python.org",
+            "evil.example",
+        )
+    ] == ["", "", "not_site", "block_domains", "site", "site"]
+    assert DomainPolicy(allow=("python.org",)).rule_for("sqlite.org") == "allow_domains"
+    assert DomainPolicy(allow=("python.org",), sites=("evil.example",)).nothing_allowed
+    assert not DomainPolicy(sites=("evil.example",)).nothing_allowed
+    assert DomainPolicy(not_sites=("a.example",)).include == ()
+
+
+@pytest.mark.parametrize(
+    "value, domain",
+    [
+        ("example.com", "example.com"),
+        ("https://www.Example.com/path?x=1", "example.com"),
+        ("*.docs.example.org", "docs.example.org"),
+        ("site:m.example.com", "example.com"),
+        ("zürich-kaffee.ch", "zürich-kaffee.ch"),
+        ("user@evil.example:8080/x", "evil.example"),
+        ("localhost", ""),
+        ("ex ample.com", ""),
+        ("a..b", ""),
+        ("-bad.com", ""),
+        ("", ""),
+    ],
+)
+def test_site_filters_name_domains_as_web_rows_write_them(value, domain):
+    assert site_domain(value) == domain
 
 
 def test_external_key_formula():

@@ -140,23 +140,28 @@ class _Query:
     terms: tuple[str, ...]
     sites: tuple[str, ...]
     excluded: tuple[str, ...]
+    excluded_sites: tuple[str, ...] = ()
 
 
 def _parse_query(q: str) -> _Query:
-    """Terms for term-overlap ranking, plus the ``site:`` and ``-term`` operators."""
+    """Terms for term-overlap ranking, plus the ``site:`` (several are alternatives),
+    ``-site:`` and ``-term`` operators."""
     terms: list[str] = []
     sites: list[str] = []
     excluded: list[str] = []
+    excluded_sites: list[str] = []
     for raw in q.split():
         token = raw.strip("\"'")
         if token.lower().startswith("site:") and len(token) > 5:
             sites.append(token[5:].lower())
+        elif token.lower().startswith("-site:") and len(token) > 6:
+            excluded_sites.append(token[6:].lower())
         elif token.startswith("-") and len(token) > 1:
             excluded.extend(_norm(w) for w in _WORD.findall(token))
         else:
             terms.extend(_norm(w) for w in _WORD.findall(token))
     kept = [t for t in terms if t not in _STOPWORDS and len(t) > 1] or terms
-    return _Query(tuple(dict.fromkeys(kept)), tuple(sites), tuple(excluded))
+    return _Query(tuple(dict.fromkeys(kept)), tuple(sites), tuple(excluded), tuple(excluded_sites))
 
 
 def _host(url: str) -> str:
@@ -189,6 +194,8 @@ def _rank(pages: Sequence[Page], query: _Query) -> list[_Hit]:
     for index, page in enumerate(pages):
         host = _host(page.url)
         if query.sites and not any(_domain_matches(host, s) for s in query.sites):
+            continue
+        if any(_domain_matches(host, s) for s in query.excluded_sites):
             continue
         words = _words(f"{page.title or ''} {page.text}")
         if any(t in words for t in query.excluded):

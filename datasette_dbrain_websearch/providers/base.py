@@ -279,6 +279,11 @@ class Provider:
     async def search(self, request: SearchRequest, ctx: ProviderContext) -> list[WebResult]:
         raise NotImplementedError
 
+    def domain_form(self, request: SearchRequest) -> dict[str, Any]:
+        """The request's sites in this API's own terms (the parameters that carry them), as
+        ``search`` sends them and the trace records them; ``{}`` when the API is not told."""
+        return {}
+
     def http_error(self, status: int, body: Any, headers: Mapping[str, str]) -> ProviderError:
         """Map a non-2xx answer to a named error; providers refine this with their error model."""
         if status in (401, 403):
@@ -318,6 +323,35 @@ def clamp_query(query: str, max_chars: int, max_words: int) -> str:
     while words and len(" ".join(words)) > max_chars:
         words.pop()
     return " ".join(words) or query[:max_chars]
+
+
+def with_site_operators(
+    query: str, request: SearchRequest, max_chars: int, max_words: int
+) -> str | None:
+    """The query with the request's domains as search operators, for query languages that
+    have them (Brave's, and the engines' behind SearXNG): included sites are alternatives
+    (``site:a OR site:b``), excluded ones ``-site:c``. The question is shortened to make room;
+    None when the operators would leave it less than half the room (the results are filtered
+    afterwards all the same)."""
+    included = " OR ".join(f"site:{d}" for d in request.include_domains)
+    excluded = [f"-site:{d}" for d in request.exclude_domains]
+    operators = " ".join([included, *excluded] if included else excluded)
+    if not operators:
+        return clamp_query(query, max_chars, max_words)
+    chars, words = max_chars - len(operators) - 1, max_words - len(operators.split())
+    if chars < max_chars // 2 or words < max_words // 2:
+        return None
+    return f"{clamp_query(query, chars, words)} {operators}"
+
+
+def sites_not_sent(ctx: ProviderContext, request: SearchRequest) -> None:
+    """Tell the person that the sites could not be put to the provider."""
+    count = len(request.include_domains) + len(request.exclude_domains)
+    ctx.warn(
+        "provider_ignored_option",
+        f"{ctx.provider.label} was asked without the {count} site filters (too many for its "
+        "query); its results from other sites are dropped afterwards.",
+    )
 
 
 def clean(value: str) -> str:

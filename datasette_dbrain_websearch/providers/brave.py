@@ -28,6 +28,8 @@ from .base import (
     WebResult,
     clamp_query,
     plain_text,
+    sites_not_sent,
+    with_site_operators,
 )
 
 ENDPOINTS = ("llm_context", "web_search")
@@ -57,7 +59,9 @@ def _plan_key(ctx: ProviderContext) -> tuple[str, str]:
 class BraveProvider(Provider):
     name: ClassVar[str] = "brave"
     label: ClassVar[str] = "Brave"
-    capabilities: ClassVar[Capabilities] = Capabilities(freshness=True, highlights=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(
+        freshness=True, highlights=True, domain_filters=True
+    )
     requires_api_key: ClassVar[bool] = True
     default_base_url: ClassVar[str] = "https://api.search.brave.com/res/v1"
     key_env: ClassVar[str] = "BRAVE_SEARCH_API_KEY"
@@ -81,11 +85,19 @@ class BraveProvider(Provider):
         ctx.warn(FALLBACK, FALLBACK_MESSAGE)
         return await self._web_search(request, ctx)
 
+    def domain_form(self, request: SearchRequest) -> dict[str, Any]:
+        """``site:`` / ``-site:`` operators in ``q`` (Brave's query language has them)."""
+        query = with_site_operators(request.query, request, MAX_QUERY_CHARS, MAX_QUERY_WORDS)
+        return {"q": query} if query else {}
+
     def _headers(self, ctx: ProviderContext) -> dict[str, str]:
         return {"X-Subscription-Token": ctx.api_key, "Accept": "application/json"}
 
     def _common(self, request: SearchRequest, ctx: ProviderContext) -> dict[str, Any]:
-        params: dict[str, Any] = {"q": brave_query(request.query)}
+        params: dict[str, Any] = self.domain_form(request)
+        if not params:
+            sites_not_sent(ctx, request)
+            params["q"] = clamp_query(request.query, MAX_QUERY_CHARS, MAX_QUERY_WORDS)
         if request.freshness:
             params["freshness"] = request.freshness
         if request.country or ctx.options.get("country"):
@@ -166,11 +178,6 @@ def error_object(body: Any) -> Mapping[str, Any]:
     if isinstance(errors, list) and errors and isinstance(errors[0], Mapping):
         return errors[0]
     return {}
-
-
-def brave_query(query: str) -> str:
-    """Brave accepts at most 400 characters and 50 words."""
-    return clamp_query(query, MAX_QUERY_CHARS, MAX_QUERY_WORDS)
 
 
 def rate_limit_reset(headers: Mapping[str, str]) -> float | None:

@@ -52,6 +52,15 @@ class ExaProvider(Provider):
             )
         return super().unavailable_reason(options)
 
+    def domain_form(self, request: SearchRequest) -> dict[str, Any]:
+        """``includeDomains`` / ``excludeDomains`` in the search body."""
+        form: dict[str, Any] = {}
+        if request.include_domains:
+            form["includeDomains"] = list(request.include_domains)
+        if request.exclude_domains:
+            form["excludeDomains"] = list(request.exclude_domains)
+        return form
+
     async def search(self, request: SearchRequest, ctx: ProviderContext) -> list[WebResult]:
         """``/search`` with highlights and text; with ``text_via_contents: true`` the search
         asks for highlights only and the text of the results comes from one ``/contents`` call
@@ -71,10 +80,7 @@ class ExaProvider(Provider):
             "numResults": max(1, min(request.count, 100)),
             "contents": contents,
         }
-        if request.include_domains:
-            body["includeDomains"] = list(request.include_domains)
-        if request.exclude_domains:
-            body["excludeDomains"] = list(request.exclude_domains)
+        body.update(self.domain_form(request))
         body.update(published_window(request.freshness))
         headers = {"x-api-key": ctx.api_key, "Accept": "application/json"}
         answer = await ctx.fetch_json(

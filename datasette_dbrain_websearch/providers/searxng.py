@@ -25,8 +25,12 @@ from .base import (
     WebResult,
     plain_text,
     retry_after_seconds,
+    sites_not_sent,
+    with_site_operators,
 )
 
+# SearXNG sets no bound on a query; the engines behind it do. Room for the sites' operators.
+MAX_CHARS, MAX_WORDS = 1000, 200
 TIME_RANGES = {"pd": "day", "pw": "week", "pm": "month", "py": "year"}
 # What SearXNG's webadapter accepts for ``language`` (anything else is a 400), besides "auto".
 LANGUAGE = re.compile(r"^[a-z]{2,3}(-[a-zA-Z]{2})?$")
@@ -42,7 +46,7 @@ def valid_language(value: str) -> bool:
 class SearxngProvider(Provider):
     name: ClassVar[str] = "searxng"
     label: ClassVar[str] = "SearXNG"
-    capabilities: ClassVar[Capabilities] = Capabilities(freshness=True)
+    capabilities: ClassVar[Capabilities] = Capabilities(freshness=True, domain_filters=True)
     requires_base_url: ClassVar[bool] = True
 
     def unavailable_reason(self, options: Mapping[str, Any]) -> str | None:
@@ -55,8 +59,17 @@ class SearxngProvider(Provider):
             )
         return super().unavailable_reason(options)
 
+    def domain_form(self, request: SearchRequest) -> dict[str, Any]:
+        """``site:`` / ``-site:`` operators in ``q``, which the engines behind SearXNG read."""
+        query = with_site_operators(request.query, request, MAX_CHARS, MAX_WORDS)
+        return {"q": query} if query else {}
+
     async def search(self, request: SearchRequest, ctx: ProviderContext) -> list[WebResult]:
-        params: dict[str, Any] = {"q": request.query, "format": "json", "pageno": 1}
+        params: dict[str, Any] = self.domain_form(request)
+        if not params:
+            sites_not_sent(ctx, request)
+            params["q"] = request.query
+        params.update({"format": "json", "pageno": 1})
         if request.freshness in TIME_RANGES:
             params["time_range"] = TIME_RANGES[request.freshness]
         elif request.freshness:

@@ -323,12 +323,26 @@ def web_offer(
     return {"show": show, "url": "", "reason": f"{why}. {reason}" if why else reason}
 
 
-EXPANDED = ("external", "provider", "freshness", "freshness_since", "freshness_until", "answer")
+EXPANDED = (
+    "external",
+    "provider",
+    "freshness",
+    "freshness_since",
+    "freshness_until",
+    "site",
+    "not_site",
+    "answer",
+)
 
 
 def expand_fields(params: dict[str, list[str]]) -> list[tuple[str, str]]:
     """What a refined search keeps of this one besides what the run records (web choices)."""
-    return [(n, clean(params[n][-1])) for n in EXPANDED if (params.get(n) or [""])[-1].strip()]
+    kept = []
+    for name in EXPANDED:
+        values = [clean(v) for v in params.get(name) or [] if v.strip()]
+        if values:
+            kept.append((name, ",".join(values) if name in LISTED_FIELDS else values[-1]))
+    return kept
 
 
 def expansion_links(
@@ -396,7 +410,14 @@ def _form_values(params: dict[str, list[str]]) -> dict[str, str]:
         "profile",
         "answer",
     )
-    return {n: clean((params.get(n) or [""])[-1]) for n in names}
+    form = {n: clean((params.get(n) or [""])[-1]) for n in names}
+    # Text fields that take several values show them all, as the search read them.
+    for name in LISTED_FIELDS:
+        form[name] = ", ".join(clean(v).strip() for v in params.get(name) or [] if v.strip())
+    return form
+
+
+LISTED_FIELDS = ("tag", "source_type", "site", "not_site")
 
 
 def research_menu_links(datasette: Any, actor: dict | None):
