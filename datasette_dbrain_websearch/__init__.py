@@ -33,7 +33,10 @@ def register_routes(datasette: Any) -> list:
         (r"^/-/research/runs/(?P<run_id>[0-9T.Z]+-[0-9a-f]{12,64})/feedback$", feedback_view),
         (r"^/-/research/runs(?P<format>\.json)?$", runs_view),
         (r"^/-/research/usage(?P<format>\.json)?$", usage_view),
-        (r"^/-/research/runs/(?P<run_id>[0-9T.Z]+-[0-9a-f]{12,64})(?P<format>\.json)?$", run_view),
+        (
+            r"^/-/research/runs/(?P<run_id>[0-9T.Z]+-[0-9a-f]{12,64})(?P<format>\.json|\.md|\.csv)?$",
+            run_view,
+        ),
         (r"^/(?P<database>[^/]+)/-/research(?P<format>\.json)?$", research_view),
         (r"^/(?P<database>[^/]+)/-/research/stream$", stream_view),
     ]

@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import json
 import textwrap
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import click
 from datasette.utils import StartupError
 
+from . import exports
 from .config import PLUGIN_NAME, ConfigError, Settings
 from .display import terminal_safe
 from .errors import ResearchError
@@ -23,7 +25,10 @@ from .evals import register_eval_commands
 from .pack import row_keys
 
 
-async def _run(brain: str, params: dict[str, list[str]], metadata: str | None) -> dict[str, Any]:
+async def _run(
+    brain: str, params: dict[str, list[str]], metadata: str | None
+) -> tuple[dict[str, Any], dict[str, str]]:
+    """The pack of one research run, and the providers' names as people read them."""
     from datasette.app import Datasette
     from datasette.utils import parse_metadata
 
@@ -39,7 +44,7 @@ async def _run(brain: str, params: dict[str, list[str]], metadata: str | None) -
     # The shell user owns the config and the brain, so the CLI may use whatever web search and
     # model the config enables; the web surfaces check the permissions per actor instead.
     web = await web_access(datasette, None)
-    return await run_research(
+    pack = await run_research(
         datasette,
         None,
         database,
@@ -49,6 +54,7 @@ async def _run(brain: str, params: dict[str, list[str]], metadata: str | None) -
         "cli",
         model_permitted=True,
     )
+    return pack, web.labels
 
 
 def citation_labels(pack: dict[str, Any]) -> dict[str, str]:
@@ -168,6 +174,13 @@ def register(cli: click.Group) -> None:
     @click.argument("brain", type=click.Path(exists=True, dir_okay=False))
     @click.argument("question")
     @click.option("--json", "as_json", is_flag=True, help="Print the research_pack.v1 JSON")
+    @click.option(
+        "--markdown",
+        "export",
+        flag_value="markdown",
+        help="Print the run as Markdown (answer, references)",
+    )
+    @click.option("--csv", "export", flag_value="csv", help="Print the run's rows as CSV")
     @click.option("--limit", type=int, help="Evidence rows to return")
     @click.option("--tag", multiple=True, help="Only rows with this user tag (repeatable)")
     @click.option("--source-type", multiple=True, help="Only rows of this source_type")
@@ -199,6 +212,7 @@ def register(cli: click.Group) -> None:
         brain: str,
         question: str,
         as_json: bool,
+        export: str | None,
         limit: int | None,
         tag: tuple[str, ...],
         source_type: tuple[str, ...],
@@ -235,7 +249,7 @@ def register(cli: click.Group) -> None:
         if answer is not None:
             params["answer"] = ["1" if answer else "0"]
         try:
-            pack = asyncio.run(_run(brain, params, metadata))
+            pack, labels = asyncio.run(_run(brain, params, metadata))
         except (ConfigError, StartupError) as exc:
             raise click.ClickException(str(exc)) from exc
         except ResearchError as exc:
@@ -245,6 +259,11 @@ def register(cli: click.Group) -> None:
             raise click.ClickException(exc.message) from exc
         if as_json:
             click.echo(json.dumps(pack, indent=2, ensure_ascii=False))
+        elif export == "markdown":
+            when = datetime.now(UTC).isoformat()
+            click.echo(exports.markdown(pack, when, labels, str), nl=False)
+        elif export == "csv":
+            click.echo(exports.csv_text(pack, labels, str), nl=False)
         else:
             click.echo(render_text(pack))
 

@@ -38,6 +38,16 @@ def names(labels: Mapping[str, str], providers: Sequence[str]) -> str:
     return " and ".join(shown) if len(shown) < 3 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
+LOCAL_BADGE = "Your dbrain brain"
+# How deep a web row's text goes: what the provider returned, or the page itself, read.
+DEPTH_LABELS = {"snippet": "provider snippet", "page": "full page read"}
+
+
+def web_badge(providers: Sequence[str], labels: Mapping[str, str]) -> str:
+    """The origin every web row carries, wherever it is shown."""
+    return f"Outside dbrain corpus / {' + '.join(labels.get(p, p) for p in providers)} / ephemeral"
+
+
 def word_match(row: Row) -> str:
     """ "matches 3 of 3 words" (or the one word, or none of them)."""
     matched = len(row["retrieval"]["matched_terms"])

@@ -21,10 +21,11 @@ import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from functools import partial
 from typing import Annotated, Any, Literal
 
-from . import traces
+from . import display, exports, traces
 from .brain import KINDS, TABLE, Hit, brain_shape, excerpt_fields, hydrate, reader, row_facts
 from .brain import check_unchanged as check_brain_unchanged
 from .compat import PROMOTE, RESEARCH, can
@@ -45,7 +46,6 @@ from .views.common import (
 
 MCP_SURFACE = "mcp"
 AGENT_SURFACE = "agent"
-LOCAL_BADGE = "Your dbrain brain"
 SOURCE_TEXT_CHARS = 8000  # what dbrain_get_source returns of a row's text (about 2k tokens)
 
 Link = Callable[[str], str]
@@ -99,6 +99,14 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "type": "array",
         "items": {"type": "string"},
         "description": "Never web results from these sites.",
+    },
+    "export": {
+        "type": "string",
+        "enum": ["none", "markdown"],
+        "default": "none",
+        "description": "markdown: also return the run as a Markdown document (the verified "
+        "answer with numbered references, brain rows [1], [2]…, web rows [W1]…, each with its "
+        "origin and URL), ready to save or show the person.",
     },
     "answer": {
         "type": "boolean",
@@ -223,6 +231,7 @@ class ResearchQuery:
     not_sites: Sequence[str] = ()
     answer: bool = False
     database: str | None = None
+    export: str = "none"
 
     def params(self) -> dict[str, list[str]]:
         """The research page's query parameters for this call (validated by ``parse_options``).
@@ -287,7 +296,12 @@ async def research(
     if options.external.mode != "never" and not (settings.external.enabled and web.permitted):
         raise web_refusal(settings, actor)
     pack = await run_research(datasette, actor, database, params, settings, web, surface)
-    return compact_pack(pack, web.labels, link)
+    compact = compact_pack(pack, web.labels, link)
+    if query.export == "markdown":
+        compact["markdown"] = exports.markdown(
+            pack, datetime.now(UTC).isoformat(), web.labels, link
+        )
+    return compact
 
 
 def compact_pack(pack: dict[str, Any], labels: dict[str, str], link: Link) -> dict[str, Any]:
@@ -345,11 +359,11 @@ def compact_row(n: int, row: dict[str, Any], labels: dict[str, str], link: Link)
         shown |= {
             "store": row["store"],
             "providers": providers,
-            "provenance": f"Outside dbrain corpus / {' + '.join(providers)} / ephemeral: a web "
-            "result, not in the user's brain",
+            "provenance": f"{display.web_badge(row['providers'], labels)}: a web result, not "
+            "in the user's brain",
         }
     else:
-        shown["provenance"] = LOCAL_BADGE
+        shown["provenance"] = display.LOCAL_BADGE
     shown |= {
         "kind": row["kind"],
         "title": row["title"],
@@ -369,7 +383,7 @@ def compact_row(n: int, row: dict[str, Any], labels: dict[str, str], link: Link)
         page = row["linked_source"]
         shown["linked_page"] = {
             "key": page["source_key"],
-            "provenance": LOCAL_BADGE,
+            "provenance": display.LOCAL_BADGE,
             "title": page["title"],
             "url": page["url"],
             "excerpt": page["excerpt"],
@@ -449,7 +463,7 @@ def source_row(hit: Hit, row_url: Callable[[str, int], str], database: str, link
         "database": database,
         "kind": hit.kind,
         "origin": "dbrain_corpus",
-        "provenance": LOCAL_BADGE,
+        "provenance": display.LOCAL_BADGE,
         **row_facts(hit.kind, row),
     }
     shown["texts"] = trimmed_texts(excerpt_fields(hit.kind, row), SOURCE_TEXT_CHARS)
@@ -529,6 +543,7 @@ def register_mcp(datasette: Any, mcp: Any) -> None:
         not_sites: Annotated[list[str] | None, described("not_sites")] = None,
         answer: Annotated[bool, described("answer")] = False,
         database: Annotated[str | None, described("database")] = None,
+        export: Annotated[Literal["none", "markdown"], described("export")] = "none",
     ) -> dict[str, Any]:
         actor, link = mcp_caller(datasette, ctx)
         query = ResearchQuery(
@@ -544,6 +559,7 @@ def register_mcp(datasette: Any, mcp: Any) -> None:
             not_sites=not_sites or (),
             answer=answer,
             database=database,
+            export=export,
         )
         try:
             return await research(datasette, actor, query, MCP_SURFACE, link)
@@ -636,6 +652,7 @@ async def agent_research(
     not_sites: Sequence[str] = (),
     answer: bool = False,
     database: str | None = None,
+    export: str = "none",
 ) -> str:
     query = ResearchQuery(
         question=question,
@@ -650,6 +667,7 @@ async def agent_research(
         not_sites=not_sites or (),
         answer=answer,
         database=database,
+        export=export,
     )
     try:
         return json.dumps(await research(datasette, actor, query, AGENT_SURFACE))

@@ -441,8 +441,9 @@ async def recent(db: Any, where: RunFilter, limit: int = 100) -> list[dict[str, 
     return [dict(zip(RUN_COLUMNS, row, strict=True)) for row in rows.rows]
 
 
-def run_path(datasette: Any, run_id: str, as_json: bool = False) -> str:
-    return datasette.urls.path(f"/-/research/runs/{run_id}" + (".json" if as_json else ""))
+def run_path(datasette: Any, run_id: str, suffix: str = "") -> str:
+    """A saved run's page, or with ``suffix`` (``.json``, ``.md``, ``.csv``) its files."""
+    return datasette.urls.path(f"/-/research/runs/{run_id}{suffix}")
 
 
 async def record(

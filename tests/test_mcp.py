@@ -177,6 +177,26 @@ async def test_web_research_badges_every_web_row(server):
     assert saved_run(server, pack["run_id"]) == ("mcp", "root")
 
 
+async def test_a_run_comes_back_as_markdown_when_asked(server):
+    result = await call(
+        server,
+        "root",
+        "dbrain_research",
+        question=WEB_QUESTION,
+        external="always",
+        answer=True,
+        export="markdown",
+    )
+    assert not result.is_error, result
+    pack = result.structured_content
+    text = pack["markdown"]
+    assert text.startswith(f"# {WEB_QUESTION}\n") and "## From the web" in text
+    assert f"{server['url']}/-/research/runs/{pack['run_id']}" in text  # links work elsewhere
+    assert "W1. **" in text and "Outside dbrain corpus / Brave / ephemeral" in text
+    plain = await call(server, "root", "dbrain_research", question=WEB_QUESTION)
+    assert "markdown" not in plain.structured_content
+
+
 async def test_sites_narrow_the_web_search(server):
     before = len(server["fake"].requests)
     result = await call(

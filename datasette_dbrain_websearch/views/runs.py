@@ -8,7 +8,7 @@ from typing import Any
 
 from datasette import Response
 
-from .. import display, traces
+from .. import display, exports, traces
 from ..config import MODES, Settings
 from ..errors import ResearchError
 from ..judge import VERDICTS
@@ -41,18 +41,22 @@ RUNS_TEMPLATE = "dbrain_websearch_runs.html"
 
 @remembering_access
 async def run_view(request: Any, datasette: Any) -> Response:
-    """``/-/research/runs/<run_id>[.json]``: a saved trace, for its own actor and root (and,
-    for a run made by an anonymous visitor, whoever has its link); 404 for everyone else."""
-    as_json = bool(request.url_vars.get("format"))
+    """``/-/research/runs/<run_id>[.json|.md|.csv]``: a saved trace (or its Markdown and CSV
+    exports), for its own actor and root (and, for a run made by an anonymous visitor,
+    whoever has its link); 404 for everyone else."""
+    form = request.url_vars.get("format") or ""
+    as_json = bool(form)
     run_id = request.url_vars["run_id"]
+    labels = {name: p.label for name, p in registered_providers(datasette).items()}
     try:
         trace = await trace_for(datasette, request, run_id)
-        if as_json:
+        if form == ".json":
             return Response.json(trace)
+        if form:
+            return export_response(datasette, request, trace, form, labels)
         promoted = await promoted_rows(datasette, trace["pack"])
     except ResearchError as exc:
         return await refusal(datasette, request, as_json, exc)
-    labels = {name: p.label for name, p in registered_providers(datasette).items()}
     marks = await feedback_for(plugin_database(datasette), run_id)
     context = {
         "trace": trace,
@@ -62,7 +66,9 @@ async def run_view(request: Any, datasette: Any) -> Response:
         "marks": {m["key"]: m["value"] for m in marks},
         "promoted": promoted,
         "feedback_form": False,
-        "json_url": traces.run_path(datasette, run_id, as_json=True),
+        "json_url": traces.run_path(datasette, run_id, ".json"),
+        "markdown_url": traces.run_path(datasette, run_id, ".md"),
+        "csv_url": traces.run_path(datasette, run_id, ".csv"),
         "runs_url": datasette.urls.path("/-/research/runs"),
         "research_url": research_path(datasette, None, False)
         + "?"
@@ -73,6 +79,30 @@ async def run_view(request: Any, datasette: Any) -> Response:
     }
     html = await datasette.render_template(RUN_TEMPLATE, context, request=request)
     return Response.html(html)
+
+
+EXPORT_TYPES = {".md": "text/markdown; charset=utf-8", ".csv": "text/csv; charset=utf-8"}
+
+
+def export_response(
+    datasette: Any, request: Any, trace: dict[str, Any], form: str, labels: dict[str, str]
+) -> Response:
+    """A run as a Markdown or CSV file, its links absolute so they work wherever it goes."""
+
+    def link(path: str) -> str:
+        return datasette.absolute_url(request, path)
+
+    pack = trace["pack"]
+    if form == ".md":
+        body = exports.markdown(pack, trace["started_at"], labels, link)
+    else:
+        body = exports.csv_text(pack, labels, link)
+    name = f"research-{trace['run_id']}{form}"
+    return Response(
+        body,
+        content_type=EXPORT_TYPES[form],
+        headers={"Content-Disposition": f'attachment; filename="{name}"'},
+    )
 
 
 def run_filter(params: dict[str, list[str]], databases: list[str], actor_id: str | None) -> Any:

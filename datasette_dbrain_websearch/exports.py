@@ -1,0 +1,195 @@
+"""A saved run as files people take elsewhere (pure: a trace in, text out).
+
+Markdown holds the verified answer with its citations as numbered references, then every row with
+its origin, URL, excerpt and how deep its text goes. Brain rows are numbered ``[1]``, ``[2]``…
+and web rows ``[W1]``, ``[W2]``…, so a citation says where it points before it is looked up. CSV
+holds the rows, one a line, with the same reference and origin columns.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from . import display
+from .pack import row_keys
+
+Row = Mapping[str, Any]
+Link = Callable[[str], str]
+
+CSV_COLUMNS = (
+    "ref",
+    "origin",
+    "badge",
+    "key",
+    "kind",
+    "source_type",
+    "title",
+    "url",
+    "row_url",
+    "domain",
+    "providers",
+    "depth",
+    "published_at",
+    "excerpt",
+    "cited_by_answer",
+)
+
+
+def rows_with_refs(pack: Row) -> list[tuple[str, Row]]:
+    """Every row with its reference: brain rows ``1``, ``2``…, web rows ``W1``, ``W2``…"""
+    return [
+        *((str(n), row) for n, row in enumerate(pack["evidence"], start=1)),
+        *((f"W{n}", row) for n, row in enumerate(pack["external_evidence"], start=1)),
+    ]
+
+
+def references(pack: Row) -> dict[str, str]:
+    """Each key's reference (an item's linked page, which answers may cite, is the item's)."""
+    return {key: ref for ref, row in rows_with_refs(pack) for key in row_keys(row)}
+
+
+def depth(row: Row) -> str:
+    """How deep a row's text goes, in words: the brain's own copy, or what the web gave."""
+    if row["origin"] != "outside_dbrain_corpus":
+        return "saved in your brain"
+    return display.DEPTH_LABELS.get(row.get("depth", "snippet"), "provider snippet")
+
+
+def badge(row: Row, labels: Mapping[str, str]) -> str:
+    if row["origin"] == "outside_dbrain_corpus":
+        return display.web_badge(row["providers"], labels)
+    return display.LOCAL_BADGE
+
+
+def _sentence(sentence: Row, refs: Mapping[str, str]) -> str:
+    """An answer sentence with its ``[key]`` citations as references (a key the run does not
+    hold cannot appear: the verifier removed it)."""
+    text = sentence["text"].strip()
+    cited = "".join(f"[{refs[k]}]" for k in sentence["citations"] if k in refs)
+    return f"{text} {cited}".rstrip()
+
+
+def _answer_lines(pack: Row, refs: Mapping[str, str]) -> list[str]:
+    answer = pack.get("answer") or {}
+    if answer.get("status") != "ok" or not answer.get("sentences"):
+        return [answer["message"], ""] if answer.get("message") else []
+    brain, web = display.answer_parts(answer)
+    lines: list[str] = []
+    for part, heading in ((brain, ""), (web, "From the web (outside your brain):")):
+        if not part:
+            continue
+        if heading:
+            lines += [f"*{heading}*", ""]
+        if any(s.get("item") for s in part):
+            lines += [f"- {_sentence(s, refs)}" for s in part]
+        else:
+            lines.append(" ".join(_sentence(s, refs) for s in part))
+        lines.append("")
+    return lines
+
+
+def _quote(text: str) -> str:
+    return "\n".join(f"   > {line}" if line else "   >" for line in text.strip().splitlines())
+
+
+def _row_lines(ref: str, row: Row, labels: Mapping[str, str], link: Link) -> list[str]:
+    title = row.get("title") or row.get("url") or row["source_key"]
+    origin = badge(row, labels)
+    if row["origin"] == "outside_dbrain_corpus":
+        origin += f" · {depth(row)}"
+    lines = [f"{ref}. **{_escape(title)}** — {origin}"]
+    if row.get("url"):
+        lines.append(f"   <{row['url']}>")
+    if row.get("row_url"):
+        lines.append(f"   In your brain: <{link(row['row_url'])}>")
+    page = row.get("linked_source") or {}
+    if page.get("source_key"):
+        where = f" <{link(page['row_url'])}>" if page.get("row_url") else ""
+        lines.append(f"   Linked page: {_escape(page.get('title') or page.get('url', ''))}{where}")
+    if row.get("also_found_by"):
+        lines.append(f"   Also found by {display.names(labels, row['also_found_by'])}")
+    if row.get("excerpt"):
+        lines.append(_quote(row["excerpt"]))
+    return [*lines, ""]
+
+
+def _escape(text: str) -> str:
+    """Markdown's inline markup in a title is shown as written, not applied."""
+    return re.sub(r"([\\`*_\[\]<>#|])", r"\\\1", " ".join(text.split()))
+
+
+def markdown(pack: Row, when: str, labels: Mapping[str, str], link: Link) -> str:
+    """The run as Markdown: question, verdict, verified answer, then numbered references.
+    ``when`` is the run's start (ISO 8601); ``link`` makes a path of this Datasette a URL."""
+    refs = references(pack)
+    judge = pack["judge"]
+    verdict = (judge.get("combined") or {}).get("message") or judge["message"]
+    lines = [
+        f"# {_escape(pack['question'])}",
+        "",
+        f"Researched {when[:16].replace('T', ' ')} UTC in the brain `{pack['database']}`"
+        + (
+            f" · run [{pack['run_id']}]({link(pack['trace_url'])})" if pack.get("trace_url") else ""
+        ),
+        "",
+        f"**Verdict:** {verdict}",
+        "",
+    ]
+    answer = _answer_lines(pack, refs)
+    if answer:
+        lines += ["## Answer", "", *answer]
+    brain = [(r, row) for r, row in rows_with_refs(pack) if not r.startswith("W")]
+    web = [(r, row) for r, row in rows_with_refs(pack) if r.startswith("W")]
+    lines += ["## In your brain", ""]
+    for ref, row in brain:
+        lines += _row_lines(ref, row, labels, link)
+    if not brain:
+        lines += ["Nothing in your brain matched.", ""]
+    if web:
+        lines += [
+            "## From the web",
+            "",
+            "Outside your dbrain corpus: found for this run only, not saved in your brain.",
+            "",
+        ]
+        for ref, row in web:
+            lines += _row_lines(ref, row, labels, link)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def csv_text(pack: Row, labels: Mapping[str, str], link: Link) -> str:
+    """The run's rows as CSV, brain rows first, each with its reference and origin."""
+    cited = {k for s in (pack.get("answer") or {}).get("sentences", []) for k in s["citations"]}
+    out = io.StringIO()
+    writer = csv.DictWriter(out, CSV_COLUMNS, lineterminator="\r\n")
+    writer.writeheader()
+    for ref, row in rows_with_refs(pack):
+        values = {
+            "ref": ref,
+            "origin": row["origin"],
+            "badge": badge(row, labels),
+            "key": row["source_key"],
+            "kind": row["kind"],
+            "source_type": row.get("source_type", ""),
+            "title": row.get("title", ""),
+            "url": row.get("url", ""),
+            "row_url": link(row["row_url"]) if row.get("row_url") else "",
+            "domain": row.get("domain", ""),
+            "providers": " ".join(row.get("providers", [])),
+            "depth": depth(row),
+            "published_at": row.get("published_at", ""),
+            "excerpt": row.get("excerpt", ""),
+            "cited_by_answer": "yes" if row["source_key"] in cited else "",
+        }
+        writer.writerow({name: _cell(str(value)) for name, value in values.items()})
+    return out.getvalue()
+
+
+def _cell(value: str) -> str:
+    """A cell a spreadsheet shows as text, never runs: web titles and excerpts are anyone's
+    words, and ``=HYPERLINK(…)`` or ``@SUM(…)`` would be formulas (OWASP's CSV injection)."""
+    return f"'{value}" if value[:1] in ("=", "+", "-", "@", "\t", "\r") else value
