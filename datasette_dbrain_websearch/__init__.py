@@ -106,6 +106,14 @@ def register_agent_tools(datasette: Any) -> list:
 
 
 @hookimpl
+def render_cell(value: Any, column: str, table: str, database: str, datasette: Any) -> Any:
+    """A promoted source's key links the research run that found it."""
+    from .views.provenance import promoted_source_cell
+
+    return promoted_source_cell(datasette, database, table, column, value)
+
+
+@hookimpl
 def asgi_wrapper(datasette: Any) -> Any:
     """Unreadable forms answered as 400s (outermost), and signing in returning to research."""
     from .views.common import forms_never_500

@@ -22,8 +22,9 @@ own trace can be promoted, so no request can inject an arbitrary URL.
 from __future__ import annotations
 
 import hashlib
+import re
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
@@ -33,10 +34,18 @@ from sqlite_utils.db import Table
 from . import semantic
 from .errors import ResearchError, sqlite_error
 from .fetch import FetchResult, fetch_page
-from .schema import sqlite_database, sync_source_fts, utc_now
+from .providers.base import clean
+from .schema import (
+    go_json,
+    item_content_hash,
+    sqlite_database,
+    sync_item_fts,
+    sync_source_fts,
+    utc_now,
+)
 from .store import PROMOTIONS_TABLE
 from .traces import RUN_ID
-from .urls import UnsupportedURL, normalize_url, try_normalize_url
+from .urls import UnsupportedURL, normalize_url, slugify, try_normalize_url
 
 EXTRACT_TOOL = "datasette-dbrain-websearch"
 MAX_KEYS = 50
@@ -49,15 +58,44 @@ def tool_version() -> str:
         return ""
 
 
+MAX_TAGS = 20
+MAX_NOTE_CHARS = 4000
+_NOT_TAG = re.compile(r"[^a-z0-9]+")
+
+
 @dataclass(frozen=True)
 class PromotionRequest:
     run_id: str
     source_keys: tuple[str, ...]
     fetch: bool
+    tags: tuple[str, ...] = ()
+    note: str = ""
+
+
+def dbrain_tags(values: Iterable[str]) -> tuple[str, ...]:
+    """Tags as dbrain's category vocabulary writes them (``categoryvocab.ApplyToCSV``): lower
+    case, every run of other characters one hyphen, none at either end, each once, in the
+    order given. Each value may hold several, comma-separated."""
+    tags: list[str] = []
+    for value in values:
+        for part in value.split(","):
+            tag = _NOT_TAG.sub("-", part.strip().lower()).strip("-")[:64].strip("-")
+            if tag and tag not in tags:
+                tags.append(tag)
+    return tuple(tags)
+
+
+def merged_tags(existing: str, added: Iterable[str]) -> str:
+    """``user_tags`` with ``added`` appended where missing, joined with "," as dbrain's
+    ``MergeUserTags`` joins them (a tag already there, in any case, is not repeated)."""
+    kept = [tag.strip() for tag in existing.split(",") if tag.strip()]
+    have = {tag.lower() for tag in kept}
+    return ",".join([*kept, *(tag for tag in added if tag not in have)])
 
 
 def parse_request(body: Mapping[str, Any]) -> PromotionRequest:
-    """Validate ``{"run_id", "source_keys": [...], "fetch": false}`` (JSON or form)."""
+    """Validate ``{"run_id", "source_keys": [...], "fetch": false, "tags": [...], "note": ""}``
+    (JSON or form; ``tags`` may be one comma-separated string)."""
     run_id = body.get("run_id")
     keys = body.get("source_keys")
     fetch = body.get("fetch", False)
@@ -78,7 +116,22 @@ def parse_request(body: Mapping[str, Any]) -> PromotionRequest:
         fetch = fetch.lower() in ("1", "true", "on", "yes")
     if not isinstance(fetch, bool):
         raise ResearchError("fetch must be true or false.", code="bad_fetch")
-    return PromotionRequest(run_id, tuple(dict.fromkeys(keys)), fetch)
+    tags = body.get("tags") or []
+    if isinstance(tags, str):
+        tags = [tags]
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        raise ResearchError(
+            "tags must be a list of words, or one comma-separated string.", code="bad_tags"
+        )
+    tags = dbrain_tags(tags)
+    if len(tags) > MAX_TAGS:
+        raise ResearchError(f"At most {MAX_TAGS} tags at a time.", code="bad_tags")
+    note = body.get("note") or ""
+    if not isinstance(note, str) or len(note) > MAX_NOTE_CHARS:
+        raise ResearchError(
+            f"note must be text of at most {MAX_NOTE_CHARS:,} characters.", code="bad_note"
+        )
+    return PromotionRequest(run_id, tuple(dict.fromkeys(keys)), fetch, tags, clean(note).strip())
 
 
 def chosen_rows(trace: Mapping[str, Any], keys: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -95,6 +148,18 @@ def chosen_rows(trace: Mapping[str, Any], keys: tuple[str, ...]) -> list[dict[st
 
 
 @dataclass(frozen=True)
+class Annotation:
+    """What the person says of the pages they keep: tags for each new source (added to one
+    the brain holds), and a note that becomes a dbrain ``manual`` item linked to each, its text
+    the note plus the question and run that found the page."""
+
+    tags: tuple[str, ...] = ()
+    note: str = ""
+    question: str = ""
+    run_id: str = ""
+
+
+@dataclass(frozen=True)
 class Candidate:
     """One row to write, prepared outside the write transaction (network work done)."""
 
@@ -105,6 +170,7 @@ class Candidate:
     rank: int
     fetch: str
     extract_error: str
+    found_url: str = ""  # the URL as the provider gave it (item_source_links.original_url)
 
 
 def candidate(row: Mapping[str, Any], fetched: FetchResult | None, now: str) -> Candidate:
@@ -161,17 +227,63 @@ def candidate(row: Mapping[str, Any], fetched: FetchResult | None, now: str) -> 
         rank=int(lane.get("rank", 0)),
         fetch="not_fetched" if fetched is None else "fetched" if fetched.ok else "failed",
         extract_error="" if fetched is None or fetched.ok else fetched.error,
+        found_url=row.get("provider_url") or row["canonical_url"],
     )
 
 
-def write_sources(conn: sqlite3.Connection, candidates: list[Candidate]) -> list[dict[str, Any]]:
-    """Insert the sources and their FTS rows in one transaction; existing URLs are ``exists``.
+def note_item(item: Candidate, annotation: Annotation, now: str) -> dict[str, Any]:
+    """The ``items`` row of a note on a kept page, shaped as dbrain's importers shape items
+    (a ``manual:`` key, as dbrain's UI reads them; the same note on the same page is the same
+    key, so keeping a page twice never writes the note twice)."""
+    columns = item.columns
+    digest = hashlib.sha256(f"{columns['normalized_url']}\n{annotation.note}".encode()).hexdigest()
+    digest = digest[:12]
+    title = f"Note: {columns.get('title') or columns['canonical_url']}"[:200]
+    row: dict[str, Any] = {
+        "source_key": f"manual:{digest}",
+        "source_type": "manual",
+        "external_id": digest,
+        "canonical_url": columns["canonical_url"],
+        "title": title,
+        "text": f"{annotation.note}\n\nSaved from research: \u201c{annotation.question}\u201d "
+        f"(run {annotation.run_id}).",
+        "saved_at": now,
+        "synced_at": now,
+        "primary_domain": columns.get("domain", ""),
+        "links_json": go_json([columns["canonical_url"]]),
+        "note_path": f"items/manual/{now[:4]}/{slugify(title)}-{digest}.md",
+        "raw_json": go_json(
+            {
+                "tool": EXTRACT_TOOL,
+                "run_id": annotation.run_id,
+                "question": annotation.question,
+                "url": columns["canonical_url"],
+            }
+        ),
+        "user_tags": ",".join(annotation.tags),
+        "imported_at": now,
+        "updated_at": now,
+        "last_seen_at": now,
+    }
+    row["content_hash"] = item_content_hash(row)
+    return row
+
+
+def write_sources(
+    conn: sqlite3.Connection,
+    candidates: list[Candidate],
+    annotation: Annotation = Annotation(),
+    now: str = "",
+) -> list[dict[str, Any]]:
+    """Insert the sources and their FTS rows in one transaction; existing URLs are ``exists``
+    (their tags gain the new ones); a note becomes a manual item linked to each page.
 
     Runs on Datasette's single write thread, so the look-up and the insert cannot interleave
     with another promotion; a writer outside this process (dbrain itself) still hits the
     UNIQUE constraint, which is read as ``exists`` too. The outer ``atomic()`` opens the
     transaction, so each sqlite-utils write inside it is a savepoint, not a commit.
     """
+    now = now or utc_now()
     db = sqlite_database(conn)
     sources = db.table("sources")
     present = set(sources.columns_dict)
@@ -181,27 +293,86 @@ def write_sources(conn: sqlite3.Connection, candidates: list[Candidate]) -> list
             status=409,
             code="no_sources_table",
         )
+    tagging = bool(annotation.tags) and "user_tags" in present
     results: list[dict[str, Any]] = []
     with db.atomic():
         for item in candidates:
             columns = {k: v for k, v in item.columns.items() if k in present}
+            if tagging:
+                columns["user_tags"] = ",".join(annotation.tags)
+            row_id, status, key = _insert_or_find(conn, sources, columns, item.url)
+            result = _result(
+                item, status, row_id, columns if status == "created" else {"source_key": key}
+            )
+            if tagging:
+                result["tags"] = (
+                    columns["user_tags"]
+                    if status == "created"
+                    else _add_tags(conn, row_id, annotation.tags, now)
+                )
+            if annotation.note:
+                result["note_key"] = _write_note(db, item, row_id, annotation, now)
+            results.append(result)
+    return results
+
+
+def _insert_or_find(
+    conn: sqlite3.Connection, sources: Table, columns: dict[str, Any], url: str
+) -> tuple[int, str, str]:
+    """Write a new source with its FTS row, or find the one holding its URL: the row id,
+    ``created`` or ``exists``, and its key."""
+    existing = _existing(sources, columns["normalized_url"])
+    if existing is None:
+        try:
+            sources.insert(columns)
+        except sqlite3.IntegrityError:
             existing = _existing(sources, columns["normalized_url"])
             if existing is None:
-                try:
-                    sources.insert(columns)
-                except sqlite3.IntegrityError:
-                    existing = _existing(sources, columns["normalized_url"])
-                else:
-                    row_id = sources.last_rowid
-                    sync_source_fts(conn, row_id)
-                    results.append(_result(item, "created", row_id, columns))
-                    continue
-            if existing is None:
                 raise ResearchError(
-                    f"{item.url} clashes with a row in the brain.", status=409, code="conflict"
-                )
-            results.append(_result(item, "exists", existing[0], {"source_key": existing[1]}))
-    return results
+                    f"{url} clashes with a row in the brain.", status=409, code="conflict"
+                ) from None
+        else:
+            row_id = sources.last_rowid
+            sync_source_fts(conn, row_id)
+            return row_id, "created", columns["source_key"]
+    return existing[0], "exists", existing[1]
+
+
+def _add_tags(conn: sqlite3.Connection, source_id: int, tags: tuple[str, ...], now: str) -> str:
+    """Add tags to a source the brain holds as dbrain's tag setter does: the row's
+    ``user_tags`` and ``updated_at``, then its ``sources_fts`` row (which packs the tags)."""
+    (existing,) = conn.execute(
+        "SELECT user_tags FROM sources WHERE id = ?", (source_id,)
+    ).fetchone()
+    merged = merged_tags(existing or "", tags)
+    if merged != existing:
+        conn.execute(
+            "UPDATE sources SET user_tags = ?, updated_at = ? WHERE id = ?",
+            (merged, now, source_id),
+        )
+        sync_source_fts(conn, source_id)
+    return merged
+
+
+def _write_note(db: Any, item: Candidate, source_id: int, annotation: Annotation, now: str) -> str:
+    """The note as a manual item (once) with its ``items_fts`` row, linked to the source
+    through ``item_source_links`` as dbrain links an item to a page it mentions."""
+    row = note_item(item, annotation, now)
+    items = db.table("items")
+    present = set(items.columns_dict)
+    found = list(items.rows_where("source_key = ?", [row["source_key"]], select="id", limit=1))
+    if found:
+        item_id = found[0]["id"]
+    else:
+        items.insert({k: v for k, v in row.items() if k in present})
+        item_id = items.last_rowid
+        sync_item_fts(db.conn, item_id)
+    db.execute(
+        "INSERT OR IGNORE INTO item_source_links (item_id, source_id, original_url, created_at) "
+        "VALUES (?, ?, ?, ?)",
+        [item_id, source_id, item.found_url, now],
+    )
+    return row["source_key"]
 
 
 def _existing(sources: Table, normalized_url: str) -> tuple[int, str] | None:
@@ -270,6 +441,8 @@ def provenance_rows(
             "content_hash": result["content_hash"],
             "fetched": int(result["fetch"] == "fetched"),
             "extract_error": item.extract_error if result["fetch"] == "failed" else "",
+            "tags": result.get("tags", ""),
+            "note_item_key": result.get("note_key", ""),
         }
         for item, result in zip(candidates, results, strict=True)
     ]
@@ -320,8 +493,11 @@ async def promote(
         fetched = await fetch_all(wanted, allow_networks)
     now = utc_now()
     candidates = [candidate(row, fetched.get(row["source_key"]), now) for row in rows]
+    annotation = Annotation(request.tags, request.note, trace["question"], trace["run_id"])
     try:
-        results = await brain_db.execute_write_fn(lambda conn: write_sources(conn, candidates))
+        results = await brain_db.execute_write_fn(
+            lambda conn: write_sources(conn, candidates, annotation, now)
+        )
     except sqlite3.OperationalError as exc:
         if "readonly" in str(exc) or "read-only" in str(exc):
             raise ResearchError(

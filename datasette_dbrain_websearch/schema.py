@@ -12,6 +12,8 @@ research plugin never reads them and no trigger of interest touches them.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sqlite3
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
@@ -394,6 +396,62 @@ _ITEM_FTS_COLUMNS = (
     "ocr_text",
     "user_tags",
 )
+
+
+# dbrain's ``itemhash.Compute``: the fields an item's content hash covers, in its order.
+ITEM_HASH_FIELDS = (
+    "source_type",
+    "source_key",
+    "canonical_url",
+    "title",
+    "author_handle",
+    "author_name",
+    "published_at",
+    "saved_at",
+    "language",
+    "text",
+    "article_title",
+    "article_text",
+    "primary_category",
+    "primary_domain",
+    "links_json",
+    "categories",
+    "domains",
+    "github_urls",
+    "folder_names",
+    "like_count",
+    "repost_count",
+    "reply_count",
+    "quote_count",
+    "bookmark_count",
+)
+
+
+GO_JSON_ESCAPES = (
+    ("&", "\\u0026"),
+    ("<", "\\u003c"),
+    (">", "\\u003e"),
+    ("\u2028", "\\u2028"),
+    ("\u2029", "\\u2029"),
+)
+
+
+def item_content_hash(item: Mapping[str, Any]) -> str:
+    """An item's ``content_hash`` as dbrain's ``itemhash.Compute`` makes it: SHA-256 (hex) of
+    the Go JSON of ``ITEM_HASH_FIELDS`` in order (keys as the columns are named)."""
+    payload = {
+        name: item.get(name, 0 if name.endswith("_count") else "") for name in ITEM_HASH_FIELDS
+    }
+    return hashlib.sha256(go_json(payload).encode()).hexdigest()
+
+
+def go_json(value: Any) -> str:
+    """JSON as Go's ``json.Marshal`` writes it (dbrain's ``links_json``, ``raw_json``): compact,
+    UTF-8, with ``<``, ``>``, ``&``, U+2028 and U+2029 escaped."""
+    encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    for char, escaped in GO_JSON_ESCAPES:
+        encoded = encoded.replace(char, escaped)
+    return encoded
 
 
 def utc_now() -> str:

@@ -104,9 +104,11 @@ TABLES: dict[str, dict[str, Any]] = {
             "content_hash": str,
             "fetched": int,
             "extract_error": str,
+            "tags": str,
+            "note_item_key": str,
         },
         "pk": "id",
-        "indexes": [["run_id"]],
+        "indexes": [["run_id"], ["database_name", "local_source_key"]],
     },
     FEEDBACK_TABLE: {
         "columns": {

@@ -148,6 +148,17 @@ PROMOTE_SCHEMA = {
             "items": {"type": "string"},
             "description": "ext: keys of that run's web rows to keep in the brain.",
         },
+        "tags": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Tags for the kept pages (written as dbrain writes tags: lower case, "
+            "hyphenated), so later research by tag finds them.",
+        },
+        "note": {
+            "type": "string",
+            "description": "Why the person keeps them, in their words: saved as a note in the "
+            "brain, linked to each page, with the question and run that found it.",
+        },
     },
     "required": ["run_id", "keys"],
 }
@@ -685,7 +696,13 @@ async def agent_get_source(
 
 
 async def agent_promote(
-    datasette: Any, actor: dict | None, context: Any, run_id: str, keys: list[str]
+    datasette: Any,
+    actor: dict | None,
+    context: Any,
+    run_id: str,
+    keys: list[str],
+    tags: list[str] | None = None,
+    note: str = "",
 ) -> str:
     """Promote web rows of a run after the person approves them in the chat.
 
@@ -695,7 +712,9 @@ async def agent_promote(
     so nothing is written before ``ask_user`` returns.
     """
     try:
-        promotion = parse_request({"run_id": run_id, "source_keys": keys})
+        promotion = parse_request(
+            {"run_id": run_id, "source_keys": keys, "tags": tags or [], "note": note}
+        )
         if not await can(datasette, actor, PROMOTE):
             raise ResearchError("You may not promote results (dbrain-promote).", 403, "forbidden")
         trace = await visible_run(datasette, actor, promotion.run_id)
@@ -710,7 +729,10 @@ async def agent_promote(
         return agent_error(exc)
     approved = await context.ask_user(
         f"Add {len(rows)} web result{'s' if len(rows) != 1 else ''} to your brain "
-        f"'{trace['database']}' as dbrain sources?",
+        f"'{trace['database']}' as dbrain sources"
+        + (f", tagged {', '.join(promotion.tags)}" if promotion.tags else "")
+        + (f", with your note: “{promotion.note}”" if promotion.note else "")
+        + "?",
         html=approval_html(rows, provider_labels(datasette)),
         text="\n".join(f"- {row['title']} <{row['url']}>" for row in rows),
     )

@@ -9,6 +9,7 @@ question endpoint, and ``execute_agent_tool`` for calls that must fail before an
 from __future__ import annotations
 
 import json
+import sqlite3
 from typing import Any
 
 import pytest
@@ -180,6 +181,33 @@ async def test_promotion_asks_first_and_writes_only_when_approved(brain, fake):
     assert sources_at(brain, local_key) == [(local_key, row["title"])]
     assert source_count(brain) == FIXTURE_SOURCES + 1
     assert result["row_url"].startswith("/brain/sources/")
+
+
+async def test_the_agent_keeps_pages_with_tags_and_a_note(brain, fake):
+    ds = await agent_ds(brain, fake)
+    chat, run = await web_run(ds)
+    row = run["web_rows"][0]
+    events = await chat.call(
+        "dbrain_promote",
+        run_id=run["run_id"],
+        keys=[row["key"]],
+        tags=["Physics"],
+        note="for the reading group",
+    )
+    (question,) = [data for event, data in events if event == "question"]
+    assert question["prompt"] == (
+        "Add 1 web result to your brain 'brain' as dbrain sources, tagged physics, with your "
+        "note: “for the reading group”?"
+    )
+    output = tool_output(await chat.answer(question["id"], True))
+    (result,) = output["results"]
+    assert "Tags: physics." in result["message"] and "Your note is manual:" in result["message"]
+    (tags,) = (
+        sqlite3.connect(brain[0])
+        .execute("select user_tags from sources where source_key = ?", [result["local_source_key"]])
+        .fetchone()
+    )
+    assert tags == "physics"
 
 
 async def test_declined_promotion_writes_nothing(brain, fake):

@@ -449,6 +449,7 @@ async def test_a_brain_sqlite_cannot_write_answers_409():
     }
     trace = {
         "run_id": "r",
+        "question": "q",
         "database": "brain",
         "started_at": "",
         "pack": {"external_evidence": [row], "query_plan": {"external_queries": []}},

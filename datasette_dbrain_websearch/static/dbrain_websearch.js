@@ -332,6 +332,18 @@
     code.textContent = result.local_source_key;
     link.appendChild(code);
     done.appendChild(link);
+    if (result.tags) {
+      var tags = document.createElement("span");
+      tags.className = "dbrain-note";
+      tags.textContent = " · tags: " + result.tags;
+      done.appendChild(tags);
+    }
+    if (result.note_key) {
+      var kept = document.createElement("span");
+      kept.className = "dbrain-note";
+      kept.textContent = " · your note: " + result.note_key;
+      done.appendChild(kept);
+    }
     if (result.fetch === "failed") {
       var note = document.createElement("span");
       note.className = "dbrain-note";

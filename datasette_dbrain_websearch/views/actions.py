@@ -77,6 +77,8 @@ async def promote_view(request: Any, datasette: Any) -> Response:
             "fetch": r["fetch"],
             "message": promotion_message(r),
             "row_url": str(datasette.urls.row(trace["database"], "sources", str(r["row_id"]))),
+            **({"tags": r["tags"]} if "tags" in r else {}),
+            **({"note_key": r["note_key"]} if r.get("note_key") else {}),
             **({"warning": r["warning"]} if r.get("warning") else {}),
         }
         for r in results
@@ -96,6 +98,10 @@ def promotion_message(result: dict[str, Any]) -> str:
         if result["status"] == "created"
         else f"{title} was already in your brain as {result['local_source_key']}."
     )
+    if result.get("tags"):
+        said += f" Tags: {result['tags']}."
+    if result.get("note_key"):
+        said += f" Your note is {result['note_key']}, linked to it."
     if result.get("fetch") == "failed":
         said += " The page could not be fetched: kept the provider's text; dbrain will retry."
     return said
@@ -112,6 +118,8 @@ async def _promotion_body(request: Any, as_json: bool) -> tuple[dict[str, Any], 
         "run_id": (form.get("run_id") or [""])[-1],
         "source_keys": keys,
         "fetch": (form.get("fetch") or ["false"])[-1],
+        "tags": form.get("tags") or [],
+        "note": (form.get("note") or [""])[-1],
     }
     return fields, (form.get("next") or [""])[-1]
 

@@ -1,0 +1,47 @@
+"""A promoted source's row in Datasette says which research run found it.
+
+Datasette's row and table pages render the ``sources.source_key`` cell through the
+``render_cell`` hook; for a row a promotion created, the cell links the run (whose page keeps
+its own privacy: someone else's run is a 404 there).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any
+
+from markupsafe import Markup, escape
+
+from .. import traces
+from ..store import PROMOTIONS_TABLE, plugin_database
+
+PROMOTED_FROM = (
+    f"select run_id from {PROMOTIONS_TABLE} where database_name = ? and local_source_key = ? "
+    "and status = 'created' order by id limit 1"
+)
+
+
+def promoted_source_cell(datasette: Any, database: str, table: str, column: str, value: Any) -> Any:
+    """The cell's HTML for a promoted source's key (an awaitable), or None for every other
+    cell: the checks that need no query come first, since the hook sees every cell."""
+    if table != "sources" or column != "source_key" or not str(value).startswith("src:"):
+        return None
+    plugin_db = plugin_database(datasette)
+    if plugin_db is None or plugin_db.name == database:
+        return None
+
+    async def inner() -> Any:
+        try:
+            rows = (await plugin_db.execute(PROMOTED_FROM, [database, str(value)])).rows
+        except sqlite3.Error:  # a locked plugin database shows the plain key
+            return None
+        if not rows:
+            return None
+        url = traces.run_path(datasette, rows[0][0])
+        return Markup(
+            f'{escape(value)} <a href="{escape(url)}" '
+            'title="The research run whose web result became this row">'
+            "· saved from research</a>"
+        )
+
+    return inner

@@ -1,0 +1,130 @@
+"""Promotions that carry meaning: tags written as dbrain writes them (so a tag search finds the
+page), a note kept as a dbrain manual item linked to the page, re-promotion that adds tags and
+never duplicates, and the promoted row's page naming the run that found it."""
+
+from __future__ import annotations
+
+import json
+
+from datasette_dbrain_websearch.pack import row_keys
+from datasette_dbrain_websearch.promote import dbrain_tags, merged_tags
+from datasette_dbrain_websearch.schema import item_content_hash, item_fts_row
+
+from .conftest import actor_cookies, db_rows
+from .test_promote import post_json, promoting_ds, web_run
+
+NOTES = "select * from items where source_type = 'manual' and text like '%Saved from research%'"
+NOTE = "For Thursday's reading group: <b>skim</b> the methods & the error budget."
+
+
+async def promote(ds, pack, key, **extra):
+    response = await post_json(ds, {"run_id": pack["run_id"], "source_keys": [key], **extra})
+    assert response.status_code == 200, response.text
+    (result,) = response.json()["results"]
+    return result
+
+
+async def test_tags_and_a_note_become_dbrain_rows_a_search_finds(brain, fake):
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    row = pack["external_evidence"][0]
+    result = await promote(ds, pack, row["source_key"], tags=["Physics", "to read"], note=NOTE)
+    assert result["status"] == "created" and result["tags"] == "physics,to-read"
+    assert "Tags: physics,to-read." in result["message"]
+    (source,) = db_rows(
+        brain[0], "select * from sources where source_key = ?", [result["local_source_key"]]
+    )
+    assert source["user_tags"] == "physics,to-read"
+    (fts,) = db_rows(brain[0], "select * from sources_fts where rowid = ?", [source["id"]])
+    assert fts["summary_text"] == "physics,to-read"  # packed as dbrain packs tags
+    # The note: a manual item, its FTS row as dbrain writes it, linked to the page.
+    (item,) = db_rows(brain[0], "select * from items where source_key = ?", [result["note_key"]])
+    assert item["source_type"] == "manual" and item["source_key"].startswith("manual:")
+    assert item["text"].startswith(NOTE)
+    assert f"“{pack['question']}”" in item["text"] and pack["run_id"] in item["text"]
+    assert item["canonical_url"] == source["canonical_url"]
+    assert item["user_tags"] == "physics,to-read"
+    assert item["links_json"] == json.dumps([source["canonical_url"]], separators=(",", ":"))
+    assert item["note_path"].startswith("items/manual/") and item["note_path"].endswith(".md")
+    assert item["content_hash"] == item_content_hash(item)
+    assert item["imported_at"] == item["updated_at"] == item["saved_at"]
+    assert None not in item.values()
+    (item_fts,) = db_rows(brain[0], "select rowid, * from items_fts where rowid = ?", [item["id"]])
+    assert tuple(item_fts.values()) == item_fts_row(item)
+    (link,) = db_rows(brain[0], "select * from item_source_links where item_id = ?", [item["id"]])
+    assert link["source_id"] == source["id"] and link["original_url"] == row["provider_url"]
+    # The next search finds the page by its tag, and the note by its words.
+    root = actor_cookies(ds, "root")
+    found = await ds.client.get("/-/research.json", params={"q": "physics"}, cookies=root)
+    keys = {k for e in found.json()["evidence"] for k in row_keys(e)}
+    assert {source["source_key"], item["source_key"]} <= keys
+    tagged = await ds.client.get(
+        "/-/research.json", params={"q": "lattice", "tag": "to-read"}, cookies=root
+    )
+    tagged_keys = {k for e in tagged.json()["evidence"] for k in row_keys(e)}
+    assert {source["source_key"], item["source_key"]} <= tagged_keys
+    note = await ds.client.get("/-/research.json", params={"q": "reading group"}, cookies=root)
+    assert item["source_key"] in [e["source_key"] for e in note.json()["evidence"]]
+
+
+async def test_promoting_again_adds_tags_and_never_duplicates(brain, fake):
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    key = pack["external_evidence"][0]["source_key"]
+    first = await promote(ds, pack, key, tags="physics, to-read", note=NOTE)
+    again = await promote(ds, pack, key, tags=["PHYSICS", "reading group"], note=NOTE)
+    assert again["status"] == "exists"
+    assert again["tags"] == "physics,to-read,reading-group"
+    assert again["note_key"] == first["note_key"]
+    (source,) = db_rows(
+        brain[0], "select * from sources where source_key = ?", [first["local_source_key"]]
+    )
+    assert source["user_tags"] == "physics,to-read,reading-group"
+    (fts,) = db_rows(brain[0], "select * from sources_fts where rowid = ?", [source["id"]])
+    assert fts["summary_text"].endswith("reading-group")
+    assert len(db_rows(brain[0], NOTES)) == 1
+    assert (
+        len(
+            db_rows(brain[0], "select * from item_source_links where source_id = ?", [source["id"]])
+        )
+        == 1
+    )
+    other = await promote(ds, pack, key, note="A second thought.")
+    assert other["note_key"] != first["note_key"]
+    assert len(db_rows(brain[0], NOTES)) == 2
+
+
+async def test_the_promoted_rows_page_names_the_run_that_found_it(brain, fake):
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    result = await promote(ds, pack, pack["external_evidence"][0]["source_key"])
+    root = actor_cookies(ds, "root")
+    page = await ds.client.get(result["row_url"], cookies=root)
+    assert page.status_code == 200
+    assert f'href="{pack["trace_url"]}"' in page.text and "saved from research" in page.text
+    table = await ds.client.get("/brain/sources", cookies=root)
+    assert table.text.count("saved from research") == 1  # only the promoted row says so
+
+
+async def test_bad_tags_and_notes_are_400s(brain, fake):
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    key = pack["external_evidence"][0]["source_key"]
+    for extra, code in (
+        ({"tags": [1, 2]}, "bad_tags"),
+        ({"tags": [f"t{i}" for i in range(21)]}, "bad_tags"),
+        ({"note": "x" * 4001}, "bad_note"),
+        ({"note": ["a list"]}, "bad_note"),
+    ):
+        response = await post_json(ds, {"run_id": pack["run_id"], "source_keys": [key], **extra})
+        assert (response.status_code, response.json()["code"]) == (400, code)
+
+
+def test_tags_are_written_as_dbrains_vocabulary_writes_them():
+    assert dbrain_tags(["  Heat Pumps ", "to read,TO-READ", "C++ / Rust", "", "---"]) == (
+        "heat-pumps",
+        "to-read",
+        "c-rust",
+    )
+    assert merged_tags("physics, To-Read", ["to-read", "new"]) == "physics,To-Read,new"
+    assert merged_tags("", ["a"]) == "a"
