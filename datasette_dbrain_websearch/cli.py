@@ -195,6 +195,7 @@ def register(cli: click.Group) -> None:
     )
     @click.option("--provider", multiple=True, help="Web provider(s) in fallback order, or all")
     @click.option("--freshness", help="Web results from the past pd/pw/pm/py or a date range")
+    @click.option("--read", type=int, help="Read the top N web results' pages before the answer")
     @click.option("--site", multiple=True, help="Web results only from this site (repeatable)")
     @click.option("--not-site", multiple=True, help="Never web results from this site (repeatable)")
     @click.option(
@@ -223,6 +224,7 @@ def register(cli: click.Group) -> None:
         external: str | None,
         provider: tuple[str, ...],
         freshness: str | None,
+        read: int | None,
         site: tuple[str, ...],
         not_site: tuple[str, ...],
         answer: bool | None,
@@ -238,6 +240,7 @@ def register(cli: click.Group) -> None:
             ("until", until),
             ("external", external),
             ("freshness", freshness),
+            ("read", read),
         ):
             if value is not None:
                 params[name] = [str(value)]

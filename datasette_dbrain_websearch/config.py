@@ -249,6 +249,20 @@ OPTIONS: tuple[Option, ...] = (
         "actors allowed `dbrain-external-search` besides root, e.g. `{id: [alice]}`",
     ),
     Option(
+        "external_search.read",
+        "integer",
+        0,
+        "the top web results whose pages are read before the answer (`read=` per question)",
+        0,
+        10,
+    ),
+    Option(
+        "external_search.read_via",
+        "string",
+        "",
+        "a reader service answering `<read_via><page URL>` with the page; empty: fetch pages",
+    ),
+    Option(
         "external_search.fetch_allow_networks",
         "strings",
         (),
@@ -541,6 +555,8 @@ class ExternalSettings:
     max_response_bytes: int = 5 * 1024 * 1024
     allow: Any = None
     fetch_allow_networks: tuple[str, ...] = ()
+    read: int = 0
+    read_via: str = ""
     provider_timeout: float = 0.0  # 0: the time left, shared among the providers still to try
     budgets: Mapping[str, Budget] = field(default_factory=dict)
     provider_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, repr=False)
@@ -563,6 +579,7 @@ class ExternalSettings:
                 if block.get(key):
                     found.append(str(block[key]).strip())
             found.extend(url_credentials(block.get("base_url")))
+        found.extend(url_credentials(self.read_via))
         return [secret for secret in found if secret]
 
 
@@ -597,6 +614,8 @@ def parse_external(raw: Any, environ: Mapping[str, str] | None = None) -> Extern
         max_response_bytes=block.int("max_response_bytes"),
         allow=block.allow("allow"),
         fetch_allow_networks=_networks(block),
+        read=block.int("read"),
+        read_via=_reader(block.string("read_via")),
         provider_timeout=block.number("provider_timeout"),
         budgets=_budgets(block.raw.get("budgets")),
         provider_options=with_dbrain_keys(
@@ -619,6 +638,17 @@ def with_dbrain_keys(
         if key:
             filled[name] = {**block, "api_key": key}
     return filled
+
+
+def _reader(value: str) -> str:
+    """``read_via``: an http(s) address the page's URL is appended to."""
+    value = value.strip()
+    if value and urlsplit(value).scheme not in ("http", "https"):
+        raise ConfigError(
+            f"{PLUGIN_NAME}: 'external_search.read_via' must be an http(s) address such as "
+            f"http://127.0.0.1:3000/, not {value[:80]!r}"
+        )
+    return value
 
 
 def _budgets(raw: Any) -> dict[str, Budget]:

@@ -59,6 +59,7 @@ class ExternalRequest:
     providers: tuple[str, ...] = ()
     freshness: str = ""
     count: int = 5
+    read: int = 0  # the top web results whose pages are read before the answer (``read=``)
     sites: tuple[str, ...] = ()  # only results from these domains (``site=``)
     not_sites: tuple[str, ...] = ()  # never results from these (``not_site=``)
 

@@ -355,18 +355,27 @@ def external_key(provider: str, canonical_url: str) -> str:
 
 
 def external_row(
-    result: MergedResult, plan: QueryPlan, excerpt_chars: int, text_chars: int, labels: dict
+    result: MergedResult,
+    plan: QueryPlan,
+    excerpt_chars: int,
+    text_chars: int,
+    labels: dict,
+    page: str = "",
 ) -> dict[str, Any]:
-    """One ``external_evidence`` row: outside the corpus, ephemeral, with its providers."""
+    """One ``external_evidence`` row: outside the corpus, ephemeral, with its providers.
+
+    ``page`` is the page's own text when it was read: the row then shows the passage of the
+    page that matches (``depth: "page"``), else the provider's (``depth: "snippet"``)."""
     first = result.first.result
     terms = plan.query_terms
-    text = max((h.result.text for h in result.hits), key=len)[:text_chars]
+    text = (page or max((h.result.text for h in result.hits), key=len))[:text_chars]
     snippet = next((h.result.snippet for h in result.hits if h.result.snippet), "")
+    provided = [("snippet", "external_snippet", snippet), ("text", "external_text", text)]
     excerpt = best_excerpt(
-        [("snippet", "external_snippet", snippet), ("text", "external_text", text)],
-        plan.matcher,
-        excerpt_chars,
+        [("page", "external_page", page)] if page else provided, plan.matcher, excerpt_chars
     )
+    if page and not excerpt.matched_terms:  # the page does not say it (a paywall, a shell)
+        excerpt = best_excerpt(provided, plan.matcher, excerpt_chars)
     title = next((h.result.title for h in result.hits if h.result.title), "") or result.domain
     published = next((h.result.published_at for h in result.hits if h.result.published_at), "")
     found = plan.matched_in([title, snippet, text])
@@ -389,6 +398,14 @@ def external_row(
     if published:
         signals.append(
             {"name": "external_freshness", "detail": f"published {published[:10]}", "weight": 0.0}
+        )
+    if page:
+        signals.append(
+            {
+                "name": "external_page_read",
+                "detail": f"read the page: {len(page):,} characters of text",
+                "weight": 0.0,
+            }
         )
     if len(result.providers) > 1:
         names = " and ".join(labels.get(p, p) for p in result.providers)
@@ -413,6 +430,7 @@ def external_row(
         "published_at": published,
         "author": next((h.result.author for h in result.hits if h.result.author), ""),
         "evidence_role": excerpt.role or "external_snippet",
+        "depth": "page" if page else "snippet",
         "providers": result.providers,
         "retrieval": {
             "score": round(fused, 6),

@@ -26,7 +26,7 @@ from .brain import (
     retrieve,
     sources_by_url,
 )
-from .config import FRESHNESS_RE, MODES, RANKINGS, Settings, external_mode
+from .config import FRESHNESS_RE, MODES, RANKINGS, ExternalSettings, Settings, external_mode
 from .display import plural
 from .errors import ResearchError
 from .external import ALL, ExternalRequest, WebStage, decide, is_current_state, web_query
@@ -46,6 +46,7 @@ from .pack import (
 )
 from .profiles import PROFILE_NAMES, apply_profile, profile_for
 from .providers.base import Provider, clean, redact
+from .reading import MAX_READ, PageReader, read_targets
 from .semantic import (
     SemanticLane,
     SemanticUnavailable,
@@ -133,13 +134,14 @@ def _bool(params: Params, name: str, default: bool) -> bool:
     return BOOLEAN_VALUES[raw]
 
 
-def _int(params: Params, name: str, default: int, most: int, code: str) -> int:
-    """A whole number from 1 to ``most`` (ASCII digits only: ``²`` is a digit to Python)."""
+def _int(params: Params, name: str, default: int, most: int, code: str, low: int = 1) -> int:
+    """A whole number from ``low`` to ``most`` (ASCII digits only: ``²`` is a digit to
+    Python)."""
     raw = _one(params, name)
     if not raw:
         return default
-    if not re.fullmatch(r"[0-9]{1,6}", raw) or not 1 <= int(raw) <= most:
-        raise ResearchError(f"{name} must be a whole number from 1 to {most}.", code=code)
+    if not re.fullmatch(r"[0-9]{1,6}", raw) or not low <= int(raw) <= most:
+        raise ResearchError(f"{name} must be a whole number from {low} to {most}.", code=code)
     return int(raw)
 
 
@@ -243,6 +245,7 @@ def parse_external_request(params: Params, settings: Settings) -> ExternalReques
         providers=providers,
         freshness=freshness,
         count=count,
+        read=_int(params, "read", ext.read, MAX_READ, "bad_read", low=0),
         sites=_sites(params, "site"),
         not_sites=_sites(params, "not_site"),
     )
@@ -566,6 +569,7 @@ async def _web(
         return part
     part["external_search"]["ran"] = True
     await emit({"stage": "web", "status": "started", "message": "Searching the web"})
+    web_started = time.monotonic()
     try:
         stage = WebStage(
             ext, web.providers, web.cache_db, emit=emit, run_id=run_id, actor_id=web.actor_id
@@ -597,15 +601,21 @@ async def _web(
     part["surfaced_local_rows"] = _credit_local_sources(
         evidence, held, merged, plan, row_url, settings, labels
     )
+    pages = await _read_pages(part, merged, request.read, web, ext, run_id, web_started, emit)
     text_chars = ext.max_tokens * 4 // max(1, len(merged.rows))
     part["external_evidence"] = [
-        external_row(r, plan, settings.excerpt_chars, text_chars, labels) for r in merged.rows
+        external_row(
+            r, plan, settings.excerpt_chars, text_chars, labels, pages.get(r.canonical_url, "")
+        )
+        for r in merged.rows
     ]
+    # The answer reads a read page whole (within PAGE_CHARS), else what the provider gave.
     part["passages"] = {
         row["source_key"]: Passage(
             row["source_key"],
             "external",
-            "\n".join(dict.fromkeys(t for t in (_snippet(result), row["text"]) if t)),
+            pages.get(result.canonical_url)
+            or "\n".join(dict.fromkeys(t for t in (_snippet(result), row["text"]) if t)),
             row["title"],
         )
         for result, row in zip(merged.rows, part["external_evidence"], strict=True)
@@ -637,6 +647,42 @@ async def _web(
             }
         )
     return part
+
+
+async def _read_pages(
+    part: dict[str, Any],
+    merged: MergeOutcome,
+    count: int,
+    web: WebAccess,
+    ext: ExternalSettings,
+    run_id: str,
+    web_started: float,
+    emit: Progress,
+) -> dict[str, str]:
+    """Read the top ``count`` web rows' pages in the time the web stage has left; returns each
+    read page's text by canonical URL, and records what was read in the pack."""
+    urls = read_targets([r.canonical_url for r in merged.rows], count)
+    if not urls:
+        return {}
+    await emit({"stage": "read", "status": "started", "message": f"Reading {len(urls)} pages"})
+    reader = PageReader(ext, web.cache_db, web.actor_id, run_id)
+    outcome = await reader.read(urls, ext.timeout - (time.monotonic() - web_started))
+    part["warnings"].extend(outcome.warnings)
+    part["timings_ms"]["read"] = outcome.elapsed_ms
+    part["external_search"]["read"] = [
+        {"url": p.url, "read": p.ok, "cached": p.cached, **({"error": p.error} if p.error else {})}
+        for p in outcome.pages.values()
+    ]
+    read = [p for p in outcome.pages.values() if p.ok]
+    await emit(
+        {
+            "stage": "read",
+            "status": "done",
+            "count": len(read),
+            "message": f"Read {len(read)} of {len(urls)} pages",
+        }
+    )
+    return {p.url: p.text for p in read}
 
 
 def _credit_local_sources(

@@ -89,6 +89,14 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "evidence is weak) or always. Needs the dbrain-external-search permission; a call "
         "that may not search the web fails and says why.",
     },
+    "read": {
+        "type": "integer",
+        "minimum": 0,
+        "maximum": 10,
+        "description": "Read the pages of the top N web results before answering, so web rows "
+        "and the answer rest on the pages' own text (depth 'page'), not the providers' snippets "
+        "(default: the config's external_search.read).",
+    },
     "sites": {
         "type": "array",
         "items": {"type": "string"},
@@ -238,6 +246,7 @@ class ResearchQuery:
     since: str = ""
     until: str = ""
     external: str = "never"
+    read: int | None = None
     sites: Sequence[str] = ()
     not_sites: Sequence[str] = ()
     answer: bool = False
@@ -264,6 +273,8 @@ class ResearchQuery:
         }
         if self.limit is not None:
             params["limit"] = [str(self.limit)]
+        if self.read is not None:
+            params["read"] = [str(self.read)]
         return params
 
 
@@ -550,6 +561,9 @@ def register_mcp(datasette: Any, mcp: Any) -> None:
         since: Annotated[str, described("since")] = "",
         until: Annotated[str, described("until")] = "",
         external: Annotated[Literal["never", "on_weak", "always"], described("external")] = "never",
+        read: Annotated[
+            int | None, Field(ge=0, le=10, description=PARAMETERS["read"]["description"])
+        ] = None,
         sites: Annotated[list[str] | None, described("sites")] = None,
         not_sites: Annotated[list[str] | None, described("not_sites")] = None,
         answer: Annotated[bool, described("answer")] = False,
@@ -566,6 +580,7 @@ def register_mcp(datasette: Any, mcp: Any) -> None:
             since=since,
             until=until,
             external=external,
+            read=read,
             sites=sites or (),
             not_sites=not_sites or (),
             answer=answer,
@@ -659,6 +674,7 @@ async def agent_research(
     since: str = "",
     until: str = "",
     external: str = "never",
+    read: int | None = None,
     sites: Sequence[str] = (),
     not_sites: Sequence[str] = (),
     answer: bool = False,
@@ -674,6 +690,7 @@ async def agent_research(
         since=since,
         until=until,
         external=external,
+        read=read,
         sites=sites or (),
         not_sites=not_sites or (),
         answer=answer,

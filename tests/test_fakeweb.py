@@ -1018,3 +1018,19 @@ def test_command_line_server_starts_and_answers():
         process.terminate()
         process.wait(timeout=5)
     assert process.returncode == 0
+
+
+# --- The page reader ---------------------------------------------------------------------------
+
+
+def test_the_reader_serves_a_corpus_page_as_html_and_404s_the_rest(client, web):
+    page = next(p for p in PAGES if p.url == "https://www.sqlite.org/fts5.html")
+    response = client.get(f"{web.url}/reader/https://sqlite.org/fts5.html/")
+    assert response.status_code == 200
+    assert response.headers["content-type"].startswith("text/html")
+    assert f"<title>{page.title}</title>" in response.text
+    first = page.text.split("\n\n")[0].strip()
+    assert f"<p>{first}</p>".replace("'", "&#x27;") in response.text
+    missing = client.get(f"{web.url}/reader/https://nowhere.example/page")
+    assert missing.status_code == 404
+    assert [(r.provider, r.status) for r in web.requests] == [("reader", 200), ("reader", 404)]

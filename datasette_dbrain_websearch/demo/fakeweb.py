@@ -20,6 +20,7 @@ Paths, so one server plays all three providers::
     /brave/res/v1/llm/context  GET and POST
     /exa/search, /exa/contents POST
     /searxng/search            GET and POST (form)
+    /reader/<page URL>         GET: the corpus page at that URL, as HTML (a page reader)
     /__fake/requests (GET), /__fake/mode (POST), /__fake/reset (POST)
 
 Run it with ``python -m datasette_dbrain_websearch.demo.fakeweb --port N``.
@@ -101,6 +102,7 @@ _ROUTES: dict[tuple[str, str], tuple[str, str]] = {
     ("POST", "/searxng/search"): ("searxng", "search"),
 }
 _KNOWN_PATHS = frozenset(path for _, path in _ROUTES)
+READER_PREFIX = "/reader/"  # a page reader: GET /reader/<page URL> answers with the page
 
 _JSON = "application/json"
 _EXA_JSON = "application/json; charset=utf-8"
@@ -166,6 +168,17 @@ def _parse_query(q: str) -> _Query:
 
 def _host(url: str) -> str:
     return urlsplit(url).hostname or ""
+
+
+def _same_page(a: str, b: str) -> bool:
+    """Two addresses of one page: the scheme, ``www.`` / ``m.`` and a trailing slash aside."""
+
+    def key(url: str) -> tuple[str, str, str]:
+        parts = urlsplit(url)
+        host = _host(url).removeprefix("www.").removeprefix("m.")
+        return host, parts.path.rstrip("/"), parts.query
+
+    return key(a) == key(b)
 
 
 def _domain_matches(host: str, domain: str) -> bool:
@@ -938,6 +951,11 @@ class FakeWeb:
     def _respond(self, req: _Incoming) -> _Reply:
         if req.path.startswith("/__fake/"):
             return self._control(req)
+        if req.path.startswith(READER_PREFIX):
+            record = self._record("reader", "page", req)
+            reply = self._reader(req)
+            record.status = reply.status
+            return reply
         route = _ROUTES.get((req.method, req.path))
         prefix = req.path.strip("/").split("/", 1)[0]
         provider = route[0] if route else (prefix if prefix in PROVIDERS else "unknown")
@@ -953,6 +971,31 @@ class FakeWeb:
             reply.headers.extend(self._brave_headers())
         record.status = reply.status
         return reply
+
+    def _reader(self, req: _Incoming) -> _Reply:
+        """A page reader: ``GET /reader/<page URL>`` answers with the corpus page at that URL
+        as HTML (what the page itself would serve), 404 for a URL the corpus does not hold."""
+        if req.method != "GET":
+            return _text_reply(405, "Method Not Allowed")
+        target = req.path[len(READER_PREFIX) :]
+        if req.query:
+            target += "?" + "&".join(f"{k}={v}" for k, values in req.query.items() for v in values)
+        page = next((p for p in self.pages if _same_page(p.url, target)), None)
+        if page is None:
+            return _text_reply(404, "Not Found")
+        self._pause(self.latency_ms / 1000)
+        title = html.escape(page.title or "")
+        paragraphs = "".join(
+            f"<p>{html.escape(part.strip())}</p>"
+            for part in page.text.split("\n\n")
+            if part.strip()
+        )
+        body = (
+            f'<!doctype html><html><head><title>{title}</title></head><body><nav><a href="/">Home'
+            f"</a></nav><article><h1>{title}</h1>{paragraphs}</article>"
+            "<footer>© the page's authors</footer></body></html>"
+        )
+        return _text_reply(200, body, _HTML)
 
     def _record(self, provider: str, endpoint: str, req: _Incoming) -> RecordedRequest:
         try:

@@ -291,6 +291,7 @@ def external_controls(settings: Settings, web: WebAccess, params: dict) -> dict[
             end or (params.get("freshness_until") or [""])[-1],
         ),
         "labels": labels,
+        "read": ext.read,
     }
 
 
@@ -331,6 +332,7 @@ EXPANDED = (
     "freshness_until",
     "site",
     "not_site",
+    "read",
     "answer",
 )
 
@@ -407,6 +409,7 @@ def _form_values(params: dict[str, list[str]]) -> dict[str, str]:
         "freshness_since",
         "freshness_until",
         "external_count",
+        "read",
         "profile",
         "answer",
     )
