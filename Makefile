@@ -66,6 +66,8 @@ define FREE_PORTS
 import socket, sys
 for port in sys.argv[1:]:
     with socket.socket() as s:
+        # As servers bind: a port a stopped demo left in TIME_WAIT is free, a listener is not.
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             s.bind(("127.0.0.1", int(port)))
         except OSError:

@@ -55,8 +55,12 @@ def reader_url(url: str, via: str) -> str:
 
 
 def page_of(url: str, fetched: FetchResult) -> Page:
-    if fetched.ok and fetched.text.strip():
-        return Page(url, True, fetched.text[:PAGE_CHARS], fetched.title)
+    """A fetch as a page; its heading, when it repeats the title, is not its text."""
+    text = fetched.text.strip()
+    if fetched.title and text.startswith(fetched.title):
+        text = text[len(fetched.title) :].lstrip()
+    if fetched.ok and text:
+        return Page(url, True, text[:PAGE_CHARS], fetched.title)
     return Page(url, False, error=fetched.error or "the page has no main text")
 
 

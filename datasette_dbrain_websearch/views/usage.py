@@ -12,7 +12,7 @@ from typing import Any
 
 from datasette import Response
 
-from .. import ledger, traces
+from .. import ledger, reading, traces
 from ..compat import USAGE, can
 from ..config import Settings
 from ..errors import ResearchError
@@ -50,6 +50,7 @@ async def usage_view(request: Any, datasette: Any) -> Response:
     days = await ledger.usage(db, DAYS, now) if db is not None else []
     names = list(dict.fromkeys([*settings.external.providers, *(d["provider"] for d in days)]))
     labels = {name: p.label for name, p in registered_providers(datasette).items()}
+    labels[reading.LEDGER_NAME] = "Page reads"
     for day in days:
         day["label"] = labels.get(day["provider"], day["provider"])
     providers = []
