@@ -22,6 +22,7 @@ def startup(datasette: Any) -> Any:
 @hookimpl
 def register_routes(datasette: Any) -> list:
     from .views.actions import feedback_view, promote_view
+    from .views.compare import compare_view
     from .views.research import research_view, stream_view
     from .views.runs import run_view, runs_view
     from .views.usage import usage_view
@@ -29,6 +30,7 @@ def register_routes(datasette: Any) -> list:
     return [
         (r"^/-/research(?P<format>\.json)?$", research_view),
         (r"^/-/research/promote$", promote_view),
+        (r"^/-/research/compare(?P<format>\.json)?$", compare_view),
         (r"^/-/research/stream$", stream_view),
         (r"^/-/research/runs/(?P<run_id>[0-9T.Z]+-[0-9a-f]{12,64})/feedback$", feedback_view),
         (r"^/-/research/runs(?P<format>\.json)?$", runs_view),

@@ -148,3 +148,16 @@ async def calls(
         params,
     )
     return [dict(row) for row in rows.rows]
+
+
+async def run_costs(db: Any, run_ids: list[str]) -> dict[str, dict[str, Any]]:
+    """What each run asked of the providers: its calls (page reads aside) and their cost."""
+    if db is None or not run_ids:
+        return {}
+    marks = ", ".join("?" for _ in run_ids)
+    rows = await db.execute(
+        "select run_id, sum(provider != 'page_read') as calls, sum(cost_usd) as cost_usd "
+        f"from {LEDGER_TABLE} where run_id in ({marks}) group by run_id",
+        run_ids,
+    )
+    return {row["run_id"]: {"calls": row["calls"], "cost_usd": row["cost_usd"]} for row in rows}

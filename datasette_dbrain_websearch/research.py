@@ -207,6 +207,24 @@ def parse_options(params: Params, settings: Settings) -> Options:
     )
 
 
+def run_params(pack: Mapping[str, Any]) -> Params:
+    """The parameters a saved run was researched with, as a request gives them: brain,
+    filters, syntax, limit, profile, web mode and whether it answered (what a refined run
+    takes from its parent, and a run without the web from the run it is compared with)."""
+    plan = pack["query_plan"]
+    params = {
+        "database": [pack["database"]],
+        "syntax": [plan["syntax"]],
+        "limit": [str(plan["limit"])],
+        "profile": [plan.get("profile", "general")],
+        "external": [pack["external_search"]["mode"]],
+        "answer": ["0" if pack.get("answer", {}).get("status", "disabled") == "disabled" else "1"],
+    }
+    for name, value in plan["filters"].items():
+        params[name] = [str(v) for v in value] if isinstance(value, list) else [str(value)]
+    return params
+
+
 def parse_external_request(params: Params, settings: Settings) -> ExternalRequest:
     """``external``, ``provider`` (repeatable, or ``all``), ``freshness`` (or ``custom`` with
     ``freshness_since`` and ``freshness_until``), ``external_count``, ``site``, ``not_site``."""

@@ -139,7 +139,7 @@ TABLES: dict[str, dict[str, Any]] = {
             "run_id": str,
         },
         "pk": "id",
-        "indexes": [["provider", "day"], ["day"]],
+        "indexes": [["provider", "day"], ["day"], ["run_id"]],
     },
 }
 

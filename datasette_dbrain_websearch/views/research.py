@@ -25,6 +25,7 @@ from ..research import (
     BOOLEAN_VALUES,
     WebAccess,
     one_value_each,
+    run_params,
     scrub,
 )
 from ..store import feedback_for, plugin_database
@@ -66,7 +67,7 @@ async def _refinement(
     parent = await trace_for(datasette, request, parent_id)
     marks = await feedback_for(plugin_database(datasette), parent_id)
     refinement = refine_query(parent["pack"], marks)
-    params = {**inherited(parent["pack"]), **params}
+    params = {**run_params(parent["pack"]), **params}
     if not (params.get("q") or [""])[-1].strip():
         # The question stays the person's (the judge's and the web's terms); the added words
         # widen the ranking query only, each a chip the page can take away.
@@ -74,23 +75,6 @@ async def _refinement(
         had = parent["pack"]["query_plan"].get("expansion_terms") or []
         params["expand"] = list(dict.fromkeys([*had, *refinement["added_terms"]]))
     return params, {"parent_run_id": parent_id, "refinement": refinement}
-
-
-def inherited(pack: dict[str, Any]) -> dict[str, list[str]]:
-    """The parameters a refined run takes from its parent unless the request overrides them:
-    brain, filters, syntax, limit, profile and web mode."""
-    plan = pack["query_plan"]
-    params = {
-        "database": [pack["database"]],
-        "syntax": [plan["syntax"]],
-        "limit": [str(plan["limit"])],
-        "profile": [plan.get("profile", "general")],
-        "external": [pack["external_search"]["mode"]],
-        "answer": ["0" if pack.get("answer", {}).get("status", "disabled") == "disabled" else "1"],
-    }
-    for name, value in plan["filters"].items():
-        params[name] = [str(v) for v in value] if isinstance(value, list) else [str(value)]
-    return params
 
 
 def saved_run_url(

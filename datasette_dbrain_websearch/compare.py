@@ -1,0 +1,148 @@
+"""Two saved runs side by side (pure): what one found that the other did not.
+
+The question a comparison answers is usually "what did the web add?": the same question with and
+without the web. Verdicts, counts, time and cost sit side by side; rows are matched by what they
+point at (a brain row by its key, a web row by its URL), so the rows only one run holds stand
+out; each answer sentence says whether it cites the brain, the web, or both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from .display import plural
+from .pack import row_keys
+
+Row = Mapping[str, Any]
+WEB = "outside_dbrain_corpus"
+
+
+def identity(row: Row) -> str:
+    """What a row points at, the same in any run: a web page's URL, a brain row's key."""
+    return f"url:{row['url']}" if row["origin"] == WEB else f"key:{row['source_key']}"
+
+
+def row_summary(row: Row, rank: int) -> dict[str, Any]:
+    return {
+        "key": row["source_key"],
+        "origin": row["origin"],
+        "rank": rank,
+        "title": row.get("title", ""),
+        "url": row.get("url", ""),
+        **({"row_url": row["row_url"]} if row.get("row_url") else {}),
+        **({"providers": list(row["providers"])} if row.get("providers") else {}),
+    }
+
+
+def ranked_rows(pack: Row) -> list[Row]:
+    """The run's rows in its reading order (``ranking``), brain and web."""
+    return [pack[entry["list"]][entry["index"]] for entry in pack.get("ranking", [])]
+
+
+def answer_sides(pack: Row) -> list[dict[str, Any]]:
+    """Each answer sentence with the side it cites: ``brain``, ``web``, ``both`` or ``none``."""
+    answer = pack.get("answer") or {}
+    local = {key for row in pack["evidence"] for key in row_keys(row)}
+    web = {row["source_key"] for row in pack["external_evidence"]}
+    sides = []
+    for sentence in answer.get("sentences", []):
+        cited = set(sentence["citations"])
+        on = ("brain" if cited & local else "") + ("web" if cited & web else "")
+        sides.append(
+            {
+                "text": sentence["text"],
+                "citations": sentence["citations"],
+                "cites": {"brainweb": "both", "": "none"}.get(on, on),
+            }
+        )
+    return sides
+
+
+def side(trace: Row, cost: Mapping[str, Any]) -> dict[str, Any]:
+    """One run's column: its verdict, counts, time, cost and answer."""
+    pack = trace["pack"]
+    judge = pack["judge"]
+    verdict = judge.get("combined") or judge
+    web = pack["external_search"]
+    return {
+        "run_id": pack["run_id"],
+        "started_at": trace.get("started_at", ""),
+        "question": pack["question"],
+        "database": pack["database"],
+        "verdict": verdict["verdict"],
+        "message": verdict["message"],
+        "brain_verdict": judge["verdict"],
+        "web_searched": bool(web["ran"]),
+        "providers": list(web.get("providers", [])),
+        "counts": {"brain": len(pack["evidence"]), "web": len(pack["external_evidence"])},
+        "total_ms": pack.get("timings_ms", {}).get("total", 0.0),
+        "provider_calls": int(cost.get("calls", 0)),
+        "cost_usd": round(float(cost.get("cost_usd", 0.0)), 6),
+        "answer": answer_sides(pack),
+    }
+
+
+def compare_runs(
+    a: Row, b: Row, costs: Mapping[str, Mapping[str, Any]] | None = None
+) -> dict[str, Any]:
+    """The comparison of two saved runs (traces); ``costs`` by run id, from the ledger."""
+    costs = costs or {}
+    rows = {}
+    for name, trace in (("a", a), ("b", b)):
+        rows[name] = {
+            identity(row): row_summary(row, rank)
+            for rank, row in enumerate(ranked_rows(trace["pack"]), start=1)
+        }
+    shared = [k for k in rows["a"] if k in rows["b"]]
+    comparison = {
+        "ok": True,
+        "a": side(a, costs.get(a["pack"]["run_id"], {})),
+        "b": side(b, costs.get(b["pack"]["run_id"], {})),
+        "same_question": a["pack"]["question"] == b["pack"]["question"],
+        "only_in_a": [row for key, row in rows["a"].items() if key not in rows["b"]],
+        "only_in_b": [row for key, row in rows["b"].items() if key not in rows["a"]],
+        "in_both": [
+            {**rows["a"][k], "rank_in_b": rows["b"][k]["rank"], "key_in_b": rows["b"][k]["key"]}
+            for k in shared
+        ],
+    }
+    comparison["summary"] = summary(comparison)
+    return comparison
+
+
+def summary(comparison: Mapping[str, Any]) -> str:
+    """The comparison in one sentence: what the web added, when one run searched it and the
+    other did not; else what each found that the other did not."""
+    a, b = comparison["a"], comparison["b"]
+    if a["web_searched"] == b["web_searched"]:
+        return (
+            f"A found {plural(len(comparison['only_in_a']), 'row')} B did not; B found "
+            f"{plural(len(comparison['only_in_b']), 'row')} A did not."
+        )
+    web, brain, only = (
+        (a, b, comparison["only_in_a"]) if a["web_searched"] else (b, a, comparison["only_in_b"])
+    )
+    pages = sum(1 for row in only if row["origin"] == WEB)
+    held = len(only) - pages
+    said = sum(1 for s in web["answer"] if s["cites"] in ("web", "both"))
+    verdict = (
+        f"the verdict went from {words(brain['verdict'])} to {words(web['verdict'])}"
+        if web["verdict"] != brain["verdict"]
+        else f"the same verdict ({words(web['verdict'])})"
+    )
+    cost = (
+        f"{plural(web['provider_calls'], 'provider call')} (${web['cost_usd']:.3f})"
+        if web["provider_calls"]
+        else "no provider call (answered from the cache)"
+    )
+    return (
+        f"The web added {plural(pages, 'page')}"
+        + (f" and pointed to {plural(held, 'row')} of your brain" if held else "")
+        + f", {plural(said, 'answer sentence')} citing it, and {verdict}; it took "
+        f"{max(0.0, web['total_ms'] - brain['total_ms']):,.0f} ms more and {cost}."
+    )
+
+
+def words(verdict: str) -> str:
+    return verdict.replace("_", " ")

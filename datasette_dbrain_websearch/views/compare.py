@@ -1,0 +1,94 @@
+"""``/-/research/compare?a=RUN&b=RUN``: two saved runs side by side (``.json`` too).
+
+``b=brain`` compares a run with the same question researched now without the web: the new run
+is saved like any other, and the page moves to its own address, so a reload never researches
+again. Both runs go through the saved-run check (someone else's run is a 404).
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any
+
+from datasette import Response
+
+from .. import display, ledger, traces
+from ..compare import compare_runs
+from ..config import Settings
+from ..errors import ResearchError
+from ..providers import registered_providers
+from ..research import run_params
+from ..store import plugin_database
+from .common import (
+    refusal,
+    remembering_access,
+    run_research,
+    trace_for,
+    web_access,
+)
+
+TEMPLATE = "dbrain_websearch_compare.html"
+BRAIN_ONLY = "brain"
+
+
+def compare_path(datasette: Any, a: str, b: str, as_json: bool = False) -> str:
+    query = urllib.parse.urlencode({"a": a, "b": b})
+    return datasette.urls.path("/-/research/compare" + (".json" if as_json else "")) + "?" + query
+
+
+def run_id_param(params: dict[str, list[str]], name: str, brain_only: bool = False) -> str:
+    value = (params.get(name) or [""])[-1].strip()
+    if brain_only and value == BRAIN_ONLY:
+        return value
+    if not traces.RUN_ID.fullmatch(value):
+        raise ResearchError(
+            f"{name} must be a saved run's id"
+            + (f", or '{BRAIN_ONLY}' for the same question without the web" if brain_only else "")
+            + ".",
+            code="bad_run_id",
+        )
+    return value
+
+
+async def brain_only(datasette: Any, request: Any, trace: dict[str, Any]) -> dict[str, Any]:
+    """The run's question researched again as it was, but never on the web; saved."""
+    settings = Settings.from_datasette(datasette)
+    params = {**run_params(trace["pack"]), "q": [trace["pack"]["question"]]}
+    params["external"] = ["never"]
+    web = await web_access(datasette, request.actor)
+    pack = await run_research(
+        datasette, request.actor, trace["database"], params, settings, web, "page"
+    )
+    return await trace_for(datasette, request, pack["run_id"])
+
+
+@remembering_access
+async def compare_view(request: Any, datasette: Any) -> Response:
+    as_json = bool(request.url_vars.get("format"))
+    params = urllib.parse.parse_qs(request.query_string)
+    try:
+        a = await trace_for(datasette, request, run_id_param(params, "a"))
+        b_id = run_id_param(params, "b", brain_only=True)
+        if b_id == BRAIN_ONLY:
+            b = await brain_only(datasette, request, a)
+            if not as_json:
+                return Response.redirect(compare_path(datasette, a["run_id"], b["run_id"]))
+        else:
+            b = await trace_for(datasette, request, b_id)
+    except ResearchError as exc:
+        return await refusal(datasette, request, as_json, exc)
+    costs = await ledger.run_costs(plugin_database(datasette), [a["run_id"], b["run_id"]])
+    comparison = compare_runs(a, b, costs)
+    if as_json:
+        return Response.json(comparison)
+    labels = {name: p.label for name, p in registered_providers(datasette).items()}
+    context = {
+        "comparison": comparison,
+        "labels": labels,
+        "say": display,
+        "run_url": lambda run_id: traces.run_path(datasette, run_id),
+        "json_url": compare_path(datasette, a["run_id"], b["run_id"], as_json=True),
+        "runs_url": datasette.urls.path("/-/research/runs"),
+    }
+    html = await datasette.render_template(TEMPLATE, context, request=request)
+    return Response.html(html)
