@@ -282,6 +282,24 @@ def web_config(fake: FakeWeb, **external: Any) -> dict[str, Any]:
     return {"external_search": block, "semantic": {"model": ""}}
 
 
+async def web_datasette(brain: tuple[Path, Any], fake: FakeWeb, **external: Any) -> Datasette:
+    """A started Datasette over the fixture brain with web search on the fake providers."""
+    datasette = make_datasette([str(brain[0])], plugin_config=web_config(fake, **external))
+    await datasette.invoke_startup()
+    return datasette
+
+
+async def web_pack(ds: Datasette, question: str, actor: str = "root", **params: str) -> dict:
+    """A run of ``question`` that searches the web (and answers), as ``actor``."""
+    response = await ds.client.get(
+        "/-/research.json",
+        params={"q": question, "external": "always", **params},
+        cookies=actor_cookies(ds, actor),
+    )
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
 class ProviderPlugin:
     """A throwaway Datasette plugin that registers one provider through the plugin's hook."""
 

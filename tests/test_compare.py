@@ -5,20 +5,14 @@ from __future__ import annotations
 
 from markupsafe import escape
 
-from .conftest import actor_cookies, make_datasette, web_config
+from .conftest import actor_cookies, web_datasette, web_pack
 
 QUESTION = "espresso extraction"
 
 
 async def web_run(brain, fake):
-    ds = make_datasette([str(brain[0])], plugin_config=web_config(fake))
-    await ds.invoke_startup()
-    response = await ds.client.get(
-        "/-/research.json",
-        params={"q": QUESTION, "external": "always", "answer": "1"},
-        cookies=actor_cookies(ds, "root"),
-    )
-    pack = response.json()
+    ds = await web_datasette(brain, fake)
+    pack = await web_pack(ds, QUESTION, answer="1")
     assert pack["evidence"] and pack["external_evidence"]
     return ds, pack
 

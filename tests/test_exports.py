@@ -12,21 +12,14 @@ from datasette.cli import cli
 
 from datasette_dbrain_websearch import exports
 
-from .conftest import actor_cookies, make_datasette, web_config
+from .conftest import actor_cookies, web_datasette, web_pack
 
 QUESTION = "espresso extraction"
 
 
 async def web_run(brain, fake):
-    ds = make_datasette([str(brain[0])], plugin_config=web_config(fake))
-    await ds.invoke_startup()
-    response = await ds.client.get(
-        "/-/research.json",
-        params={"q": QUESTION, "external": "always", "answer": "1"},
-        cookies=actor_cookies(ds, "root"),
-    )
-    assert response.status_code == 200
-    return ds, response.json()
+    ds = await web_datasette(brain, fake)
+    return ds, await web_pack(ds, QUESTION, answer="1")
 
 
 async def test_the_markdown_export_holds_the_answer_references_and_origins(brain, fake):

@@ -8,13 +8,14 @@ import sqlite3
 
 from datasette_dbrain_websearch.providers import Provider, WebResult
 
-from .conftest import actor_cookies, make_datasette, registered, web_config
+from .conftest import actor_cookies, registered, web_datasette, web_pack
 
 QUESTION = "lattice qcd"
 
 
-def reading_config(fake, **external):
-    return web_config(
+async def reading_ds(brain, fake, **external):
+    return await web_datasette(
+        brain,
         fake,
         read_via=f"{fake.url}/reader/",
         fetch_allow_networks=["127.0.0.1/32"],  # the reader runs on loopback here
@@ -22,20 +23,8 @@ def reading_config(fake, **external):
     )
 
 
-async def reading_ds(brain, fake, **external):
-    ds = make_datasette([str(brain[0])], plugin_config=reading_config(fake, **external))
-    await ds.invoke_startup()
-    return ds
-
-
 async def ask(ds, **params):
-    response = await ds.client.get(
-        "/-/research.json",
-        params={"q": QUESTION, "external": "always", **params},
-        cookies=actor_cookies(ds, "root"),
-    )
-    assert response.status_code == 200, response.text
-    return response.json()
+    return await web_pack(ds, QUESTION, **params)
 
 
 def reads(fake):

@@ -10,26 +10,14 @@ from datasette.cli import cli
 
 from datasette_dbrain_websearch.providers import Provider, WebResult
 
-from .conftest import actor_cookies, make_datasette, registered, web_config
+from .conftest import actor_cookies, registered, web_config, web_datasette, web_pack
 
 QUESTION = "espresso extraction"
 SITE = "espressoscience.org"
 
 
-async def web_ds(brain, fake, **external):
-    ds = make_datasette([str(brain[0])], plugin_config=web_config(fake, **external))
-    await ds.invoke_startup()
-    return ds
-
-
 async def ask(ds, **params) -> dict:
-    response = await ds.client.get(
-        "/-/research.json",
-        params={"q": QUESTION, "external": "always", **params},
-        cookies=actor_cookies(ds, "root"),
-    )
-    assert response.status_code == 200, response.text
-    return response.json()
+    return await web_pack(ds, QUESTION, **params)
 
 
 def sent(fake, provider):
@@ -37,7 +25,7 @@ def sent(fake, provider):
 
 
 async def test_brave_gets_site_operators_and_rows_come_only_from_the_site(brain, fake):
-    ds = await web_ds(brain, fake)
+    ds = await web_datasette(brain, fake)
     everywhere = await ask(ds)
     assert {r["domain"] for r in everywhere["external_evidence"]} - {SITE}
     fake.reset()
@@ -55,7 +43,7 @@ async def test_brave_gets_site_operators_and_rows_come_only_from_the_site(brain,
 
 
 async def test_exa_gets_include_and_exclude_domains(brain, fake):
-    ds = await web_ds(brain, fake, providers=["exa"])
+    ds = await web_datasette(brain, fake, providers=["exa"])
     pack = await ask(ds, site=f"{SITE},homebarista-notes.com", not_site="grindlab.coffee")
     (request,) = sent(fake, "exa")
     assert request.json["includeDomains"] == [SITE, "homebarista-notes.com"]
@@ -65,7 +53,7 @@ async def test_exa_gets_include_and_exclude_domains(brain, fake):
 
 
 async def test_searxng_gets_site_operators(brain, fake):
-    ds = await web_ds(brain, fake, providers=["searxng"])
+    ds = await web_datasette(brain, fake, providers=["searxng"])
     pack = await ask(ds, site=SITE)
     (request,) = sent(fake, "searxng")
     assert request.query["q"] == [f"{QUESTION} site:{SITE}"]
@@ -86,7 +74,7 @@ class Everywhere(Provider):
 
 async def test_a_provider_that_cannot_filter_is_filtered_afterwards(brain, fake):
     with registered(Everywhere()):
-        ds = await web_ds(brain, fake, providers=["everywhere"])
+        ds = await web_datasette(brain, fake, providers=["everywhere"])
         pack = await ask(ds, site=SITE)
     assert [r["domain"] for r in pack["external_evidence"]] == [SITE]
     codes = [w["code"] for w in pack["warnings"]]
@@ -101,7 +89,7 @@ async def decisions(ds, pack) -> list[dict]:
 
 
 async def test_sites_outside_the_configs_allow_list_are_not_searched(brain, fake):
-    ds = await web_ds(brain, fake, allow_domains=["homebarista-notes.com"])
+    ds = await web_datasette(brain, fake, allow_domains=["homebarista-notes.com"])
     pack = await ask(ds, site=SITE)
     assert sent(fake, "brave") == []
     assert pack["external_search"]["ran"] is False
@@ -114,7 +102,7 @@ async def test_sites_outside_the_configs_allow_list_are_not_searched(brain, fake
 
 
 async def test_a_site_that_is_no_domain_is_a_400(brain, fake):
-    ds = await web_ds(brain, fake)
+    ds = await web_datasette(brain, fake)
     for value in ("localhost", "not a domain", ",".join(f"s{i}.example" for i in range(11))):
         response = await ds.client.get("/-/research.json", params={"q": QUESTION, "site": value})
         body = response.json()
@@ -138,7 +126,7 @@ def test_the_cli_takes_sites(brain, fake, tmp_path):
 
 
 async def test_the_page_keeps_the_sites_in_its_form_and_its_links(brain, fake):
-    ds = await web_ds(brain, fake)
+    ds = await web_datasette(brain, fake)
     response = await ds.client.get(
         "/-/research",
         params=[
