@@ -15,8 +15,11 @@ strings rather than NULLs. What is known about the page is kept without claiming
 Unlike ``dbrain link add``, the ``sources_fts`` row is written at once (packed as dbrain packs
 it), so the next search finds the page; dbrain rewrites it by rowid when it extracts the page.
 Rows are written with sqlite-utils in one transaction per request; a URL whose normalized form
-exists already is reported as ``exists`` and left untouched. Only ``ext:`` keys of the run's
-own trace can be promoted, so no request can inject an arbitrary URL.
+exists already is reported as ``exists`` and left as it was, but for the tags the person adds.
+Tags go into ``user_tags`` as dbrain's tag vocabulary writes them; a note becomes a ``manual``
+item (with its ``items_fts`` row) linked to the page through ``item_source_links``, as dbrain
+links an item to a page it mentions. Only ``ext:`` keys of the run's own trace can be promoted,
+so no request can inject an arbitrary URL.
 """
 
 from __future__ import annotations
