@@ -178,6 +178,15 @@ PROMOTE_DESCRIPTION = (
     "can be promoted."
 )
 
+MCP_PROMOTE_DESCRIPTION = (
+    "Keep web results of a dbrain_research run in the user's brain, with tags and a note if the "
+    "person gives them: each ext: key becomes an ordinary dbrain source (src: key), found by "
+    "later research. Call it only when the person asked to keep those pages; it writes to their "
+    "brain. Only web rows (origin outside_dbrain_corpus) of a run of this person can be kept, "
+    "and only by an account allowed dbrain-promote; keeping a page twice adds tags, never a "
+    "second row."
+)
+
 
 def research_description(datasette: Any) -> str:
     """What the research tool does, and when it may reach the web and through which providers
@@ -529,7 +538,8 @@ def trim(text: str, most: int) -> str:
 
 
 def register_mcp(datasette: Any, mcp: Any) -> None:
-    """datasette-mcp's ``register_mcp_tools``: ``dbrain_research`` and ``dbrain_get_source``.
+    """datasette-mcp's ``register_mcp_tools``: ``dbrain_research``, ``dbrain_get_source`` and
+    ``dbrain_promote``.
 
     The actor is the MCP HTTP request's (cookie or token, as for any Datasette request) and is
     checked on every call; a refusal is a ``ToolError``, which MCP clients see as ``isError``
@@ -608,6 +618,37 @@ def register_mcp(datasette: Any, mcp: Any) -> None:
             return await get_source(datasette, actor, key, database, link)
         except ResearchError as exc:
             raise ToolError(refusal_text(exc)) from None
+
+    def promoting(name: str) -> Any:
+        return Field(description=PROMOTE_SCHEMA["properties"][name]["description"])
+
+    @mcp.tool(
+        name="dbrain_promote",
+        title="Keep web results in the dbrain brain",
+        description=MCP_PROMOTE_DESCRIPTION,
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    )
+    async def dbrain_promote(
+        ctx: Context,
+        run_id: Annotated[str, promoting("run_id")],
+        keys: Annotated[list[str], promoting("keys")],
+        tags: Annotated[list[str] | None, promoting("tags")] = None,
+        note: Annotated[str, promoting("note")] = "",
+    ) -> dict[str, Any]:
+        actor, link = mcp_caller(datasette, ctx)
+        try:
+            promotion, trace, brain, _ = await checked_promotion(
+                datasette, actor, run_id, keys, tags, note
+            )
+            results = await write_promotion(datasette, actor, trace, promotion, brain)
+        except ResearchError as exc:
+            raise ToolError(refusal_text(exc)) from None
+        return promotion_reply(datasette, trace, results, link)
 
 
 def mcp_caller(datasette: Any, ctx: Any) -> tuple[dict | None, Link]:
@@ -712,6 +753,52 @@ async def agent_get_source(
         return agent_error(exc)
 
 
+async def checked_promotion(
+    datasette: Any, actor: dict | None, run_id: str, keys: list[str], tags: Any, note: Any
+) -> tuple[Any, dict[str, Any], Any, list[dict[str, Any]]]:
+    """The checks of ``POST /-/research/promote``, in its order (the request, permission, a run
+    this actor may use, a brain that can take the rows, keys of that run's web rows): the
+    promotion, the run, the brain and the rows, or the ResearchError that refuses it."""
+    promotion = parse_request(
+        {"run_id": run_id, "source_keys": keys, "tags": tags or [], "note": note or ""}
+    )
+    if not await can(datasette, actor, PROMOTE):
+        raise ResearchError("You may not promote results (dbrain-promote).", 403, "forbidden")
+    trace = await visible_run(datasette, actor, promotion.run_id)
+    brain = datasette.databases.get(trace["database"])
+    if brain is None:
+        raise ResearchError(f"The brain '{trace['database']}' is not attached.", 404, "no_brain")
+    check_brain_unchanged(brain)
+    return promotion, trace, brain, chosen_rows(trace, promotion.source_keys)
+
+
+def promotion_reply(
+    datasette: Any, trace: dict[str, Any], results: list[dict[str, Any]], link: Link = same_path
+) -> dict[str, Any]:
+    """What a tool says of a promotion: each row's outcome in words, and where it is now."""
+    return {
+        "ok": True,
+        "run_id": trace["run_id"],
+        "database": trace["database"],
+        "results": [
+            {
+                "key": r["source_key"],
+                "status": r["status"],
+                "local_source_key": r["local_source_key"],
+                "title": r["title"],
+                "message": promotion_message(r),
+                "row_url": link(
+                    str(datasette.urls.row(trace["database"], "sources", str(r["row_id"])))
+                ),
+                **({"tags": r["tags"]} if "tags" in r else {}),
+                **({"note_key": r["note_key"]} if r.get("note_key") else {}),
+            }
+            for r in results
+        ],
+        "trace_url": link(traces.run_path(datasette, trace["run_id"])),
+    }
+
+
 async def agent_promote(
     datasette: Any,
     actor: dict | None,
@@ -723,25 +810,14 @@ async def agent_promote(
 ) -> str:
     """Promote web rows of a run after the person approves them in the chat.
 
-    The checks of ``POST /-/research/promote`` come first (permission, a run this actor may use,
-    keys of that run's web rows, a brain that can take them), so nobody is asked to approve
-    what would fail. The agent re-runs this function from the top once the person answers,
-    so nothing is written before ``ask_user`` returns.
+    The checks come first, so nobody is asked to approve what would fail. The agent re-runs
+    this function from the top once the person answers, so nothing is written before
+    ``ask_user`` returns.
     """
     try:
-        promotion = parse_request(
-            {"run_id": run_id, "source_keys": keys, "tags": tags or [], "note": note}
+        promotion, trace, brain, rows = await checked_promotion(
+            datasette, actor, run_id, keys, tags, note
         )
-        if not await can(datasette, actor, PROMOTE):
-            raise ResearchError("You may not promote results (dbrain-promote).", 403, "forbidden")
-        trace = await visible_run(datasette, actor, promotion.run_id)
-        brain = datasette.databases.get(trace["database"])
-        if brain is None:
-            raise ResearchError(
-                f"The brain '{trace['database']}' is not attached.", 404, "no_brain"
-            )
-        check_brain_unchanged(brain)
-        rows = chosen_rows(trace, promotion.source_keys)
     except ResearchError as exc:
         return agent_error(exc)
     approved = await context.ask_user(
@@ -765,27 +841,7 @@ async def agent_promote(
         results = await write_promotion(datasette, actor, trace, promotion, brain)
     except ResearchError as exc:
         return agent_error(exc)
-    return json.dumps(
-        {
-            "ok": True,
-            "run_id": trace["run_id"],
-            "database": trace["database"],
-            "results": [
-                {
-                    "key": r["source_key"],
-                    "status": r["status"],
-                    "local_source_key": r["local_source_key"],
-                    "title": r["title"],
-                    "message": promotion_message(r),
-                    "row_url": str(
-                        datasette.urls.row(trace["database"], "sources", str(r["row_id"]))
-                    ),
-                }
-                for r in results
-            ],
-            "trace_url": traces.run_path(datasette, trace["run_id"]),
-        }
-    )
+    return json.dumps(promotion_reply(datasette, trace, results))
 
 
 def approval_html(rows: list[dict[str, Any]], labels: dict[str, str]) -> str:

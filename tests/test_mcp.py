@@ -48,7 +48,11 @@ def server(tmp_path_factory):
     brain = tmp / "brain.db"
     ids = build_fixture_brain(brain)
     with FakeWeb(brave_keys=(BRAVE_KEY,)) as fake:
-        config = {"plugins": {"datasette-dbrain-websearch": web_config(fake)}}
+        config = {
+            "plugins": {"datasette-dbrain-websearch": web_config(fake)},
+            # On 1.0 root holds only what it is granted; 0.65 grants root promotion itself.
+            "permissions": {"dbrain-promote": {"id": "root"}},
+        }
         with serve(brain, tmp, config, {"TEST_BRAVE_KEY": BRAVE_KEY}) as running:
             yield {**running, "fake": fake, "runs": tmp / "research_runs.db", "ids": ids}
 
@@ -195,6 +199,34 @@ async def test_a_run_comes_back_as_markdown_when_asked(server):
     assert "W1. **" in text and "Outside dbrain corpus / Brave / ephemeral" in text
     plain = await call(server, "root", "dbrain_research", question=WEB_QUESTION)
     assert "markdown" not in plain.structured_content
+
+
+async def test_kept_pages_are_written_with_their_tags_and_note(server):
+    found = await call(server, "root", "dbrain_research", question=WEB_QUESTION, external="always")
+    run = found.structured_content
+    key = run["web_rows"][1]["key"]
+    refused = await call(server, "alice", "dbrain_promote", run_id=run["run_id"], keys=[key])
+    assert refused.is_error and "dbrain-promote" in refused.content[0].text
+    result = await call(
+        server,
+        "root",
+        "dbrain_promote",
+        run_id=run["run_id"],
+        keys=[key],
+        tags=["Physics"],
+        note="for the reading group",
+    )
+    assert not result.is_error, result
+    (kept,) = result.structured_content["results"]
+    assert kept["status"] == "created" and kept["tags"] == "physics"
+    assert kept["note_key"].startswith("manual:")
+    assert kept["row_url"].startswith(f"{server['url']}/brain/sources/")
+    (tags,) = db_rows(
+        server["brain"],
+        "select user_tags from sources where source_key = ?",
+        [kept["local_source_key"]],
+    )
+    assert tags == {"user_tags": "physics"}
 
 
 async def test_sites_narrow_the_web_search(server):
