@@ -453,12 +453,12 @@ def test_huge_mode_streams_more_than_five_megabytes(client, web, provider):
 
 
 def test_slow_mode_and_global_latency(client, web):
-    web.set_mode("exa", "slow", seconds=0.4, times=1)
+    web.set_mode("exa", "slow", seconds=30, times=1)
     with httpx.Client(timeout=0.1) as impatient, pytest.raises(httpx.ReadTimeout):
         exa(impatient, web, "search", {"query": "sqlite"})
-    started = time.monotonic()
-    assert exa(client, web, "search", {"query": "sqlite"}).status_code == 200
-    assert time.monotonic() - started < 0.3
+    # The slow mode was for one request: the next one answers, long before a stall would end.
+    with httpx.Client(timeout=10) as patient:
+        assert exa(patient, web, "search", {"query": "sqlite"}).status_code == 200
     with FakeWeb(latency_ms=150) as delayed:
         started = time.monotonic()
         assert searxng(client, delayed, q="sqlite", format="json").status_code == 200
@@ -828,10 +828,9 @@ def test_exa_contents_can_fail_as_a_whole_while_search_works(client, web, mode, 
 
 
 def test_exa_contents_can_stall_while_search_answers(client, web):
-    web.set_mode("exa", "slow", seconds=2, endpoint="contents")
-    started = time.monotonic()
-    assert exa(client, web, "search", {"query": "lattice qcd"}).status_code == 200
-    assert time.monotonic() - started < 0.5
+    web.set_mode("exa", "slow", seconds=30, endpoint="contents")
+    with httpx.Client(timeout=10) as patient:  # far less than the stall: search is not slowed
+        assert exa(patient, web, "search", {"query": "lattice qcd"}).status_code == 200
     with httpx.Client(timeout=0.3) as impatient, pytest.raises(httpx.ReadTimeout):
         exa(impatient, web, "contents", {"ids": ["https://arxiv.org/abs/2611.01234"]})
 

@@ -203,14 +203,15 @@ async def test_a_stalled_provider_gets_its_share_then_the_next_is_tried(brain, f
     warning = next(w for w in pack["warnings"] if w["code"] == "provider_timeout")
     assert warning["provider"] == "brave" and "did not answer within 0.8 s" in warning["message"]
     assert "provider_fallback" in codes(pack)
-    assert elapsed < 5  # far less than Brave's 10 s stall, well within the 6 s stage
+    assert elapsed < 6  # far less than Brave's 10 s stall: within the 6 s stage
     brave = next(r for r in ledger_rows(brain) if r["provider"] == "brave")
     assert brave["error"] == "provider_timeout" and brave["cost_usd"] == 0
 
 
 async def test_without_provider_timeout_the_time_left_is_shared(brain, fake):
-    fake.set_mode("brave", "slow", seconds=10)
-    ds = await web_ds(brain, fake, providers=["brave", "exa"], timeout=2)
+    fake.set_mode("brave", "slow", seconds=60)
+    # Brave gets half of the 8 s, Exa what is left: seconds, not fractions, for a busy machine.
+    ds = await web_ds(brain, fake, providers=["brave", "exa"], timeout=8)
     pack = await ask(ds, q="sqlite fts5 ranking", external="always")
     assert pack["external_search"]["providers"] == ["exa"]
     assert "provider_timeout" in codes(pack)
