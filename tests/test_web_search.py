@@ -813,3 +813,14 @@ async def test_a_saved_run_is_only_reused_for_its_own_question(brain, fake):
         "/-/research", params={"q": "espresso", "run": pack["run_id"]}, cookies=root
     )
     assert "Outside dbrain corpus / Brave" not in other.text and "espresso" in other.text.lower()
+
+
+async def test_the_stream_answers_with_a_flash_message_pending(brain, fake):
+    """A message set by the last request (e.g. a promotion's) is shown and cleared by the next
+    response, whichever it is: the stream clears it too instead of failing."""
+    ds = await web_ds(brain, fake)
+    pending = {"ds_messages": ds.sign([["Promoted into brain: 1 page.", 1]], "messages")}
+    response = await ds.client.get("/-/research/stream", params={"q": "espresso"}, cookies=pending)
+    assert response.status_code == 200
+    events = [json.loads(line) for line in response.text.splitlines() if line]
+    assert events[-1]["stage"] == "done"

@@ -18,6 +18,7 @@ from weakref import WeakKeyDictionary
 
 from datasette import Forbidden, NotFound, Response
 from datasette.utils import tilde_decode
+from datasette.utils.asgi import AsgiStream
 
 from .. import traces
 from ..answer import AnswerAccess
@@ -507,6 +508,27 @@ def forms_never_500(app: Asgi) -> Asgi:
             await error_response(error).asgi_send(send)
 
     return wrapped
+
+
+class Stream(AsgiStream):
+    """Datasette's ``AsgiStream`` that can also carry cookies: Datasette sets the flash-message
+    cookie on every response a view returns, and ``AsgiStream`` has no ``set_cookie``."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cookies = Response("")  # Datasette's own cookie formatting, headers only
+
+    def set_cookie(self, *args: Any, **kwargs: Any) -> None:
+        self.cookies.set_cookie(*args, **kwargs)
+
+    async def asgi_send(self, send: Any) -> None:
+        async def with_cookies(message: dict) -> None:
+            if message["type"] == "http.response.start":
+                cookies = [[b"set-cookie", c.encode()] for c in self.cookies._set_cookie_headers]
+                message = {**message, "headers": [*message["headers"], *cookies]}
+            await send(message)
+
+        await super().asgi_send(with_cookies)
 
 
 async def write_promotion(

@@ -8,7 +8,6 @@ import urllib.parse
 from typing import Any
 
 from datasette import Response
-from datasette.utils.asgi import AsgiStream
 
 from .. import display, traces
 from ..brain import reader, table_names
@@ -32,6 +31,7 @@ from ..store import feedback_for, plugin_database
 from ..urls import is_web_url
 from .common import (
     MODE_LABELS,
+    Stream,
     brain_databases,
     citation_anchors,
     error_response,
@@ -490,7 +490,7 @@ async def stream_view(request: Any, datasette: Any) -> Any:
         url = saved_run_url(datasette, params, pack, database if route else None)
         await progress({"stage": "done", "run_id": pack["run_id"], "url": url})
 
-    return AsgiStream(
+    return Stream(
         stream,
         content_type="application/x-ndjson; charset=utf-8",
         headers={"cache-control": "no-store"},
