@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from urllib.parse import quote, quote_plus
 
 import pytest
 
@@ -201,3 +202,50 @@ def test_retention_has_a_hard_ceiling(tmp_path, monkeypatch):
         traces.prune(conn, "2026-06-03T00:00:00.000Z")
     kept = [r[0] for r in conn.execute(f"select run_id from {store.RUNS_TABLE} order by run_id")]
     assert kept == ["run-2", "run-3", "run-4"]
+
+
+ODD_KEY = "Odd-Key/with+plus&amp?"
+
+
+class EchoProvider(Provider):
+    """Echoes its key back in other letter cases and URL-encoded, as a careless API might."""
+
+    name = "echo"
+    label = "Echo"
+    requires_api_key = True
+
+    async def search(self, request, ctx):
+        key = ctx.api_key
+        return [
+            WebResult(
+                url=f"https://echo.example/lattice?token={quote(key.upper(), safe='')}",
+                title=f"Lattice QCD for {key.upper()}",
+                snippet=f"lattice qcd token={quote_plus(key)} and {key.lower()}",
+                rank=1,
+            )
+        ]
+
+
+def leaked(text: str) -> list[str]:
+    forms = (ODD_KEY, quote(ODD_KEY, safe=""), quote_plus(ODD_KEY, safe=""))
+    return [form for form in forms if form.lower() in text.lower()]
+
+
+async def test_a_key_echoed_in_any_case_or_encoding_never_shows(brain, fake, monkeypatch):
+    monkeypatch.setenv("TEST_ECHO_KEY", ODD_KEY)
+    with registered(EchoProvider()):
+        ds = await web_ds(
+            brain, fake, providers=["echo"], echo={"api_key": {"$env": "TEST_ECHO_KEY"}}
+        )
+        root = actor_cookies(ds, "root")
+        response = await ds.client.get(
+            "/-/research.json", params={"q": "lattice qcd", "external": "always"}, cookies=root
+        )
+        pack = response.json()
+        assert pack["external_evidence"] and not leaked(response.text)
+        page = await ds.client.get(
+            "/-/research", params={"q": "lattice qcd", "external": "always"}, cookies=root
+        )
+        trace = await ds.client.get(pack["trace_url"] + ".json", cookies=root)
+    assert "***" in response.text
+    assert not leaked(page.text) and not leaked(trace.text)

@@ -220,6 +220,11 @@ def test_exa_published_window():
 
 def test_redact_replaces_every_secret():
     assert redact("key abc123 and abc123x", ["abc123", ""]) == "key *** and ***x"
+    assert redact("KEY ABC123, Abc123", ["abc123"]) == "KEY ***, ***"
+    assert redact("?k=a%2Fb%2Bc and a%2fb+c and a/b c", ["a/b+c", "a/b c"]) == (
+        "?k=*** and *** and ***"
+    )
+    assert redact("abc1234", ["abc123", "abc1234"]) == "***"  # the longer key, whole
 
 
 @pytest.mark.parametrize(

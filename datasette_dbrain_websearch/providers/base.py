@@ -11,14 +11,15 @@ Other Datasette plugins add providers through the ``register_dbrain_websearch_pr
 from __future__ import annotations
 
 import asyncio
+import functools
 import html
 import json
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TypedDict
-from urllib.parse import urlsplit
+from urllib.parse import quote, quote_plus, urlsplit
 
 import httpx
 
@@ -310,11 +311,23 @@ def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
         return None
 
 
-def redact(text: str, secrets: list[str]) -> str:
-    """Replace every secret value in text with ``***`` (longest first)."""
-    for secret in sorted((s for s in secrets if s), key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
+def redact(text: str, secrets: Sequence[str]) -> str:
+    """Replace every secret value in text with ``***``, in any letter case and as a URL
+    carries it (percent-encoded, ``+`` for spaces): a server that echoes a key back
+    upper-cased or inside a URL must not get it onto the page."""
+    pattern = _secrets_pattern(tuple(sorted({s for s in secrets if s})))
+    return pattern.sub("***", text) if pattern is not None else text
+
+
+@functools.lru_cache(maxsize=64)
+def _secrets_pattern(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
+    forms = {form for s in secrets for form in (s, quote(s, safe=""), quote_plus(s, safe=""))}
+    if not forms:
+        return None
+    # Longest first, so a key that contains another is replaced whole.
+    return re.compile(
+        "|".join(re.escape(f) for f in sorted(forms, key=len, reverse=True)), re.IGNORECASE
+    )
 
 
 def clamp_query(query: str, max_chars: int, max_words: int) -> str:
