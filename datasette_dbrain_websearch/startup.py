@@ -8,6 +8,7 @@ publishes raw metadata at ``/-/metadata.json``, a literal ``api_key`` stops star
 from __future__ import annotations
 
 import logging
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -79,7 +80,7 @@ async def attach_plugin_database(datasette: Any, settings: Settings) -> None:
         return
     try:
         store.create(path)
-    except OSError as exc:
+    except (OSError, sqlite3.Error) as exc:  # a read-only mount says so either way
         log.warning(
             "dbrain-websearch: cannot create %s (%s); runs are not saved and the cache is off",
             path,

@@ -249,3 +249,21 @@ async def test_a_key_echoed_in_any_case_or_encoding_never_shows(brain, fake, mon
         trace = await ds.client.get(pack["trace_url"] + ".json", cookies=root)
     assert "***" in response.text
     assert not leaked(page.text) and not leaked(trace.text)
+
+
+async def test_a_read_only_filesystem_still_serves_research(brain, monkeypatch, caplog):
+    """Where the runs database cannot be created (an immutable brain on a read-only mount:
+    SQLite says so with OperationalError), research works and runs are not saved."""
+    from datasette_dbrain_websearch import store
+
+    def read_only(path):
+        raise sqlite3.OperationalError("attempt to write a readonly database")
+
+    monkeypatch.setattr(store, "create", read_only)
+    ds = make_datasette([str(brain[0])])
+    await ds.invoke_startup()
+    response = await ds.client.get("/-/research.json", params={"q": "espresso"})
+    assert response.status_code == 200 and response.json()["evidence"]
+    assert "runs are not saved" in caplog.text
+    runs = await ds.client.get("/-/research/runs.json", cookies=actor_cookies(ds, "root"))
+    assert runs.json()["message"].startswith("Runs are not being saved")
