@@ -36,7 +36,15 @@ class ResearchError(Exception):
         self.retry_after = retry_after
 
     def as_json(self) -> dict:
-        return {"ok": False, "error": self.message, "status": self.status, "code": self.code}
+        """The one JSON error shape: the message as ``error`` and, as Datasette 1.0's JSON
+        API gives them, in an ``errors`` list."""
+        return {
+            "ok": False,
+            "error": self.message,
+            "errors": [self.message],
+            "status": self.status,
+            "code": self.code,
+        }
 
     def headers(self) -> dict[str, str]:
         return {} if self.retry_after is None else {"Retry-After": str(self.retry_after)}

@@ -129,6 +129,7 @@ async def test_a_locked_brain_is_a_503_that_says_so_quickly(ds, brain, locked):
         assert response.json() == {
             "ok": False,
             "error": BUSY_MESSAGE,
+            "errors": [BUSY_MESSAGE],
             "status": 503,
             "code": "brain_busy",
         }

@@ -87,6 +87,7 @@ async def test_someone_elses_run_is_a_404_like_a_missing_one(ds):
             assert body == {
                 "ok": False,
                 "error": f"No saved run {run_id}.",
+                "errors": [f"No saved run {run_id}."],
                 "status": 404,
                 "code": "no_such_run",
             }

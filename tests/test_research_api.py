@@ -339,7 +339,13 @@ async def test_raw_syntax_errors_are_400_with_sqlite_message(ds, query, sqlite_m
 async def test_bad_parameters_are_400_json(ds, params, code):
     status, body = await get(ds, "/-/research.json", **params)
     assert status == 400
-    assert body == {"ok": False, "error": body["error"], "status": 400, "code": code}
+    assert body == {
+        "ok": False,
+        "error": body["error"],
+        "errors": [body["error"]],
+        "status": 400,
+        "code": code,
+    }
     assert body["error"]
 
 
