@@ -28,13 +28,13 @@ EMOJI_FONT := /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
-	$(VENV)/bin/pip install --quiet -e '.[test,semantic]' '$(DATASETTE_STABLE)'
+	$(VENV)/bin/pip install --quiet -e '.[test,semantic,fetch]' '$(DATASETTE_STABLE)'
 	touch $@
 
 $(VENV_ALPHA)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV_ALPHA)
 	$(VENV_ALPHA)/bin/pip install --quiet --upgrade pip
-	$(VENV_ALPHA)/bin/pip install --quiet -e '.[test,semantic]' '$(DATASETTE_ALPHA)' \
+	$(VENV_ALPHA)/bin/pip install --quiet -e '.[test,semantic,fetch]' '$(DATASETTE_ALPHA)' \
 		'$(DATASETTE_LLM)' \
 		'$(DATASETTE_AGENT)'
 	touch $@

@@ -33,6 +33,7 @@ as ``extract_status = 'empty'``, not as a failure.
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import ipaddress
 import logging
 import os
@@ -44,8 +45,6 @@ from dataclasses import dataclass
 import anyio
 import httpcore
 import httpx
-import trafilatura
-from trafilatura.utils import load_html
 
 __all__ = ["BlockedAddress", "FetchResult", "fetch_page", "is_public_address"]
 
@@ -340,12 +339,26 @@ def _decode(body: bytes, charset: str | None) -> str:
         return body.decode("utf-8", errors="replace")
 
 
+EXTRACTOR_MISSING = (
+    "Reading web pages needs trafilatura, which this install lacks: "
+    "pip install 'datasette-dbrain-websearch[fetch]'."
+)
+
+
+def extractor_missing() -> str:
+    """Why pages cannot be read here (the ``[fetch]`` extra is not installed), or ``""``."""
+    return "" if importlib.util.find_spec("trafilatura") else EXTRACTOR_MISSING
+
+
 def _extract(
     body: bytes, media_type: str, charset: str | None, url: str
 ) -> tuple[str, str, str, str]:
     """Title, description, site name and main text; CPU-bound, so it runs in a worker thread."""
     if media_type == "text/plain":
         return "", "", "", _decode(body, charset).strip()
+    import trafilatura  # the [fetch] extra; fetch_page checks for it before any request
+    from trafilatura.utils import load_html
+
     # Without a declared charset trafilatura sniffs the bytes (meta tags, then detection).
     content: bytes | str = _decode(body, charset) if charset else body
     document = trafilatura.bare_extraction(
@@ -453,6 +466,9 @@ async def fetch_page(
     self-hosted setup, tests); an invalid CIDR raises ValueError, being a configuration error.
     """
     allowed = _parse_networks(allow_networks)
+    missing = extractor_missing()
+    if missing:
+        return _failure(url, "unsupported_file", missing)
     try:
         httpx.URL(url)
     except (httpx.InvalidURL, TypeError):

@@ -36,7 +36,7 @@ from sqlite_utils.db import Table
 
 from . import semantic
 from .errors import ResearchError, sqlite_error
-from .fetch import FetchResult, fetch_page
+from .fetch import FetchResult, extractor_missing, fetch_page
 from .providers.base import clean
 from .schema import (
     go_json,
@@ -488,6 +488,8 @@ async def promote(
             status=409,
             code="brain_read_only",
         )
+    if request.fetch and extractor_missing():
+        raise ResearchError(extractor_missing(), code="fetch_unavailable")
     rows = chosen_rows(trace, request.source_keys)
     fetched: dict[str, FetchResult] = {}
     if request.fetch:

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 
 from . import ledger, store
 from .config import ExternalSettings
-from .fetch import FetchResult, fetch_page
+from .fetch import FetchResult, extractor_missing, fetch_page
 from .providers.base import WebResult
 
 LEDGER_NAME = "page_read"  # the ledger's "provider" for page reads (they cost nothing)
@@ -82,6 +82,10 @@ class PageReader:
     async def read(self, urls: Sequence[str], seconds_left: float) -> ReadOutcome:
         outcome = ReadOutcome()
         if not urls:
+            return outcome
+        missing = extractor_missing()
+        if missing:
+            outcome.warnings.append({"code": "page_read_unavailable", "message": missing})
             return outcome
         if seconds_left < MIN_SECONDS:
             outcome.warnings.append(

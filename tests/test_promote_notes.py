@@ -128,3 +128,26 @@ def test_tags_are_written_as_dbrains_vocabulary_writes_them():
     )
     assert merged_tags("physics, To-Read", ["to-read", "new"]) == "physics,To-Read,new"
     assert merged_tags("", ["a"]) == "a"
+
+
+async def test_fetching_without_the_fetch_extra_is_refused_with_how_to_get_it(
+    brain, fake, monkeypatch
+):
+    from datasette_dbrain_websearch import fetch, promote
+
+    monkeypatch.setattr(promote, "extractor_missing", lambda: fetch.EXTRACTOR_MISSING)
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    key = pack["external_evidence"][0]["source_key"]
+    response = await post_json(ds, {"run_id": pack["run_id"], "source_keys": [key], "fetch": True})
+    body = response.json()
+    assert (response.status_code, body["code"]) == (400, "fetch_unavailable")
+    assert "[fetch]" in body["error"]
+    assert (
+        db_rows(
+            brain[0],
+            "select * from sources where normalized_url = ?",
+            [pack["external_evidence"][0]["canonical_url"]],
+        )
+        == []
+    )

@@ -149,3 +149,14 @@ async def test_nothing_is_read_unless_asked(brain, fake):
         cookies=actor_cookies(ds, "root"),
     )
     assert (bad.status_code, bad.json()["code"]) == (400, "bad_read")
+
+
+async def test_without_the_fetch_extra_reading_says_how_to_get_it(brain, fake, monkeypatch):
+    from datasette_dbrain_websearch import fetch, reading
+
+    monkeypatch.setattr(reading, "extractor_missing", lambda: fetch.EXTRACTOR_MISSING)
+    ds = await reading_ds(brain, fake)
+    pack = await ask(ds, read="2")
+    (warning,) = [w for w in pack["warnings"] if w["code"] == "page_read_unavailable"]
+    assert "pip install 'datasette-dbrain-websearch[fetch]'" in warning["message"]
+    assert reads(fake) == [] and {r["depth"] for r in pack["external_evidence"]} == {"snippet"}
