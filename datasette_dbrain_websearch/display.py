@@ -147,6 +147,8 @@ WEB_SKIPPED = {
     "not_permitted": "not allowed for whoever asked",
     "local_evidence_enough": "only if weak, and the brain had enough",
     "empty_query": "no words to send",
+    "cross_site": "the request came from another site",
+    "sites_not_allowed": "the sites asked for are outside this Datasette's allow_domains",
 }
 
 

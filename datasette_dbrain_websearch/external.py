@@ -109,7 +109,9 @@ def is_current_state(question: str) -> bool:
     return bool(words & CURRENT_STATE_WORDS) or any(p in lowered for p in CURRENT_STATE_PHRASES)
 
 
-def decide(mode: str, settings: ExternalSettings, permitted: bool, verdict: str) -> Decision:
+def decide(
+    mode: str, settings: ExternalSettings, permitted: bool, verdict: str, cross_site: bool = False
+) -> Decision:
     """May this run call any provider? Always returns the reason when it may not."""
     if mode == "never":
         return Decision(False, "mode_never")
@@ -131,6 +133,16 @@ def decide(mode: str, settings: ExternalSettings, permitted: bool, verdict: str)
                 "code": "external_search_not_permitted",
                 "message": "You are not allowed to search the web here (permission "
                 "dbrain-external-search); showing local evidence only.",
+            },
+        )
+    if cross_site:
+        return Decision(
+            False,
+            "cross_site",
+            {
+                "code": "external_search_cross_site",
+                "message": "This request came from another site, so the web was not searched "
+                "on your account; search again from this page to include it.",
             },
         )
     if mode == "on_weak" and verdict == ENOUGH_EVIDENCE:

@@ -295,6 +295,9 @@ class WebAccess:
     providers: Mapping[str, Provider]
     cache_db: Any | None = None  # the plugin database: provider cache and call ledger
     actor_id: str = ""
+    # Another site's page sent this request with the person's cookie: it must not spend their
+    # provider budget (a link or form elsewhere cannot make this account search the web).
+    cross_site: bool = False
 
     @property
     def labels(self) -> dict[str, str]:
@@ -527,7 +530,7 @@ async def _web(
     """The external stage and the merge; returns the pack's web parts (always present)."""
     ext = settings.external
     request = options.external
-    decision = decide(request.mode, ext, web.permitted, verdict)
+    decision = decide(request.mode, ext, web.permitted, verdict, web.cross_site)
     current = is_current_state(options.question)
     part: dict[str, Any] = {
         "external_search": {

@@ -824,3 +824,31 @@ async def test_the_stream_answers_with_a_flash_message_pending(brain, fake):
     assert response.status_code == 200
     events = [json.loads(line) for line in response.text.splitlines() if line]
     assert events[-1]["stage"] == "done"
+
+
+@pytest.mark.parametrize(
+    ("headers", "searched"),
+    [
+        ({"sec-fetch-site": "cross-site"}, False),
+        ({"origin": "https://evil.example"}, False),
+        ({"sec-fetch-site": "same-origin"}, True),
+        ({"sec-fetch-site": "none"}, True),  # a typed address or a bookmark
+        ({}, True),  # no browser said anything: a script with the cookie
+    ],
+)
+async def test_another_site_cannot_spend_a_signed_in_persons_web_budget(
+    brain, fake, headers, searched
+):
+    ds = await web_ds(brain, fake)
+    response = await ds.client.get(
+        "/-/research.json",
+        params={"q": "lattice qcd", "external": "always"},
+        cookies=actor_cookies(ds, "root"),
+        headers=headers,
+    )
+    pack = response.json()
+    assert pack["external_search"]["ran"] is searched
+    assert bool(provider_requests(fake)) is searched
+    if not searched:
+        assert pack["external_search"]["skipped_reason"] == "cross_site"
+        assert "external_search_cross_site" in codes(pack)

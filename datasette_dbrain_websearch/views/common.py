@@ -122,14 +122,32 @@ def row_url_for(datasette: Any, database: str):
     return row_url
 
 
-async def web_access(datasette: Any, actor: dict | None) -> WebAccess:
-    """May this actor reach the web, through which providers, with which cache."""
+async def web_access(datasette: Any, actor: dict | None, request: Any = None) -> WebAccess:
+    """May this actor reach the web, through which providers, with which cache (and, for an
+    HTTP request, did another site send it)."""
     return WebAccess(
         permitted=await may(datasette, actor, EXTERNAL),
         providers=registered_providers(datasette),
         cache_db=plugin_database(datasette),
         actor_id=actor_id_of(actor),
+        cross_site=request is not None and cross_site_with_cookie(request),
     )
+
+
+SAME_SITE = ("same-origin", "same-site", "none")  # Sec-Fetch-Site: "none" is a typed URL
+
+
+def cross_site_with_cookie(request: Any) -> bool:
+    """A browser request another site made (a link, a form, a script), signed in by this
+    person's cookie. Browsers say so in ``Sec-Fetch-Site`` (older ones in ``Origin``); a
+    request with an API token, or without a cookie, is nobody's browser session."""
+    if request.headers.get("authorization") or "ds_actor" not in request.cookies:
+        return False
+    fetch_site = request.headers.get("sec-fetch-site", "").lower()
+    if fetch_site:
+        return fetch_site not in SAME_SITE
+    origin = request.headers.get("origin", "")
+    return bool(origin) and urllib.parse.urlsplit(origin).netloc != request.host
 
 
 def index_path(datasette: Any) -> str | None:

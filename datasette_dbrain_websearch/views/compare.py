@@ -55,7 +55,7 @@ async def brain_only(datasette: Any, request: Any, trace: dict[str, Any]) -> dic
     settings = Settings.from_datasette(datasette)
     params = {**run_params(trace["pack"]), "q": [trace["pack"]["question"]]}
     params["external"] = ["never"]
-    web = await web_access(datasette, request.actor)
+    web = await web_access(datasette, request.actor, request)
     pack = await run_research(
         datasette, request.actor, trace["database"], params, settings, web, "page"
     )

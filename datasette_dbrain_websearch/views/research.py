@@ -127,7 +127,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
         settings, params, lineage, database, allowed = await prepare(datasette, request)
     except ResearchError as exc:
         return await refusal(datasette, request, as_json, exc)
-    web = await web_access(datasette, request.actor)
+    web = await web_access(datasette, request.actor, request)
     pack = None if as_json else await saved_pack(datasette, request, params)
     refinement = None
     if pack is not None:
@@ -464,7 +464,7 @@ async def stream_view(request: Any, datasette: Any) -> Any:
         settings, params, lineage, database, _ = await prepare(datasette, request)
     except ResearchError as exc:
         return error_response(exc)
-    web = await web_access(datasette, request.actor)
+    web = await web_access(datasette, request.actor, request)
     secrets = settings.secrets()
 
     async def stream(writer: Any) -> None:
