@@ -95,6 +95,7 @@ class WebOutcome:
     hits: list[ExternalHit] = field(default_factory=list)
     providers_answered: list[str] = field(default_factory=list)
     queries: list[dict[str, Any]] = field(default_factory=list)
+    reserved: list[int] = field(default_factory=list)  # ledger places held under budgets
     warnings: list[dict[str, str]] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
     rejected_urls: int = 0
@@ -290,10 +291,10 @@ class WebStage:
 
     async def _record_calls(self) -> None:
         """Every provider call of this run into the ledger, in one write after the stage."""
-        if self.cache_db is None or not self.outcome.ledger:
+        if self.cache_db is None or not (self.outcome.ledger or self.outcome.reserved):
             return
         try:
-            await ledger.record(self.cache_db, self.outcome.ledger)
+            await ledger.record(self.cache_db, self.outcome.ledger, self.outcome.reserved)
         except Exception as exc:  # a locked or read-only plugin database must not cost the run
             self.outcome.warnings.append(
                 {
@@ -497,14 +498,23 @@ class WebStage:
             return await provider.search(search, ctx)
 
     async def _within_budget(self, name: str) -> None:
-        """Skip a provider over its ``budgets`` cap before any request is made."""
+        """Skip a provider over its ``budgets`` cap before any request is made, and hold this
+        call's place under the cap until the run's calls are recorded."""
         budget = self.settings.budgets.get(name)
         if budget is None or self.cache_db is None:
             return
-        spent = await ledger.spent(self.cache_db, name)
-        reason = ledger.over_budget(self._label(name), budget, spent)
-        if reason:
-            raise ProviderError(BUDGET_EXHAUSTED, reason)
+        held = await ledger.reserve(
+            self.cache_db,
+            name,
+            budget,
+            self._label(name),
+            self.settings.price_per_call(name),
+            self.actor_id,
+            self.run_id,
+        )
+        if isinstance(held, str):
+            raise ProviderError(BUDGET_EXHAUSTED, held)
+        self.outcome.reserved.append(held)
 
     def _bill(self, name: str, ctx: ProviderContext, results: int) -> None:
         self.outcome.ledger.extend(

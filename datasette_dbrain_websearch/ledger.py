@@ -19,6 +19,10 @@ from .schema import sqlite_database
 from .store import LEDGER_TABLE, RUNS_TABLE
 
 KEEP_DAYS = 400  # a year of usage, plus the month a monthly cap is counted over
+# A row that holds one call's place under a provider's caps from before the request until the
+# call itself is recorded; one a crashed run left behind stops counting after a while.
+RESERVED = "reserved"
+RESERVATION_MINUTES = 10
 
 
 @dataclass(frozen=True)
@@ -77,31 +81,75 @@ def rows_for(
     ]
 
 
-async def record(db: Any, rows: list[dict[str, Any]]) -> None:
-    if not rows:
+async def record(db: Any, rows: list[dict[str, Any]], release: list[int] | None = None) -> None:
+    """Write a run's calls, in the same transaction as releasing the places ``reserve`` held
+    for them (so a cap never sees a call twice, or not at all)."""
+    if not rows and not release:
         return
     cutoff = (datetime.now(UTC) - timedelta(days=KEEP_DAYS)).strftime("%Y-%m-%d")
 
     def write(conn: Any) -> None:
         with conn:
             conn.execute(f"delete from {LEDGER_TABLE} where day < ?", [cutoff])
-            sqlite_database(conn)[LEDGER_TABLE].insert_all(rows)
+            conn.executemany(
+                f"delete from {LEDGER_TABLE} where id = ? and error = ?",
+                [(row_id, RESERVED) for row_id in release or ()],
+            )
+            if rows:
+                sqlite_database(conn)[LEDGER_TABLE].insert_all(rows)
 
     await db.execute_write_fn(write)
 
 
-async def spent(db: Any, provider: str, now: datetime | None = None) -> Spent:
+async def reserve(
+    db: Any,
+    provider: str,
+    budget: Budget,
+    label: str,
+    price: float,
+    actor_id: str = "",
+    run_id: str = "",
+    now: datetime | None = None,
+) -> int | str:
+    """Hold a place for one call under ``budget``: the reservation's row id, or why the
+    provider may not be called. The check and the hold are one transaction on the plugin
+    database's single write thread, so concurrent searches can never pass one cap together."""
     now = now or datetime.now(UTC)
-    today = now.strftime("%Y-%m-%d")
-    month_start = now.strftime("%Y-%m-01")
-    row = (
-        await db.execute(
-            "select coalesce(sum(case when day = :today then 1 else 0 end), 0), "
-            "coalesce(sum(cost_usd), 0) "
-            f"from {LEDGER_TABLE} where provider = :provider and day >= :month_start",
-            {"today": today, "provider": provider, "month_start": month_start},
-        )
-    ).first()
+    stale = (now - timedelta(minutes=RESERVATION_MINUTES)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    row = rows_for(provider, [{"endpoint": "", "status": 0}], 0, price, actor_id, run_id, now)[0]
+    row |= {"error": RESERVED, "cost_usd": price}
+
+    def write(conn: Any) -> int | str:
+        with conn:
+            conn.execute(
+                f"delete from {LEDGER_TABLE} where error = ? and at < ?", [RESERVED, stale]
+            )
+            reason = over_budget(label, budget, _spent(conn, provider, now))
+            if reason:
+                return reason
+            table = sqlite_database(conn)[LEDGER_TABLE]
+            table.insert(row)
+            return int(table.last_rowid or 0)
+
+    return await db.execute_write_fn(write)
+
+
+async def spent(db: Any, provider: str, now: datetime | None = None) -> Spent:
+    return await db.execute_fn(lambda conn: _spent(conn, provider, now or datetime.now(UTC)))
+
+
+def _spent(conn: Any, provider: str, now: datetime) -> Spent:
+    """Calls today and dollars this month, reserved places included."""
+    row = conn.execute(
+        "select coalesce(sum(case when day = :today then 1 else 0 end), 0), "
+        "coalesce(sum(cost_usd), 0) "
+        f"from {LEDGER_TABLE} where provider = :provider and day >= :month_start",
+        {
+            "today": now.strftime("%Y-%m-%d"),
+            "provider": provider,
+            "month_start": now.strftime("%Y-%m-01"),
+        },
+    ).fetchone()
     return Spent(int(row[0]), float(row[1])) if row else Spent()
 
 
@@ -115,9 +163,9 @@ async def usage(db: Any, days: int = 31, now: datetime | None = None) -> list[di
         "sum(results) as results, round(sum(cost_usd), 4) as cost_usd, "
         "round(avg(latency_ms), 1) as avg_latency_ms, "
         "group_concat(distinct endpoint) as endpoints "
-        f"from {LEDGER_TABLE} where day >= ? group by day, provider "
+        f"from {LEDGER_TABLE} where day >= ? and error != ? group by day, provider "
         "order by day desc, provider",
-        [since],
+        [since, RESERVED],
     )
     return [dict(row) for row in rows.rows]
 
@@ -131,7 +179,7 @@ async def calls(
 ) -> list[dict[str, Any]]:
     """The newest provider calls, each with the question of the run that made it (filters:
     a provider, and ``ok`` or ``failed``)."""
-    where, params = [], {"limit": limit}
+    where, params = ["l.error != :reserved"], {"limit": limit, "reserved": RESERVED}
     if provider:
         where.append("l.provider = :provider")
         params["provider"] = provider
@@ -143,7 +191,7 @@ async def calls(
         "select l.at, l.provider, l.endpoint, l.status, l.error, l.results, l.cost_usd, "
         "l.latency_ms, l.run_id, coalesce(r.question, '') as question "
         f"from {LEDGER_TABLE} l left join {RUNS_TABLE} r on r.run_id = l.run_id "
-        + (f"where {' and '.join(where)} " if where else "")
+        + f"where {' and '.join(where)} "
         + "order by l.id desc limit :limit",
         params,
     )

@@ -3,6 +3,7 @@ the public-host policy on web results: over HTTP against the fake provider serve
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 import time
 
@@ -315,3 +316,24 @@ async def test_keys_set_for_dbrain_search_the_web_and_never_show(brain, fake, mo
     assert [r["status"] for r in ledger_rows(brain)] == [200]
     trace = await trace_of(ds, pack)
     assert BRAVE_KEY not in str(trace)
+
+
+async def test_concurrent_searches_never_make_more_calls_than_the_cap(brain, fake):
+    ds = await web_ds(brain, fake, budgets={"brave": {"daily_calls": 5}})
+    root = actor_cookies(ds, "root")
+
+    async def search(n: int):
+        response = await ds.client.get(
+            "/-/research.json",
+            params={"q": f"lattice qcd {n}", "external": "always"},
+            cookies=root,
+        )
+        assert response.status_code == 200
+        return response.json()
+
+    packs = await asyncio.gather(*(search(n) for n in range(20)))
+    assert len([r for r in fake.requests if r.provider == "brave"]) == 5
+    skipped = [p for p in packs if "provider_budget_exhausted" in codes(p)]
+    assert len(skipped) == 15
+    rows = ledger_rows(brain)
+    assert len(rows) == 5 and {r["error"] for r in rows} == {""}  # no reservation left behind
