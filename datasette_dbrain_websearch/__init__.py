@@ -57,6 +57,11 @@ def register_actions(datasette: Any) -> list:
 
 
 @hookimpl
+def register_events(datasette: Any) -> list:
+    return compat.event_classes()
+
+
+@hookimpl
 def permission_resources_sql(datasette: Any, actor: Any, action: str) -> Any:
     return compat.permission_sql(datasette, actor, action)
 

@@ -6,6 +6,8 @@ Permissions: 0.65 asks ``permission_allowed`` hooks; 1.0a has registered actions
 
 from __future__ import annotations
 
+import inspect
+from dataclasses import dataclass, field
 from typing import Any
 
 from datasette.utils import actor_matches_allow
@@ -146,3 +148,57 @@ def publishes_raw_metadata(datasette: Any) -> bool:
 def raw_plugin_config(datasette: Any) -> Any:
     """The plugin block before ``$env``/``$file`` resolution (0.65 metadata)."""
     return (datasette.metadata("plugins") or {}).get(PLUGIN_NAME)
+
+
+PROMOTE_EVENT = "dbrain-promote"
+
+
+def event_classes() -> list[Any]:
+    """1.0a: the events the plugin tracks (``register_events``); 0.65 has no events."""
+    try:
+        from datasette.events import Event
+    except ImportError:
+        return []
+    return [_promotion_event(Event)]
+
+
+def _promotion_event(base: Any) -> Any:
+    @dataclass
+    class PromoteEvent(base):
+        """Web results of a research run written into a brain by a person."""
+
+        name = PROMOTE_EVENT
+        database: str = ""
+        run_id: str = ""
+        new_rows: int = 0
+        already_held: int = 0
+        keys: list[str] = field(default_factory=list)
+
+    return PromoteEvent
+
+
+async def track_promotion(
+    datasette: Any, actor: dict | None, trace: dict[str, Any], results: list[dict[str, Any]]
+) -> None:
+    """Tell Datasette 1.0's ``track_event`` hooks about a promotion (nothing on 0.65)."""
+    classes = {getattr(c, "name", ""): c for c in getattr(datasette, "event_classes", ())}
+    event_class = classes.get(PROMOTE_EVENT)
+    if event_class is None:
+        return
+    await datasette.track_event(
+        event_class(
+            actor=actor,
+            database=trace["database"],
+            run_id=trace["run_id"],
+            new_rows=sum(r["status"] == "created" for r in results),
+            already_held=sum(r["status"] == "exists" for r in results),
+            keys=[r["local_source_key"] for r in results],
+        )
+    )
+
+
+def write_options(database: Any, request: Any) -> dict[str, Any]:
+    """``request=`` for a write on Datasette 1.0, whose write hooks see who wrote; 0.65's
+    ``execute_write_fn`` takes none."""
+    accepts = "request" in inspect.signature(database.execute_write_fn).parameters
+    return {"request": request} if accepts and request is not None else {}

@@ -477,6 +477,7 @@ async def promote(
     actor_id: str,
     allow_networks: tuple[str, ...] = (),
     embedding_model: str = "",
+    write_options: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Fetch the pages asked for (not those the brain holds already: their fetch would be
     thrown away), then write the sources, then record provenance, then embed the new rows into
@@ -501,7 +502,7 @@ async def promote(
     annotation = Annotation(request.tags, request.note, trace["question"], trace["run_id"])
     try:
         results = await brain_db.execute_write_fn(
-            lambda conn: write_sources(conn, candidates, annotation, now)
+            lambda conn: write_sources(conn, candidates, annotation, now), **(write_options or {})
         )
     except sqlite3.OperationalError as exc:
         if "readonly" in str(exc) or "read-only" in str(exc):

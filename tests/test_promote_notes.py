@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import json
 
+import pytest
+from datasette import hookimpl
+from datasette.plugins import pm
+
 from datasette_dbrain_websearch.pack import row_keys
 from datasette_dbrain_websearch.promote import dbrain_tags, merged_tags
 from datasette_dbrain_websearch.schema import item_content_hash, item_fts_row
 
-from .conftest import actor_cookies, db_rows
+from .conftest import DATASETTE_1, actor_cookies, db_rows
 from .test_promote import post_json, promoting_ds, web_run
 
 NOTES = "select * from items where source_type = 'manual' and text like '%Saved from research%'"
@@ -151,3 +155,37 @@ async def test_fetching_without_the_fetch_extra_is_refused_with_how_to_get_it(
         )
         == []
     )
+
+
+class Listener:
+    """A Datasette 1.0 plugin that hears events and sees who writes."""
+
+    __name__ = "promotion_listener"
+
+    def __init__(self) -> None:
+        self.events: list = []
+        self.writes: list = []
+
+    @hookimpl
+    def track_event(self, datasette, event):
+        self.events.append(event)
+
+    @hookimpl
+    def write_wrapper(self, datasette, database, request, transaction):
+        self.writes.append((database, request.path if request is not None else None))
+
+
+@pytest.mark.skipif(not DATASETTE_1, reason="track_event and write_wrapper are Datasette 1.0")
+async def test_datasette_hears_of_a_promotion_and_sees_who_wrote(brain, fake):
+    listener = Listener()
+    pm.register(listener, name=listener.__name__)
+    try:
+        ds = await promoting_ds(brain, fake)
+        pack = await web_run(ds)
+        result = await promote(ds, pack, pack["external_evidence"][0]["source_key"])
+    finally:
+        pm.unregister(name=listener.__name__)
+    (event,) = [e for e in listener.events if e.name == "dbrain-promote"]
+    assert (event.database, event.run_id, event.new_rows) == ("brain", pack["run_id"], 1)
+    assert event.keys == [result["local_source_key"]] and event.actor == {"id": "root"}
+    assert ("brain", "/-/research/promote") in listener.writes

@@ -60,7 +60,7 @@ async def promote_view(request: Any, datasette: Any) -> Response:
                 f"The brain '{trace['database']}' is not attached.", 404, "no_brain"
             )
         check_unchanged(brain)
-        results = await write_promotion(datasette, request.actor, trace, promotion, brain)
+        results = await write_promotion(datasette, request.actor, trace, promotion, brain, request)
     except ResearchError as exc:
         if replies_json:
             return error_response(exc)

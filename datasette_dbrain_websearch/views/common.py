@@ -23,7 +23,7 @@ from datasette.utils.asgi import AsgiStream
 from .. import traces
 from ..answer import AnswerAccess
 from ..brain import TABLE, is_brain, reader, table_names
-from ..compat import EXTERNAL, LLM_ANSWER, RESEARCH, can
+from ..compat import EXTERNAL, LLM_ANSWER, RESEARCH, can, track_promotion, write_options
 from ..config import Settings
 from ..errors import ResearchError, sqlite_error
 from ..feedback import (
@@ -550,13 +550,19 @@ class Stream(AsgiStream):
 
 
 async def write_promotion(
-    datasette: Any, actor: dict | None, trace: dict[str, Any], promotion: Any, brain: Any
+    datasette: Any,
+    actor: dict | None,
+    trace: dict[str, Any],
+    promotion: Any,
+    brain: Any,
+    request: Any = None,
 ) -> list[dict[str, Any]]:
-    """Promote a run's web rows into its brain as this actor (the endpoint and the agent tool
-    both come here once their checks pass), with SQLite failures in the plugin's words."""
+    """Promote a run's web rows into its brain as this actor (the endpoint and the tools all
+    come here once their checks pass), with SQLite failures in the plugin's words; Datasette
+    1.0 hears of it (``track_event``, and ``request=`` for its write hooks)."""
     settings = Settings.from_datasette(datasette)
     try:
-        return await promote(
+        results = await promote(
             brain,
             plugin_database(datasette),
             trace,
@@ -564,6 +570,9 @@ async def write_promotion(
             actor_id_of(actor),
             settings.external.fetch_allow_networks,
             settings.semantic.model,
+            write_options(brain, request),
         )
     except sqlite3.Error as exc:
         raise sqlite_error(exc, trace["database"]) from exc
+    await track_promotion(datasette, actor, trace, results)
+    return results
