@@ -71,6 +71,23 @@ async def test_a_form_over_the_cap_is_a_413_page(ds):
     assert flood.sent <= MAX_BODY + 2 * CHUNK
 
 
+async def test_a_form_over_the_cap_with_cookies_is_refused_before_anyone_reads_it(ds):
+    """On 0.65 asgi-csrf reads a cookie-bearing form body whole before any view runs: the cap
+    must hold before it, on both lines."""
+    pack = (await ds.client.get("/-/research.json", params={"q": "espresso"})).json()
+    # No token header: asgi-csrf looks for the form's csrftoken field in the body itself.
+    cookies, _, _ = await csrf(ds, actor_cookies(ds, "root"))
+    flood = Flood()
+    response = await ds.client.post(
+        pack["trace_url"] + "/feedback",
+        content=flood,
+        cookies=cookies,
+        headers={"content-type": "application/x-www-form-urlencoded"},
+    )
+    assert response.status_code == 413 and "too large" in response.text
+    assert flood.sent <= MAX_BODY + 2 * CHUNK
+
+
 MULTIPART = {"files": {"upload": ("notes.txt", b"hello")}, "data": {"mark": "x|relevant"}}
 
 
