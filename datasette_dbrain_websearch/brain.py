@@ -977,6 +977,9 @@ def brief_busy_wait(conn: sqlite3.Connection, database: str) -> Iterator[None]:
         conn.execute(f"pragma busy_timeout = {previous}")
 
 
+TIME_LIMIT_RETRY_SECONDS = 2
+
+
 @dataclass
 class TimeBudget:
     """The run's ``time_limit_ms``, shared by every local query of the run.
@@ -992,10 +995,14 @@ class TimeBudget:
     spent_ms: float = 0.0
 
     def exceeded(self) -> ResearchError:
+        """A 503 with ``Retry-After``: a question that runs out of time is as often one that
+        waited on a busy server as one that asked too much, so the caller may try again."""
         return ResearchError(
-            f"The search took longer than {self.limit_ms} ms and was stopped; "
-            "try more specific terms or filters.",
-            code="time_limit",
+            f"The search took longer than {self.limit_ms} ms and was stopped; try again in a "
+            "moment, or with more specific terms or filters.",
+            503,
+            "time_limit",
+            retry_after=TIME_LIMIT_RETRY_SECONDS,
         )
 
     def run(self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:

@@ -298,7 +298,8 @@ async def test_one_time_limit_covers_every_local_query_of_a_run(brain, fake, mon
     response = await ds.client.get(
         "/-/research.json", params={"q": "lattice qcd", "external": "always"}, cookies=root
     )
-    assert response.status_code == 400, response.text
+    assert response.status_code == 503, response.text
+    assert response.headers["retry-after"] == "2"
     assert response.json()["code"] == "time_limit"
     assert f"{limit_ms} ms" in response.json()["error"]
 
