@@ -341,8 +341,22 @@ async def _save_logged(
 ) -> None:
     try:
         await _write(db, row, events)
-    except Exception as exc:  # the answer was sent already: say it in the log
+    except Exception as exc:  # the answer was sent already: say it in the log, and on its link
         log.warning("dbrain-websearch: run %s was not saved: %r", run_id, exc)
+        _NOT_SAVED[run_id] = type(exc).__name__
+        while len(_NOT_SAVED) > MAX_NOT_SAVED:
+            _NOT_SAVED.pop(next(iter(_NOT_SAVED)))
+
+
+# Runs whose save beside the response failed (a locked or full runs database), by run id: their
+# link, already on the page, says so instead of a bare "no saved run".
+_NOT_SAVED: dict[str, str] = {}
+MAX_NOT_SAVED = 1000
+
+
+def not_saved(run_id: str) -> str:
+    """Why a run answered in this process could not be saved, or ``""``."""
+    return _NOT_SAVED.get(run_id, "")
 
 
 def prune(conn: sqlite3.Connection, cutoff: str) -> None:

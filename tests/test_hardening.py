@@ -267,3 +267,21 @@ async def test_a_read_only_filesystem_still_serves_research(brain, monkeypatch, 
     assert "runs are not saved" in caplog.text
     runs = await ds.client.get("/-/research/runs.json", cookies=actor_cookies(ds, "root"))
     assert runs.json()["message"].startswith("Runs are not being saved")
+
+
+async def test_a_run_whose_save_failed_says_so_on_its_link(ds, monkeypatch):
+    """The page and the JSON answer before the run is saved; when the save then fails (a
+    locked runs database), the run's link says what happened instead of a bare 404."""
+
+    async def locked(*args, **kwargs):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(traces, "_write", locked)
+    pack = (await ds.client.get("/-/research.json", params={"q": "espresso"})).json()
+    assert pack["evidence"]
+    response = await ds.client.get(pack["trace_url"] + ".json")
+    body = response.json()
+    assert (response.status_code, body["code"]) == (404, "trace_not_saved")
+    assert "could not be saved" in body["error"] and "OperationalError" in body["error"]
+    page = await ds.client.get(pack["trace_url"])
+    assert page.status_code == 404 and "could not be saved" in page.text

@@ -459,6 +459,15 @@ async def visible_run(datasette: Any, actor: dict | None, run_id: str) -> dict[s
     id must not reveal that someone asked something."""
     db = plugin_database(datasette)
     trace = await traces.load(db, run_id) if db is not None else None
+    if trace is None and traces.not_saved(run_id):
+        # Its answer was shown, then its save failed: say so (the id reveals nothing more).
+        raise ResearchError(
+            f"Run {run_id} was answered but could not be saved (the runs database refused "
+            f"the write: {traces.not_saved(run_id)}); ask the question again to research it "
+            "anew.",
+            404,
+            "trace_not_saved",
+        )
     if trace is None or not await may_see_run(datasette, actor, trace):
         raise ResearchError(f"No saved run {run_id}.", 404, "no_such_run")
     return trace
