@@ -24,6 +24,7 @@ so no request can inject an arbitrary URL.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import sqlite3
@@ -451,9 +452,15 @@ def provenance_rows(
     ]
 
 
-def write_provenance(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> None:
-    """Append the provenance rows to the plugin's own database (never the brain)."""
-    sqlite_database(conn).table(PROMOTIONS_TABLE).insert_all(rows)
+def write_provenance(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> list[int]:
+    """Append the provenance rows to the plugin's own database (never the brain); their ids."""
+    table = sqlite_database(conn).table(PROMOTIONS_TABLE)
+    ids = []
+    with conn:
+        for row in rows:
+            table.insert(row)
+            ids.append(int(table.last_rowid or 0))
+    return ids
 
 
 def held_urls(conn: sqlite3.Connection, rows: list[dict[str, Any]]) -> set[str]:
@@ -480,8 +487,9 @@ async def promote(
     write_options: Mapping[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
     """Fetch the pages asked for (not those the brain holds already: their fetch would be
-    thrown away), then write the sources, then record provenance, then embed the new rows into
-    the semantic index (when the brain has one for ``embedding_model``)."""
+    thrown away), then hold the provenance records, write the sources and complete the
+    records, then embed the new rows into the semantic index (when the brain has one for
+    ``embedding_model``)."""
     if not getattr(brain_db, "is_mutable", False):
         raise ResearchError(
             f"The brain '{trace['database']}' is opened immutable (datasette -i); nothing can "
@@ -500,11 +508,15 @@ async def promote(
     now = utc_now()
     candidates = [candidate(row, fetched.get(row["source_key"]), now) for row in rows]
     annotation = Annotation(request.tags, request.note, trace["question"], trace["run_id"])
+    # Provenance first: a source row is never written without the record of where it came
+    # from. The records are held as pending, then completed, or taken back if the brain refuses.
+    held_ids = await _hold_provenance(plugin_db, trace, candidates, actor_id, now)
     try:
         results = await brain_db.execute_write_fn(
             lambda conn: write_sources(conn, candidates, annotation, now), **(write_options or {})
         )
     except sqlite3.OperationalError as exc:
+        await _release_provenance(plugin_db, held_ids)
         if "readonly" in str(exc) or "read-only" in str(exc):
             raise ResearchError(
                 f"The brain '{trace['database']}' is read-only (file permissions); nothing was "
@@ -513,15 +525,76 @@ async def promote(
                 code="brain_read_only",
             ) from exc
         raise sqlite_error(exc, trace["database"]) from exc
+    except BaseException:
+        await _release_provenance(plugin_db, held_ids)
+        raise
     if plugin_db is not None:
         records = provenance_rows(trace, trace["database"], candidates, results, actor_id, now)
         try:
-            await plugin_db.execute_write_fn(lambda conn: write_provenance(conn, records))
-        except Exception as exc:  # the sources are written; say so rather than fail
+            await plugin_db.execute_write_fn(
+                lambda conn: complete_provenance(conn, held_ids, records)
+            )
+        except Exception as exc:  # held as pending: the record exists, its outcome is missing
             for result in results:
-                result["warning"] = f"provenance_not_saved ({type(exc).__name__})"
+                result["warning"] = f"provenance_incomplete ({type(exc).__name__})"
         await _index_created(brain_db, plugin_db, trace["database"], embedding_model, results)
     return results
+
+
+PENDING = "pending"  # a provenance record held before its source row is written
+
+
+async def _hold_provenance(
+    plugin_db: Any, trace: Mapping[str, Any], candidates: list[Candidate], actor_id: str, now: str
+) -> list[int]:
+    """Record where each page comes from before the brain is written, or refuse the promotion
+    (503) when the plugin's database cannot take the records."""
+    if plugin_db is None:
+        return []
+    pending = [
+        {
+            "source_key": c.ext_key,
+            "local_source_key": c.columns["source_key"],
+            "status": PENDING,
+            "content_hash": "",
+            "fetch": "not_fetched",
+        }
+        for c in candidates
+    ]
+    records = provenance_rows(trace, trace["database"], candidates, pending, actor_id, now)
+    try:
+        return await plugin_db.execute_write_fn(lambda conn: write_provenance(conn, records))
+    except sqlite3.Error as exc:
+        raise ResearchError(
+            "Nothing was promoted: the plugin's database could not record where the pages come "
+            f"from ({type(exc).__name__}); try again in a moment.",
+            503,
+            "provenance_not_saved",
+            retry_after=2,
+        ) from exc
+
+
+async def _release_provenance(plugin_db: Any, ids: list[int]) -> None:
+    """Take back the pending records of a promotion the brain refused (best effort: left
+    behind, a pending record names no row of the brain)."""
+    if plugin_db is None or not ids:
+        return
+    marks = ", ".join("?" for _ in ids)
+    with contextlib.suppress(Exception):
+        await plugin_db.execute_write(
+            f"delete from {PROMOTIONS_TABLE} where status = ? and id in ({marks})",
+            [PENDING, *ids],
+        )
+
+
+def complete_provenance(
+    conn: sqlite3.Connection, ids: list[int], records: list[dict[str, Any]]
+) -> None:
+    """The pending records, completed with what the brain write did."""
+    table = sqlite_database(conn).table(PROMOTIONS_TABLE)
+    with conn:
+        for row_id, record in zip(ids, records, strict=True):
+            table.update(row_id, record)
 
 
 async def _index_created(
@@ -547,7 +620,7 @@ async def promoted_in_run(plugin_db: Any, run_id: str) -> dict[str, dict[str, An
     """What was promoted from a run so far: ext key -> local key, brain and row id."""
     rows = await plugin_db.execute(
         f"select external_source_key, local_source_key, database_name from {PROMOTIONS_TABLE} "
-        "where run_id = ? order by id",
-        [run_id],
+        "where run_id = ? and status != ? order by id",
+        [run_id, PENDING],
     )
     return {r[0]: {"local_source_key": r[1], "database": r[2]} for r in rows.rows}

@@ -5,6 +5,7 @@ never duplicates, and the promoted row's page naming the run that found it."""
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 from datasette import hookimpl
@@ -189,3 +190,42 @@ async def test_datasette_hears_of_a_promotion_and_sees_who_wrote(brain, fake):
     assert (event.database, event.run_id, event.new_rows) == ("brain", pack["run_id"], 1)
     assert event.keys == [result["local_source_key"]] and event.actor == {"id": "root"}
     assert ("brain", "/-/research/promote") in listener.writes
+
+
+async def test_no_source_is_written_without_its_provenance(brain, fake, monkeypatch):
+    from datasette_dbrain_websearch import promote as promote_module
+
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    row = pack["external_evidence"][0]
+
+    def locked(conn, rows):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(promote_module, "write_provenance", locked)
+    response = await post_json(ds, {"run_id": pack["run_id"], "source_keys": [row["source_key"]]})
+    body = response.json()
+    assert (response.status_code, body["code"]) == (503, "provenance_not_saved")
+    assert response.headers["retry-after"] == "2"
+    held = db_rows(
+        brain[0], "select * from sources where normalized_url = ?", [row["canonical_url"]]
+    )
+    assert held == []  # the brain was never written
+
+
+async def test_a_promotion_the_brain_refuses_leaves_no_provenance(brain, fake, monkeypatch):
+    from datasette_dbrain_websearch import promote as promote_module
+
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+
+    def refused(conn, *args):
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(promote_module, "write_sources", refused)
+    response = await post_json(
+        ds, {"run_id": pack["run_id"], "source_keys": [pack["external_evidence"][0]["source_key"]]}
+    )
+    assert response.status_code >= 500
+    runs = brain[0].parent / "research_runs.db"
+    assert db_rows(runs, "select * from dbrain_websearch_promotions") == []
