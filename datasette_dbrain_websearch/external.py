@@ -1,9 +1,10 @@
 """The external (web) stage of a research run: decide, call providers, normalize.
 
 ``decide`` is the policy gate (pure): the web is searched only when the request's mode asks for
-it, the config enables it, the actor holds ``dbrain-external-search`` and, for ``on_weak``, the
-judge found the local evidence weak. ``search_web`` then runs one bounded pass: providers in
-fallback order, or all at once for ``provider=all``, under one deadline for the whole stage.
+it, the config enables it, the actor holds ``dbrain-external-search``, another site did not send
+the request and, for ``on_weak``, the judge found the local evidence weak. ``WebStage.run``
+then makes one bounded pass: providers in fallback order, or all at once for
+``provider=all``, under one deadline for the whole stage, each call within its budget.
 Every failure becomes a named warning; nothing here can lose the local results.
 """
 

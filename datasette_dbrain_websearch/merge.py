@@ -6,7 +6,7 @@ from two FTS tables, or ranks from two web providers, never have to be compared 
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -23,15 +23,6 @@ NEEDS_EXTRACTION = "local_source_needs_extraction"
 def rrf_contribution(rank: int, k: int = RRF_K) -> float:
     """What one lane rank (1-based) adds to a fused score."""
     return 1.0 / (k + rank)
-
-
-def rrf(lanes: Iterable[list[Hashable]], k: int = RRF_K) -> dict[Hashable, float]:
-    """Fuse ranked lists of keys: each key scores the sum of 1/(k + rank) over its lanes."""
-    scores: dict[Hashable, float] = {}
-    for ranked in lanes:
-        for rank, key in enumerate(ranked, start=1):
-            scores[key] = scores.get(key, 0.0) + rrf_contribution(rank, k)
-    return scores
 
 
 @dataclass
