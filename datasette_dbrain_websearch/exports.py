@@ -127,7 +127,8 @@ def markdown(pack: Row, when: str, labels: Mapping[str, str], link: Link) -> str
     ``when`` is the run's start (ISO 8601); ``link`` makes a path of this Datasette a URL."""
     refs = references(pack)
     judge = pack["judge"]
-    verdict = (judge.get("combined") or {}).get("message") or judge["message"]
+    verdict = judge.get("combined") or judge
+    said = verdict["verdict"].replace("_", " ").capitalize()
     lines = [
         f"# {_escape(pack['question'])}",
         "",
@@ -136,7 +137,7 @@ def markdown(pack: Row, when: str, labels: Mapping[str, str], link: Link) -> str
             f" · run [{pack['run_id']}]({link(pack['trace_url'])})" if pack.get("trace_url") else ""
         ),
         "",
-        f"**Verdict:** {verdict}",
+        f"**{said}.** {verdict['message']}",
         "",
     ]
     answer = _answer_lines(pack, refs)

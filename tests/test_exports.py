@@ -31,6 +31,8 @@ async def test_the_markdown_export_holds_the_answer_references_and_origins(brain
     text = response.text
     assert text.startswith(f"# {QUESTION}\n")
     assert f"http://localhost{pack['trace_url']}" in text  # links work where the file goes
+    verdict = pack["judge"]["combined"]
+    assert f"**{verdict['verdict'].replace('_', ' ').capitalize()}.** {verdict['message']}" in text
     # The verified answer, each citation a numbered reference: web rows are W1, W2…
     answer = text.split("## Answer\n", 1)[1].split("\n## ", 1)[0]
     cited = set(re.findall(r"\[(W?\d+)\]", answer))
@@ -111,7 +113,7 @@ def test_markdown_in_a_title_is_shown_not_applied():
         "question": "what is [x](javascript:alert(1))",
         "database": "brain",
         "run_id": "r",
-        "judge": {"message": "No evidence."},
+        "judge": {"verdict": "no_evidence", "message": "Nothing in the top rows mentions x."},
         "evidence": [],
         "external_evidence": [
             {
