@@ -65,6 +65,7 @@ async def test_a_failed_sign_in_is_left_alone(ds):
         "/\\evil.example/-/research",
         "/-/metadata",
         "/-/research%0d%0aSet-Cookie:%20x=1",
+        "/-/metadata?next=/-/research",
     ],
 )
 async def test_a_planted_cookie_never_sends_anyone_off_the_site(ds, planted):
@@ -72,3 +73,8 @@ async def test_a_planted_cookie_never_sends_anyone_off_the_site(ds, planted):
     assert response.status_code == 302
     assert response.headers["location"] == "/"
     assert return_path(planted) is None
+
+
+async def test_a_page_address_too_long_for_a_cookie_is_not_remembered(ds):
+    page = await ds.client.get("/-/research", params={"q": "espresso " * 300})
+    assert page.status_code == 200 and return_cookie(page) is None

@@ -18,6 +18,7 @@ Asgi = Callable[[dict, Any, Any], Awaitable[None]]
 RETURN_COOKIE = "dbrain_ws_return"
 # Long enough to find and open the sign-in link, short enough to be forgotten the same day.
 RETURN_SECONDS = 3600
+MAX_COOKIE_VALUE = 2000
 SIGN_IN_PATH = "/-/auth-token"
 # The pages that tell a signed-out visitor to sign in (not the JSON API or the event stream).
 RESEARCH_MARK = "/-/research"
@@ -30,9 +31,9 @@ def return_path(value: str) -> str | None:
     path = urllib.parse.unquote(value)
     if not path.startswith("/") or path[1:2] in ("/", "\\") or "\\" in path:
         return None
-    if any(ord(c) < 0x20 or c == "\x7f" for c in path) or RESEARCH_MARK not in path:
+    if any(ord(c) < 0x20 or c == "\x7f" for c in path):
         return None
-    return path
+    return path if RESEARCH_MARK in path.split("?", 1)[0] else None
 
 
 def is_research_page(scope: dict) -> bool:
@@ -67,7 +68,8 @@ def remembering(scope: dict, send: Any) -> Any:
         if message["type"] == "http.response.start":
             headers = list(message.get("headers") or [])
             kind = {n.lower(): v for n, v in headers}.get(b"content-type", b"")
-            if kind.startswith(b"text/html") and return_path(value):
+            fits = len(value) <= MAX_COOKIE_VALUE  # a browser drops a larger cookie anyway
+            if kind.startswith(b"text/html") and fits and return_path(value):
                 message = {
                     **message,
                     "headers": [*headers, set_cookie_header(value, RETURN_SECONDS)],
