@@ -45,6 +45,14 @@ def register_routes(datasette: Any) -> list:
 
 
 @hookimpl
+def actor_from_request(datasette: Any, request: Any) -> Any:
+    """Scripts' tokens (``datasette dbrain-websearch token``), on the plugin's routes only."""
+    from .tokens import actor_for_token
+
+    return actor_for_token(datasette, request.headers.get("authorization", ""), request.path)
+
+
+@hookimpl
 def register_commands(cli: Any) -> None:
     from .cli import register
 

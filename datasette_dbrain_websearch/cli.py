@@ -1,5 +1,6 @@
 """Command-line surfaces: ``datasette dbrain-research``, ``datasette dbrain-demo`` and the
-``datasette dbrain-websearch`` group (``index``, ``eval``, ``purge-cache``, ``config-reference``).
+``datasette dbrain-websearch`` group (``index``, ``eval``, ``purge-cache``, ``config-reference``,
+``token``).
 
 ``dbrain-research`` runs exactly the research the JSON API runs, through an in-process Datasette
 (no server), so ``--json`` prints the same pack ``/-/research.json`` returns.
@@ -336,6 +337,30 @@ def register(cli: click.Group) -> None:
         path = Path(write)
         path.write_text(with_reference(path.read_text()))
         click.echo(f"Rewrote the configuration reference in {write}")
+
+    @dbrain_websearch.command(name="token")
+    @click.argument("actor_id")
+    @click.option(
+        "--secret",
+        envvar="DATASETTE_SECRET",
+        help="The secret the server was started with (--secret, or DATASETTE_SECRET)",
+    )
+    @click.option(
+        "--expires-after", type=click.IntRange(min=1), help="Seconds the token is good for"
+    )
+    def token(actor_id: str, secret: str | None, expires_after: int | None) -> None:
+        """Print an API token acting as ACTOR_ID on the research routes (both Datasette lines),
+        for scripts: send it as ``Authorization: Bearer <token>``."""
+        from datasette.app import Datasette
+
+        from .tokens import create_token
+
+        if not secret:
+            raise click.ClickException(
+                "A token is signed with the server's secret: start Datasette with --secret "
+                "(or DATASETTE_SECRET) and give the same here (--secret or DATASETTE_SECRET)."
+            )
+        click.echo(create_token(Datasette([], secret=secret), actor_id, expires_after))
 
     @cli.command(name="dbrain-demo")
     @click.argument("path", type=click.Path(dir_okay=False))
