@@ -7,6 +7,9 @@ DATASETTE_ALPHA := datasette==1.0a41
 DATASETTE_LLM := datasette-llm==0.1a8
 # datasette-agent (1.0 alphas only) offers the research and promotion tools in its chat.
 DATASETTE_AGENT := datasette-agent==0.4a0
+# datasette-secrets holds provider keys on 1.0; its 0.2 (which datasette-llm pulls in) fails
+# on 1.0a41's /-/secrets, 0.3a0 works.
+DATASETTE_SECRETS := datasette-secrets==0.3a0
 PORT ?= 8001
 # The offline fake of Brave, Exa and SearXNG. metadata.yml names 8002; another port is written
 # into demo/metadata.yml, which the demo then serves with.
@@ -36,7 +39,8 @@ $(VENV_ALPHA)/.installed: pyproject.toml
 	$(VENV_ALPHA)/bin/pip install --quiet --upgrade pip
 	$(VENV_ALPHA)/bin/pip install --quiet -e '.[test,semantic,fetch]' '$(DATASETTE_ALPHA)' \
 		'$(DATASETTE_LLM)' \
-		'$(DATASETTE_AGENT)'
+		'$(DATASETTE_AGENT)' \
+		'$(DATASETTE_SECRETS)'
 	touch $@
 
 demo/brain.db: $(VENV)/.installed

@@ -65,6 +65,12 @@ def register_actions(datasette: Any) -> list:
 
 
 @hookimpl
+def register_secrets(datasette: Any) -> list:
+    """datasette-secrets (when installed): the providers' keys it may hold."""
+    return compat.stored_secrets()
+
+
+@hookimpl
 def register_events(datasette: Any) -> list:
     return compat.event_classes()
 

@@ -7,7 +7,7 @@ Permissions: 0.65 asks ``permission_allowed`` hooks; 1.0a has registered actions
 from __future__ import annotations
 
 import inspect
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from datasette.utils import actor_matches_allow
@@ -202,3 +202,52 @@ def write_options(database: Any, request: Any) -> dict[str, Any]:
     ``execute_write_fn`` takes none."""
     accepts = "request" in inspect.signature(database.execute_write_fn).parameters
     return {"request": request} if accepts and request is not None else {}
+
+
+# datasette-secrets' names for the providers' keys (its convention on Datasette 1.0).
+STORED_KEYS = {"brave": "BRAVE_SEARCH_API_KEY", "exa": "EXA_API_KEY"}
+KEY_PAGES = {
+    "brave": ("https://api-dashboard.search.brave.com", "Get a Brave Search API key"),
+    "exa": ("https://dashboard.exa.ai", "Get an Exa API key"),
+}
+
+
+def stored_secrets() -> list[Any]:
+    """``register_secrets`` (datasette-secrets): the providers' keys, set in its UI or as
+    ``DATASETTE_SECRETS_<NAME>``; nothing when it is not installed."""
+    try:
+        from datasette_secrets import Secret
+    except ImportError:
+        return []
+    return [
+        Secret(
+            name=name,
+            description=f"{provider.title()} API key for datasette-dbrain-websearch",
+            obtain_url=KEY_PAGES[provider][0],
+            obtain_label=KEY_PAGES[provider][1],
+        )
+        for provider, name in STORED_KEYS.items()
+    ]
+
+
+async def with_stored_keys(datasette: Any, settings: Settings, actor_id: str = "") -> Settings:
+    """The settings with each provider key that neither the config nor the environment gave
+    taken from datasette-secrets, when it is installed and holds one."""
+    missing = {
+        provider: name
+        for provider, name in STORED_KEYS.items()
+        if not str(settings.external.options_for(provider).get("api_key") or "").strip()
+    }
+    if not missing or not settings.external.enabled:
+        return settings
+    try:
+        from datasette_secrets import get_secret
+    except ImportError:
+        return settings
+    options = dict(settings.external.provider_options)
+    for provider, name in missing.items():
+        key = await get_secret(datasette, name, actor_id or None)
+        if key and key.strip():
+            options[provider] = {**options.get(provider, {}), "api_key": key.strip()}
+    external = replace(settings.external, provider_options=options)
+    return replace(settings, external=external)

@@ -269,9 +269,11 @@ class Provider:
     def unavailable_reason(self, options: Mapping[str, Any]) -> str | None:
         """Why this provider cannot run with this config block, or None when it can."""
         if self.requires_api_key and not options.get("api_key"):
+            variable = self.key_env or self.name.upper() + "_API_KEY"
             return (
                 f"no API key: set external_search.{self.name}.api_key "
-                f'(e.g. {{"$env": "{self.key_env or self.name.upper() + "_API_KEY"}"}})'
+                f'(e.g. {{"$env": "{variable}"}}), or {variable} in the environment or in '
+                "datasette-secrets"
             )
         if self.requires_base_url and not (options.get("base_url") or self.default_base_url):
             return f"no base_url: set external_search.{self.name}.base_url"

@@ -24,7 +24,15 @@ from datasette.utils.asgi import AsgiStream
 from .. import traces
 from ..answer import AnswerAccess
 from ..brain import TABLE, is_brain, reader, table_names
-from ..compat import EXTERNAL, LLM_ANSWER, RESEARCH, can, track_promotion, write_options
+from ..compat import (
+    EXTERNAL,
+    LLM_ANSWER,
+    RESEARCH,
+    can,
+    track_promotion,
+    with_stored_keys,
+    write_options,
+)
 from ..config import Settings
 from ..errors import ResearchError, sqlite_error
 from ..feedback import (
@@ -273,6 +281,8 @@ async def run_research(
     ``wait_for_trace=False`` returns before the trace is written (see ``then_settle``).
     """
     options = parse_options(params, settings)
+    if options.external.mode != "never":
+        settings = await with_stored_keys(datasette, settings, actor_id_of(actor))
     db = datasette.get_database(database)
     if model_permitted is None:
         wants_model = options.answer and settings.answer.synthesizer == "llm"
