@@ -1,0 +1,67 @@
+"""The README documents every code a refusal or a warning can carry: a new code without a line
+there fails here (read from the package's source, so nothing is listed twice by hand)."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import datasette_dbrain_websearch
+
+PACKAGE = Path(datasette_dbrain_websearch.__file__).parent
+README = PACKAGE.parent / "README.md"
+ERRORS = {"ResearchError": 2, "ProviderError": 0}  # the code's position among the arguments
+CODE = re.compile(r"[a-z][a-z0-9_]+")
+
+
+def constants(tree: ast.AST) -> dict[str, str]:
+    """Module-level ``NAME = "a_code"`` assignments (ProviderError codes are named so)."""
+    return {
+        target.id: node.value.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for target in node.targets
+        if isinstance(target, ast.Name) and isinstance(node.value.value, str)
+    }
+
+
+def codes_in_source() -> dict[str, str]:
+    """Every code a ResearchError, a ProviderError or a ``{"code": ...}`` dict is given."""
+    trees = {p: ast.parse(p.read_text()) for p in PACKAGE.rglob("*.py") if "demo" not in p.parts}
+    names = {k: v for tree in trees.values() for k, v in constants(tree).items()}
+    found: dict[str, str] = {}
+
+    def value(node: ast.AST) -> str | None:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return node.value
+        return names.get(node.id) if isinstance(node, ast.Name) else None
+
+    for path, tree in trees.items():
+        for node in ast.walk(tree):
+            candidates: list[ast.AST] = []
+            if isinstance(node, ast.Call):
+                called = getattr(node.func, "id", getattr(node.func, "attr", ""))
+                if called in ERRORS:
+                    position = ERRORS[called]
+                    candidates += node.args[position : position + 1]
+                    candidates += [k.value for k in node.keywords if k.arg in ("code", "status")]
+            elif isinstance(node, ast.Dict):
+                candidates += [
+                    v
+                    for k, v in zip(node.keys, node.values, strict=True)
+                    if isinstance(k, ast.Constant) and k.value == "code"
+                ]
+            for candidate in candidates:
+                code = value(candidate)
+                if code and CODE.fullmatch(code):
+                    found.setdefault(code, path.name)
+    return found
+
+
+def test_every_error_and_warning_code_is_in_the_readme():
+    codes = codes_in_source()
+    assert len(codes) > 60  # the reader found them (a broken reader must not pass)
+    documented = set(re.findall(r"`([a-z0-9_]+)`", README.read_text()))
+    missing = {code: where for code, where in codes.items() if code not in documented}
+    assert not missing, f"codes with no line in the README: {missing}"
