@@ -1005,8 +1005,19 @@ class TimeBudget:
             retry_after=TIME_LIMIT_RETRY_SECONDS,
         )
 
-    def run(self, conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn`` on the connection until the budget is spent (SQLite progress handler)."""
+    def run(
+        self,
+        conn: sqlite3.Connection,
+        fn: Callable[[sqlite3.Connection], T],
+        queued_since: float | None = None,
+    ) -> T:
+        """Run ``fn`` on the connection until the budget is spent (SQLite progress handler).
+
+        ``queued_since`` is when the query was handed to Datasette's connection pool: the time
+        it waited there for a free connection is charged too, so on a server busy with costly
+        questions a new one is refused (503, try again) instead of queueing without end."""
+        if queued_since is not None:
+            self.spent_ms += (time.perf_counter() - queued_since) * 1000
         left_s = (self.limit_ms - self.spent_ms) / 1000
         if left_s <= 0:
             raise self.exceeded()
@@ -1029,7 +1040,8 @@ class TimeBudget:
         """``execute_fn`` with every call charged to this budget."""
 
         async def bounded(fn: Callable[[sqlite3.Connection], Any]) -> Any:
-            return await execute_fn(lambda conn: self.run(conn, fn))
+            submitted = time.perf_counter()
+            return await execute_fn(lambda conn: self.run(conn, fn, submitted))
 
         return bounded
 

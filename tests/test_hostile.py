@@ -304,6 +304,23 @@ async def test_one_time_limit_covers_every_local_query_of_a_run(brain, fake, mon
     assert f"{limit_ms} ms" in response.json()["error"]
 
 
+async def test_time_waiting_for_a_connection_is_charged_to_the_budget(tmp_path):
+    """A query that waited in the pool longer than the whole limit is refused before it runs:
+    a server busy with costly questions sheds new ones (503) instead of queueing them."""
+    conn = sqlite3.connect(tmp_path / "x.db")
+    budget = TimeBudget(100, "x")
+    ran = []
+
+    async def busy_pool(fn):
+        await asyncio.sleep(0.2)  # every connection busy for longer than the limit
+        return fn(conn)
+
+    with pytest.raises(ResearchError) as raised:
+        await budget.bind(busy_pool)(lambda c: ran.append(c))
+    assert (raised.value.code, raised.value.status) == ("time_limit", 503)
+    assert ran == [] and budget.spent_ms >= 200
+
+
 def test_a_time_budget_is_shared_and_spent(tmp_path):
     conn = sqlite3.connect(tmp_path / "x.db")
     budget = TimeBudget(300, "x")
