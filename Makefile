@@ -138,6 +138,7 @@ bench: $(VENV)/.installed
 	$(VENV)/bin/python bench/bench_web.py
 	$(VENV)/bin/python bench/bench_answer.py
 	$(VENV)/bin/python bench/bench_load.py
+	$(VENV)/bin/python bench/bench_fairness.py
 
 clean:
 	rm -rf $(VENV) $(VENV_ALPHA) demo/brain.db .pytest_cache

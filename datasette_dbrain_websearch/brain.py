@@ -34,8 +34,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
-from . import lexical
-from .errors import ResearchError, brain_gone, is_busy, sqlite_error
+from . import cost, lexical
+from .errors import ResearchError, brain_gone, busy_timeout, is_busy, sqlite_error
 from .fts import QueryPlan, matches_relaxed_terms, min_relaxed_coverage
 from .merge import rrf_contribution
 from .schema import X_MEDIA_TRANSCRIPT_ARTICLE_TITLE
@@ -276,6 +276,7 @@ class LocalResult:
     prefixed: frozenset[str] = frozenset()  # words searched as "word"*
     ranking: str = "bm25"
     dense_added: int = 0  # rows the semantic lane added that no word matched
+    narrowed: tuple[str, ...] = ()  # terms left out of the ranking query (``cost``)
 
 
 def exact_fields(question: str) -> dict[str, dict[str, list[str]]]:
@@ -600,6 +601,47 @@ class Lanes:
     dense_added: int = 0
 
 
+Survey = dict[str, lexical.TableSurvey]  # by kind: what each table's ranking query will read
+
+
+def survey(conn: sqlite3.Connection, plan: QueryPlan, filters: Filters) -> Survey:
+    """Each searched table's ``TableSurvey`` for a simple question ranked by BM25 (empty for
+    raw queries and questions with nothing to search)."""
+    if plan.syntax == "raw" or not plan.searchable:
+        return {}
+    kinds = filters.kinds(brain_shape(conn))
+    return {k: lexical.survey_table(conn, FTS_TABLE[k], TABLE[k], plan) for k in kinds}
+
+
+def narrow(plan: QueryPlan, surveyed: Survey) -> QueryPlan:
+    """The plan without the commonest terms when its ranking query would read more than the
+    postings budget (``cost.narrowed_terms``)."""
+    if not surveyed:
+        return plan
+    totals: dict[str, int] = {}
+    for table in surveyed.values():
+        for name, rows in table.frequencies.items():
+            totals[name] = totals.get(name, 0) + rows
+    budget = cost.postings_budget(sum(t.rows for t in surveyed.values()))
+    return plan.narrowed(cost.narrowed_terms(totals, budget))
+
+
+def question_cost(plan: QueryPlan, surveyed: Survey, ranking: str) -> cost.Cost:
+    """What the (narrowed) question will cost (``cost``)."""
+    if plan.syntax == "raw":
+        return cost.raw_cost(plan.fts_query, plan.query_terms)
+    if ranking == "dbrain":
+        return cost.dbrain_cost(plan.query_terms)
+    kept = {t.name for t in plan.search_terms} - set(plan.dropped)
+    postings = sum(
+        rows
+        for table in surveyed.values()
+        for name, rows in table.frequencies.items()
+        if name in kept
+    )
+    return cost.counted_cost(postings)
+
+
 def _bm25_lanes(
     conn: sqlite3.Connection,
     plan: QueryPlan,
@@ -607,6 +649,7 @@ def _bm25_lanes(
     filters: Filters,
     shape: BrainShape,
     depth: int,
+    surveyed: Survey,
 ) -> Lanes:
     """One BM25 query per table (``lexical``), with each search term's idf there; a table that
     rejects a raw query is reported, not fatal."""
@@ -618,17 +661,16 @@ def _bm25_lanes(
             if plan.syntax == "raw":
                 match = plan.fts_query
             else:
-                prefixed = lexical.prefix_words(conn, fts, plan.search_words)
-                lanes.prefixed |= prefixed
-                match = plan.match_query(prefixed)
-                rows = conn.execute(f"select max(rowid) from [{table}]").fetchone()[0] or 0
-                found = lexical.document_frequencies(conn, fts, plan, prefixed)
-                lanes.idf[kind] = {t: lexical.idf(rows, n) for t, n in found.items() if n}
+                measured = surveyed[kind]
+                lanes.prefixed |= measured.prefixed
+                match = plan.match_query(measured.prefixed)
+                found = measured.frequencies
+                lanes.idf[kind] = {t: lexical.idf(measured.rows, n) for t, n in found.items() if n}
                 # Rows holding the question's rarest word: as many as could hold every word,
                 # at most (words Expand added are not the question's).
                 asked = [found[t.name] for t in plan.question_terms if t.name in found]
                 lanes.matches[kind] = min(asked, default=0)
-                every = plan.all_terms_query(prefixed)
+                every = plan.all_terms_query(measured.prefixed)
             sql = lexical.lane_sql(fts, table, shape.columns[fts], where)
             lanes.ranked[kind] = lexical.run_lane(conn, sql, match, params, depth)
             if plan.syntax == "raw":
@@ -724,9 +766,13 @@ def retrieve(
     ranking: str = "bm25",
     semantic: Rescorer | None = None,
     signals: lexical.Signals | None = None,
+    surveyed: Survey | None = None,
 ) -> LocalResult:
     """Exact lookup, then the lanes (BM25 re-scored, or dbrain's order with ``ranking:
     dbrain``); fuse, order and hydrate the top rows.
+
+    ``surveyed`` is the question's ``survey`` when the caller already took it (to decide its
+    admission); a question that would read too much is narrowed first (``narrow``).
 
     The run's ``TimeBudget`` bounds it (and maps SQLite errors) around the call.
     """
@@ -755,8 +801,11 @@ def retrieve(
     else:
         mode = "raw" if plan.syntax == "raw" else "bm25"
         lanes = Lanes()
+        if surveyed is None:
+            surveyed = survey(conn, plan, filters)
+        plan = narrow(plan, surveyed)
         if plan.searchable:
-            lanes = _bm25_lanes(conn, plan, kinds, filters, shape, depth)
+            lanes = _bm25_lanes(conn, plan, kinds, filters, shape, depth, surveyed)
         mark = lap("fts", mark)
         _fts_errors(lanes.errors, kinds, warnings)
         plan = plan.searched(lanes.prefixed)
@@ -808,6 +857,7 @@ def retrieve(
         prefixed=frozenset(lanes.prefixed),
         ranking=ranking,
         dense_added=lanes.dense_added,
+        narrowed=plan.dropped,
     )
 
 
@@ -967,17 +1017,21 @@ def brief_busy_wait(conn: sqlite3.Connection, database: str) -> Iterator[None]:
 
     The connection is Datasette's, shared with its own pages, so its busy timeout is restored.
     """
-    previous = conn.execute("pragma busy_timeout").fetchone()[0]
-    conn.execute(f"pragma busy_timeout = {BUSY_WAIT_MS}")
-    try:
-        yield
-    except sqlite3.Error as exc:
-        raise sqlite_error(exc, database) from exc
-    finally:
-        conn.execute(f"pragma busy_timeout = {previous}")
+    with busy_timeout(conn, BUSY_WAIT_MS):
+        try:
+            yield
+        except sqlite3.Error as exc:
+            raise sqlite_error(exc, database) from exc
 
 
 TIME_LIMIT_RETRY_SECONDS = 2
+# SQLite calls the progress handler every this many VM steps: about every millisecond or two
+# of an FTS5 query, and ten times less often for a search that is not heavy. Each call takes
+# the GIL, which another thread running Python may hold for a few milliseconds: an ordinary
+# search calls it rarely, a heavy one often enough to yield promptly.
+PROGRESS_OPS = 10_000
+LIGHT_PROGRESS_OPS = 100_000
+YIELD_S = 0.02  # one pause of a query that yields to a cheaper one
 
 
 @dataclass
@@ -993,6 +1047,10 @@ class TimeBudget:
     limit_ms: int
     database: str
     spent_ms: float = 0.0
+    # Whether the query should pause now, letting a cheaper search have the CPU
+    # (``admission.Turn.should_yield``).
+    yielding: Callable[[], bool] | None = None
+    progress_ops: int = PROGRESS_OPS
 
     def exceeded(self) -> ResearchError:
         """A 503 with ``Retry-After``: a question that runs out of time is as often one that
@@ -1004,6 +1062,13 @@ class TimeBudget:
             "time_limit",
             retry_after=TIME_LIMIT_RETRY_SECONDS,
         )
+
+    def left_s(self) -> float:
+        return max(0.0, (self.limit_ms - self.spent_ms) / 1000)
+
+    def charge(self, seconds: float) -> None:
+        """Count time spent waiting outside SQLite (admission's queue) against the limit."""
+        self.spent_ms += seconds * 1000
 
     def run(
         self,
@@ -1023,7 +1088,16 @@ class TimeBudget:
             raise self.exceeded()
         started = time.perf_counter()
         deadline = started + left_s
-        conn.set_progress_handler(lambda: int(time.perf_counter() > deadline), 1000)
+        yielding = self.yielding
+
+        def progress() -> int:
+            if time.perf_counter() > deadline:
+                return 1
+            if yielding is not None and yielding():
+                time.sleep(YIELD_S)
+            return 0
+
+        conn.set_progress_handler(progress, self.progress_ops)
         try:
             with brief_busy_wait(conn, self.database):
                 try:
@@ -1033,7 +1107,7 @@ class TimeBudget:
                         raise self.exceeded() from exc
                     raise
         finally:
-            conn.set_progress_handler(None, 1000)
+            conn.set_progress_handler(None, self.progress_ops)
             self.spent_ms += (time.perf_counter() - started) * 1000
 
     def bind(self, execute_fn: ExecuteFn) -> ExecuteFn:

@@ -9,6 +9,8 @@ writing to, or whose file went away, becomes a 503 that says so.
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 BUSY_CODES = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 BUSY_RETRY_AFTER_S = 2
@@ -82,3 +84,15 @@ def sqlite_error(exc: sqlite3.Error, database: str) -> ResearchError:
             "brain_unreadable",
         )
     return ResearchError(f"SQLite error: {text}", code="sqlite_error")
+
+
+@contextmanager
+def busy_timeout(conn: sqlite3.Connection, ms: int) -> Iterator[None]:
+    """Wait at most ``ms`` for a lock another program holds, on a connection Datasette shares
+    (its busy timeout is restored afterwards)."""
+    previous = conn.execute("pragma busy_timeout").fetchone()[0]
+    conn.execute(f"pragma busy_timeout = {int(ms)}")
+    try:
+        yield
+    finally:
+        conn.execute(f"pragma busy_timeout = {previous}")

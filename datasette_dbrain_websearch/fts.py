@@ -189,6 +189,7 @@ class QueryPlan:
     common_words: tuple[str, ...] = ()  # a question of common words only: what it held
     search_terms: tuple[SearchTerm, ...] = ()
     prefixed: frozenset[str] = field(default_factory=frozenset)  # words searched as "word"*
+    dropped: tuple[str, ...] = ()  # terms left out of the ranking query (``cost``: narrowed)
 
     @property
     def searchable(self) -> bool:
@@ -223,28 +224,40 @@ class QueryPlan:
         """Every word the ranking query searches, once each, in order."""
         return list(dict.fromkeys(w for t in self.search_terms for w in t.words))
 
+    @property
+    def ranked_words(self) -> list[str]:
+        """The words the ranking query ORs: the search words but the dropped terms'."""
+        kept = [t for t in self.search_terms if t.name not in self.dropped]
+        return list(dict.fromkeys(w for t in kept for w in t.words))
+
     def match_query(self, prefixed: frozenset[str] | set[str] = frozenset()) -> str:
-        """The ranking query: every search word OR-ed, ``"word"*`` for the prefixed ones."""
+        """The ranking query: every search word OR-ed (but the dropped terms'), ``"word"*``
+        for the prefixed ones."""
         if self.syntax == "raw":
             return self.fts_query
-        words = self.search_words
+        words = self.ranked_words
         return " OR ".join(quote_term(w) if w in prefixed else quote_word(w) for w in words)
 
     def all_terms_query(self, prefixed: frozenset[str] | set[str] = frozenset()) -> str:
         """Every search term required (each term's words OR-ed): the rows that hold them all,
         candidates for the coverage signal that BM25's top rows may not include; empty for a
         question of one term."""
-        if self.syntax == "raw" or len(self.question_terms) < 2:
+        kept = [t for t in self.question_terms if t.name not in self.dropped]
+        if self.syntax == "raw" or len(kept) < 2:
             return ""
         groups = [
             " OR ".join(quote_term(w) if w in prefixed else quote_word(w) for w in t.words)
-            for t in self.question_terms
+            for t in kept
         ]
         return " AND ".join(f"({g})" for g in groups)
 
     def searched(self, prefixed: set[str] | frozenset[str]) -> QueryPlan:
         """This plan, recording the words retrieval searched as prefixes."""
         return replace(self, prefixed=frozenset(prefixed))
+
+    def narrowed(self, dropped: Sequence[str]) -> QueryPlan:
+        """This plan with the named terms left out of the ranking query (``cost``)."""
+        return replace(self, dropped=tuple(dropped))
 
     @cached_property
     def matcher(self) -> TermMatcher:

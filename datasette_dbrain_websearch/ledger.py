@@ -16,7 +16,7 @@ from typing import Any
 
 from .config import Budget
 from .schema import sqlite_database
-from .store import LEDGER_TABLE, RUNS_TABLE
+from .store import LEDGER_TABLE, RUNS_TABLE, bounded_write
 
 KEEP_DAYS = 400  # a year of usage, plus the month a monthly cap is counted over
 # A row that holds one call's place under a provider's caps from before the request until the
@@ -98,7 +98,7 @@ async def record(db: Any, rows: list[dict[str, Any]], release: list[int] | None 
             if rows:
                 sqlite_database(conn)[LEDGER_TABLE].insert_all(rows)
 
-    await db.execute_write_fn(write)
+    await bounded_write(db, write)
 
 
 async def reserve(
@@ -131,7 +131,7 @@ async def reserve(
             table.insert(row)
             return int(table.last_rowid or 0)
 
-    return await db.execute_write_fn(write)
+    return await bounded_write(db, write)
 
 
 async def spent(db: Any, provider: str, now: datetime | None = None) -> Spent:

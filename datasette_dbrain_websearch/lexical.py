@@ -23,7 +23,7 @@ import re
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -64,19 +64,25 @@ def bm25_call(name: str, columns: Sequence[str]) -> str:
 
 def prefix_words(conn: sqlite3.Connection, fts: str, words: Sequence[str]) -> set[str]:
     """The words to search as prefixes in this table: 4+ characters and, as typed, in no row
-    (one indexed probe each)."""
+    (one indexed probe each, remembered per brain version like ``document_frequencies``)."""
     prefixed: set[str] = set()
+    probe = f"select 1 from [{fts}] where [{fts}] match ? limit 1"
+    version = brain_version(conn)
     for word in words:
         if len(word) < MIN_PREFIX_CHARS:
             continue
-        probe = f"select 1 from [{fts}] where [{fts}] match ? limit 1"
-        if conn.execute(probe, [quote_word(word)]).fetchone() is None:
+        held = _remembered(
+            (version, fts, "held", word),
+            lambda w=word: int(conn.execute(probe, [quote_word(w)]).fetchone() is not None),
+        )
+        if not held:
             prefixed.add(word)
     return prefixed
 
 
-# Document frequencies already counted, by (brain file version, table, MATCH): a person's
-# questions reuse their words, and counting a common word reads its whole posting list.
+# Document frequencies already counted, by (brain file version, table, MATCH), and whether a
+# word is held as typed: a person's questions reuse their words, and counting a common word
+# reads its whole posting list.
 _FREQUENCIES: OrderedDict[tuple[Any, ...], int] = OrderedDict()
 _FREQUENCIES_LOCK = threading.Lock()
 MAX_FREQUENCIES = 20_000
@@ -99,6 +105,21 @@ def brain_version(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
     return tuple(version)
 
 
+def _remembered(key: tuple[Any, ...], count: Callable[[], int]) -> int:
+    """``count()``, remembered under ``key`` while the brain's version (``key[0]``) is known."""
+    if key[0] is None:
+        return count()
+    with _FREQUENCIES_LOCK:
+        cached = _FREQUENCIES.get(key)
+    if cached is None:
+        cached = count()
+        with _FREQUENCIES_LOCK:
+            _FREQUENCIES[key] = cached
+            if len(_FREQUENCIES) > MAX_FREQUENCIES:
+                _FREQUENCIES.popitem(last=False)
+    return cached
+
+
 def document_frequencies(
     conn: sqlite3.Connection, fts: str, plan: QueryPlan, prefixed: set[str]
 ) -> dict[str, int]:
@@ -109,18 +130,28 @@ def document_frequencies(
     version = brain_version(conn)
     for term in plan.search_terms:
         match = " OR ".join(quote_term(w) if w in prefixed else quote_word(w) for w in term.words)
-        key = (version, fts, match)
-        with _FREQUENCIES_LOCK:
-            cached = _FREQUENCIES.get(key) if version is not None else None
-        if cached is None:
-            cached = conn.execute(sql, [match]).fetchone()[0]
-            if version is not None:
-                with _FREQUENCIES_LOCK:
-                    _FREQUENCIES[key] = cached
-                    if len(_FREQUENCIES) > MAX_FREQUENCIES:
-                        _FREQUENCIES.popitem(last=False)
-        found[term.name] = cached
+        found[term.name] = _remembered(
+            (version, fts, match), lambda m=match: conn.execute(sql, [m]).fetchone()[0]
+        )
     return found
+
+
+@dataclass(frozen=True)
+class TableSurvey:
+    """One table, measured before its ranking query runs (cheap, cached counts): its size, the
+    words searched there as prefixes and each search term's document frequency."""
+
+    rows: int
+    prefixed: frozenset[str]
+    frequencies: dict[str, int]
+
+
+def survey_table(conn: sqlite3.Connection, fts: str, table: str, plan: QueryPlan) -> TableSurvey:
+    """``TableSurvey`` of one table for the plan's search words."""
+    prefixed = prefix_words(conn, fts, plan.search_words)
+    rows = conn.execute(f"select max(rowid) from [{table}]").fetchone()[0] or 0
+    found = document_frequencies(conn, fts, plan, prefixed)
+    return TableSurvey(rows, frozenset(prefixed), found)
 
 
 def idf(rows: int, df: int) -> float:

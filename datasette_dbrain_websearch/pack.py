@@ -291,6 +291,8 @@ def build_pack(
             # Words Expand OR-ed into the ranking query; never the judge's or the web's terms.
             "expansion_terms": plan.expansion_terms,
             "excluded_terms": list(plan.excluded_terms),
+            # Common terms left out of the ranking query to keep it fast (``cost``).
+            "narrowed_terms": list(plan.dropped),
             "syntax": plan.syntax,
             "query_mode": local.mode,
             "profile": profile,

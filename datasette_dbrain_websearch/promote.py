@@ -47,7 +47,7 @@ from .schema import (
     sync_source_fts,
     utc_now,
 )
-from .store import PROMOTIONS_TABLE
+from .store import PROMOTIONS_TABLE, bounded_write
 from .traces import RUN_ID
 from .urls import UnsupportedURL, normalize_url, slugify, try_normalize_url
 
@@ -512,8 +512,10 @@ async def promote(
     # from. The records are held as pending, then completed, or taken back if the brain refuses.
     held_ids = await _hold_provenance(plugin_db, trace, candidates, actor_id, now)
     try:
-        results = await brain_db.execute_write_fn(
-            lambda conn: write_sources(conn, candidates, annotation, now), **(write_options or {})
+        results = await bounded_write(
+            brain_db,
+            lambda conn: write_sources(conn, candidates, annotation, now),
+            **(write_options or {}),
         )
     except sqlite3.OperationalError as exc:
         await _release_provenance(plugin_db, held_ids)
@@ -531,8 +533,8 @@ async def promote(
     if plugin_db is not None:
         records = provenance_rows(trace, trace["database"], candidates, results, actor_id, now)
         try:
-            await plugin_db.execute_write_fn(
-                lambda conn: complete_provenance(conn, held_ids, records)
+            await bounded_write(
+                plugin_db, lambda conn: complete_provenance(conn, held_ids, records)
             )
         except Exception as exc:  # held as pending: the record exists, its outcome is missing
             for result in results:
@@ -563,7 +565,7 @@ async def _hold_provenance(
     ]
     records = provenance_rows(trace, trace["database"], candidates, pending, actor_id, now)
     try:
-        return await plugin_db.execute_write_fn(lambda conn: write_provenance(conn, records))
+        return await bounded_write(plugin_db, lambda conn: write_provenance(conn, records))
     except sqlite3.Error as exc:
         raise ResearchError(
             "Nothing was promoted: the plugin's database could not record where the pages come "
@@ -580,11 +582,16 @@ async def _release_provenance(plugin_db: Any, ids: list[int]) -> None:
     if plugin_db is None or not ids:
         return
     marks = ", ".join("?" for _ in ids)
+
+    def release(conn: sqlite3.Connection) -> None:
+        with conn:
+            conn.execute(
+                f"delete from {PROMOTIONS_TABLE} where status = ? and id in ({marks})",
+                [PENDING, *ids],
+            )
+
     with contextlib.suppress(Exception):
-        await plugin_db.execute_write(
-            f"delete from {PROMOTIONS_TABLE} where status = ? and id in ({marks})",
-            [PENDING, *ids],
-        )
+        await bounded_write(plugin_db, release)
 
 
 def complete_provenance(
@@ -608,8 +615,8 @@ async def _index_created(
     ids = [r["row_id"] for r in created]
     try:
         rows = await brain_db.execute_fn(lambda conn: semantic.hydrated(conn, "source", ids))
-        await plugin_db.execute_write_fn(
-            lambda conn: semantic.index_rows(conn, database, model_id, "source", rows)
+        await bounded_write(
+            plugin_db, lambda conn: semantic.index_rows(conn, database, model_id, "source", rows)
         )
     except Exception as exc:  # the sources are written; the index catches up on its next run
         for result in created:

@@ -14,17 +14,24 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from .admission import Gate, ungated
 from .answer import AnswerAccess, Passage, answer_stage, disabled
 from .brain import (
     FTS_TABLE,
+    LIGHT_PROGRESS_OPS,
+    PROGRESS_OPS,
     ExecuteFn,
     Filters,
     Hit,
     LocalResult,
+    Survey,
     TimeBudget,
+    narrow,
     passage_text,
+    question_cost,
     retrieve,
     sources_by_url,
+    survey,
 )
 from .config import FRESHNESS_RE, MODES, RANKINGS, ExternalSettings, Settings, external_mode
 from .display import plural
@@ -315,13 +322,16 @@ async def research(
     progress: Progress | None = None,
     answering: AnswerAccess | None = None,
     semantic_index: str | None = None,
+    gate: Gate | None = None,
+    requester: str | None = None,
 ) -> dict[str, Any]:
     """Run one research pass (local, then the web when allowed, then an answer when asked for)
     and return the pack.
 
     ``progress`` (optional) is awaited with a small dict as each stage starts or ends, so a
     surface can show live progress; it never changes the result. ``semantic_index`` is the
-    plugin database holding the semantic lane's vectors (``semantic.py``).
+    plugin database holding the semantic lane's vectors (``semantic.py``). ``gate`` admits
+    the local search when it is heavy (``admission``), counting it against ``requester``.
     """
     emit = progress or _silent
     started = time.perf_counter()
@@ -337,12 +347,40 @@ async def research(
         )
     plan = plan_query(options.question, options.syntax).expanded(options.expand)
     await emit({"stage": "local", "status": "started", "message": "Searching your brain"})
-    local_query = TimeBudget(settings.time_limit_ms, database).bind(execute_fn)
-    local, semantic_lane, lane, corrections = await local_query(
-        lambda conn: _local(conn, options, settings, plan, database, semantic_index)
+    if gate is not None:
+        await gate.refuse_shed(requester)
+    budget = TimeBudget(settings.time_limit_ms, database)
+    local_query = budget.bind(execute_fn)
+    surveyed: Survey = {}
+    surveying = time.perf_counter()
+    if plan.syntax != "raw" and options.ranking != "dbrain":
+        surveyed = await local_query(lambda conn: survey(conn, plan, options.filters))
+    surveyed_ms = (time.perf_counter() - surveying) * 1000
+    plan = narrow(plan, surveyed)
+    cost = question_cost(plan, surveyed, options.ranking)
+    turn = (
+        gate.admit(requester, cost, budget.left_s(), budget.exceeded)
+        if gate is not None
+        else ungated(cost)
     )
+    async with turn as admitted:
+        budget.charge(admitted.waited_s)
+        budget.yielding = admitted.should_yield
+        budget.progress_ops = PROGRESS_OPS if cost.heavy else LIGHT_PROGRESS_OPS
+        local, semantic_lane, lane, corrections = await local_query(
+            lambda conn: _local(conn, options, settings, plan, database, semantic_index, surveyed)
+        )
+    budget.yielding, budget.progress_ops = None, PROGRESS_OPS
     plan = plan.searched(local.prefixed)
     warnings = list(local.warnings)
+    if plan.dropped:
+        warnings.append(
+            {
+                "code": "query_narrowed",
+                "message": "Common words left out of the ranking so the search stays fast: "
+                f"{', '.join(plan.dropped)} (rows are still judged on every word).",
+            }
+        )
     warnings.extend(semantic_warnings(semantic_lane))
     if plan.truncated_terms:
         warnings.append(
@@ -381,6 +419,8 @@ async def research(
         {"stage": "judge", "status": "done", "verdict": verdict.verdict, "message": verdict.message}
     )
     timings = {
+        "local_survey": round(surveyed_ms, 3),
+        "local_turn": round(admitted.waited_s * 1000, 3),
         **{f"local_{k}": v for k, v in local.timings_ms.items() if k != "local"},
         "local": local.timings_ms["local"],
         "judge": round((time.perf_counter() - judge_started) * 1000, 3),
@@ -470,6 +510,7 @@ def _local(
     plan: QueryPlan,
     database: str,
     semantic_index: str | None,
+    surveyed: Survey | None = None,
 ) -> tuple[LocalResult, dict[str, Any], SemanticLane | None, list[Correction]]:
     """Local retrieval, with the semantic lane when its model and index are there: returns the
     result, the lane's state for the pack's ``retrieval_lanes``, the lane when it was used
@@ -497,7 +538,14 @@ def _local(
             except SemanticUnavailable as exc:
                 state = {"status": "disabled", "reason": exc.reason, "message": str(exc)}
     result = retrieve(
-        conn, options.question, plan, options.filters, options.limit, options.ranking, lane
+        conn,
+        options.question,
+        plan,
+        options.filters,
+        options.limit,
+        options.ranking,
+        lane,
+        surveyed=surveyed,
     )
     if lane is not None:
         state.update(

@@ -14,16 +14,35 @@ import hashlib
 import json
 import sqlite3
 import weakref
+from collections.abc import Callable
 from dataclasses import asdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlite_utils
 
+from .errors import busy_timeout
 from .providers.base import WebResult
 from .schema import sqlite_database
 from .semantic import create_table as create_embeddings_table
+
+T = TypeVar("T")
+
+WRITE_WAIT_MS = 1000  # how long a write waits for a lock another program holds (SQLite's: 5 s)
+
+
+async def bounded_write(db: Any, fn: Callable[[sqlite3.Connection], T], **options: Any) -> T:
+    """``db.execute_write_fn(fn)``, waiting at most ``WRITE_WAIT_MS`` for another program's
+    lock: a locked runs database costs a request a second, not five, and the caller says what
+    was not saved (``trace_not_saved``, ``provenance_not_saved``)."""
+
+    def bounded(conn: sqlite3.Connection) -> T:
+        with busy_timeout(conn, WRITE_WAIT_MS):
+            return fn(conn)
+
+    return await db.execute_write_fn(bounded, **options)
+
 
 DATABASE_NAME = "research_runs"
 DEFAULT_FILENAME = "research_runs.db"
@@ -252,7 +271,7 @@ async def cache_put(
             conn.execute(f"delete from {CACHE_TABLE} where expires_at <= ?", [utc(now)])
             sqlite_database(conn)[CACHE_TABLE].insert(row, replace=True)
 
-    await db.execute_write_fn(write)
+    await bounded_write(db, write)
 
 
 async def feedback_for(db: Any, run_id: str) -> list[dict[str, str]]:
@@ -282,7 +301,7 @@ async def save_feedback(db: Any, run_id: str, marks: list[dict[str, str]], actor
         with conn:
             sqlite_database(conn)[FEEDBACK_TABLE].insert_all(rows, replace=True)
 
-    await db.execute_write_fn(write)
+    await bounded_write(db, write)
 
 
 def purge_cache(path: Path, expired_only: bool = False) -> int:

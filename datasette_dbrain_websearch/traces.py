@@ -26,7 +26,7 @@ from typing import Any
 from .external import BUDGET_EXHAUSTED
 from .judge import NO_EVIDENCE
 from .schema import sqlite_database
-from .store import EVENTS_TABLE, FEEDBACK_TABLE, RUNS_TABLE, plugin_database
+from .store import EVENTS_TABLE, FEEDBACK_TABLE, RUNS_TABLE, bounded_write, plugin_database
 
 TRACE_SCHEMA = "research_trace.v1"
 PROVIDERS_FAILED = "providers_failed"
@@ -316,7 +316,7 @@ async def _write(
             plugin_tables[EVENTS_TABLE].insert_all(events)
             prune(conn, cutoff)
 
-    await db.execute_write_fn(write)
+    await bounded_write(db, write)
 
 
 # Saves still under way, by plugin Database, then run id: a read of a run waits for its save.

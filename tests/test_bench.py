@@ -90,6 +90,30 @@ def test_answer_bench_runs_and_prints_what_answering_adds():
     assert "answering adds" in result.stdout and "answer stage (in the pack)" in result.stdout
 
 
+def test_fairness_bench_runs_and_reports_its_bound(tmp_path):
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(BENCH.parent / "bench_fairness.py"),
+            "--size",
+            "600",
+            "--hostile",
+            "3",
+            "--seconds",
+            "1",
+            "--db",
+            str(tmp_path / "tiny.db"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert re.search(r"calm +\d+ +[\d.]+ +[\d.]+ +1\.00x", result.stdout)
+    assert re.search(r"attack +\d+ ", result.stdout)
+    assert "bound 3x of calm p50:" in result.stdout and "hostile statuses: {" in result.stdout
+
+
 def test_load_test_runs_clean_and_reports():
     """A short run of the load test: no errors, no duplicate or lost promotion (it exits
     non-zero on those), every hostile request refused, and the report printed."""

@@ -11,7 +11,14 @@ import pytest
 from datasette_dbrain_websearch import traces
 from datasette_dbrain_websearch.providers import Provider, ProviderError, WebResult
 
-from .conftest import BRAVE_KEY, actor_cookies, make_datasette, registered, web_config
+from .conftest import (
+    BRAVE_KEY,
+    actor_cookies,
+    db_rows,
+    make_datasette,
+    registered,
+    web_config,
+)
 from .test_promote import csrf, post_json, promoting_ds, web_run
 from .test_web_search import ask, web_ds
 
@@ -285,3 +292,41 @@ async def test_a_run_whose_save_failed_says_so_on_its_link(ds, monkeypatch):
     assert "could not be saved" in body["error"] and "OperationalError" in body["error"]
     page = await ds.client.get(pack["trace_url"])
     assert page.status_code == 404 and "could not be saved" in page.text
+
+
+async def test_a_runs_database_another_program_locked_loses_nothing_quietly(
+    brain, fake, monkeypatch
+):
+    """Writes wait a bounded time for the lock (``store.WRITE_WAIT_MS``), then: the run says
+    it was not saved, and a promotion writes neither its source rows nor their provenance."""
+    from datasette_dbrain_websearch import store
+
+    monkeypatch.setattr(store, "WRITE_WAIT_MS", 50)
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    key = pack["external_evidence"][0]["source_key"]
+    sources_before = db_rows(brain[0], "select count(*) as n from sources")[0]["n"]
+    locker = sqlite3.connect(store.plugin_database(ds).path, isolation_level=None)
+    locker.execute("begin exclusive")
+    try:
+        local = (await ds.client.get("/-/research.json", params={"q": "espresso"})).json()
+        assert local["evidence"]  # the answer itself is never lost
+        promoted = await post_json(ds, {"run_id": pack["run_id"], "source_keys": [key]})
+    finally:
+        locker.execute("rollback")
+        locker.close()
+    assert promoted.status_code == 503, promoted.text
+    assert promoted.json()["code"] == "provenance_not_saved"
+    assert promoted.headers["retry-after"] == "2"
+    assert db_rows(brain[0], "select count(*) as n from sources")[0]["n"] == sources_before
+    link = await ds.client.get(local["trace_url"] + ".json")
+    assert (link.status_code, link.json()["code"]) == (404, "trace_not_saved")
+    assert "OperationalError" in link.json()["error"]
+    retried = await post_json(ds, {"run_id": pack["run_id"], "source_keys": [key]})
+    assert retried.status_code == 200 and retried.json()["results"][0]["status"] == "created"
+    # The wait is the plugin's, on Datasette's shared write connection only while it writes.
+    timeout = "pragma busy_timeout"
+    plugin_db = store.plugin_database(ds)
+    inside = await store.bounded_write(plugin_db, lambda conn: conn.execute(timeout).fetchone())
+    after = await plugin_db.execute_write_fn(lambda conn: conn.execute(timeout).fetchone())
+    assert (inside[0], after[0]) == (50, 5000)

@@ -12,10 +12,11 @@ import time
 
 import pytest
 
-from datasette_dbrain_websearch import research
-from datasette_dbrain_websearch.brain import TimeBudget
+from datasette_dbrain_websearch import brain as brain_module
+from datasette_dbrain_websearch import cost, research
+from datasette_dbrain_websearch.brain import BUSY_WAIT_MS, TimeBudget, reader
 from datasette_dbrain_websearch.errors import BUSY_MESSAGE, ResearchError
-from datasette_dbrain_websearch.views.common import MAX_BODY, RAW_IN_FLIGHT
+from datasette_dbrain_websearch.views.common import MAX_BODY
 
 from .conftest import actor_cookies, build_fixture_brain, make_datasette, web_config
 from .test_promote import csrf, promoting_ds, web_run
@@ -136,11 +137,15 @@ def locked(brain):
     conn.close()
 
 
-async def test_a_locked_brain_is_a_503_that_says_so_quickly(ds, brain, locked):
+async def test_a_locked_brain_is_a_503_that_says_so_quickly(ds, brain, locked, monkeypatch):
+    # Every brain query waits BUSY_WAIT_MS for the lock (Datasette alone: 5 s, then a 500).
+    waits = await reader(ds.get_database("brain"))(
+        lambda conn: conn.execute("pragma busy_timeout").fetchone()[0]
+    )
+    assert waits == BUSY_WAIT_MS == 1000
+    monkeypatch.setattr(brain_module, "BUSY_WAIT_MS", 50)  # the same answers, sooner
     for path in ("/-/research.json", "/brain/-/research.json"):
-        started = time.monotonic()
         response = await ds.client.get(path, params={"q": "espresso"})
-        assert time.monotonic() - started < 4.5  # Datasette alone would wait 5 s, then 500
         assert response.status_code == 503
         assert response.headers["retry-after"] == "2"
         assert response.json() == {
@@ -161,11 +166,11 @@ async def test_a_locked_brain_is_a_503_that_says_so_quickly(ds, brain, locked):
 async def test_a_brain_locked_mid_run_is_a_503(ds, brain, monkeypatch):
     real = research.retrieve
 
-    def retrieve_then_lock(conn, *args):
+    def retrieve_then_lock(conn, *args, **kwargs):
         other = sqlite3.connect(brain[0], isolation_level=None)
         other.execute("begin exclusive")
         try:
-            return real(conn, *args)
+            return real(conn, *args, **kwargs)
         finally:
             other.execute("rollback")
             other.close()
@@ -218,46 +223,72 @@ async def test_a_replaced_or_deleted_brain_is_a_503_telling_the_operator(brain, 
     assert "readonly" not in promoted.text
 
 
-async def test_raw_questions_are_limited_per_requester(brain, monkeypatch):
-    ds = make_datasette([str(brain[0])], settings={"num_sql_threads": 2 * RAW_IN_FLIGHT + 2})
+async def test_heavy_questions_take_turns_and_are_limited_per_requester(brain, monkeypatch):
+    """Heavy questions (here raw ones with three-letter prefixes) run one at a time; each
+    requester has one in flight; light questions never wait behind them."""
+    ds = make_datasette([str(brain[0])], settings={"num_sql_threads": 3})
     await ds.invoke_startup()
     real = research.retrieve
     inside = threading.Semaphore(0)
     release = threading.Event()
 
-    def slow_raw(conn, question, plan, *args):
+    def slow_raw(conn, question, plan, *args, **kwargs):
         if plan.syntax == "raw":
             inside.release()
             release.wait(10)
-        return real(conn, question, plan, *args)
+        return real(conn, question, plan, *args, **kwargs)
 
     monkeypatch.setattr(research, "retrieve", slow_raw)
     alice, bob = actor_cookies(ds, "alice"), actor_cookies(ds, "bob")
-    raw = {"q": "espresso*", "syntax": "raw"}
+    heavy = {"q": "esp* OR gri*", "syntax": "raw"}
 
-    async def ask(cookies, params=raw):
+    async def ask(cookies, params=heavy):
         return await ds.client.get("/-/research.json", params=params, cookies=cookies)
 
-    running = [asyncio.create_task(ask(cookies)) for cookies in [alice] * RAW_IN_FLIGHT + [{}]]
-    for _ in running:
-        assert await asyncio.to_thread(inside.acquire, True, 10)
+    first = asyncio.create_task(ask(alice))
+    assert await asyncio.to_thread(inside.acquire, True, 10)
     try:
         refused = await ask(alice)
         assert refused.status_code == 429 and refused.headers["retry-after"] == "2"
-        assert refused.json()["code"] == "too_many_raw_searches"
-        page = await ds.client.get("/-/research", params=raw, cookies=alice)
-        assert page.status_code == 429 and "raw FTS5 searches running" in page.text
-        assert (await ask(alice, {"q": "espresso"})).status_code == 200  # simple: no limit
-        anonymous = asyncio.create_task(ask({}))  # one anonymous run is in flight: room for one
-        assert await asyncio.to_thread(inside.acquire, True, 10)
-        assert (await ask({})).status_code == 429  # keyed by address
-        other = asyncio.create_task(ask(bob))
-        assert await asyncio.to_thread(inside.acquire, True, 10)  # bob is not held back
+        assert refused.json()["code"] == "too_many_costly_searches"
+        page = await ds.client.get("/-/research", params=heavy, cookies=alice)
+        assert page.status_code == 429 and "costly search running" in page.text
+        light = await ask(alice, {"q": "espresso"})  # a light question does not wait
+        assert light.status_code == 200
+        queued = [asyncio.create_task(ask(cookies)) for cookies in (bob, {})]
+        await asyncio.sleep(0.05)
+        assert not inside.acquire(False)  # bob and the anonymous visitor wait their turn
+        assert (await ask({})).status_code == 429  # one per address
     finally:
         release.set()
-    for task in [*running, anonymous, other]:
+    for task in [first, *queued]:
         assert (await task).status_code == 200
-    assert (await ask(alice)).status_code == 200  # slots come back
+    assert (await ask(alice)).status_code == 200  # turns come back
+
+
+async def test_a_one_letter_prefix_is_refused_before_it_runs(ds):
+    response = await ds.client.get("/-/research.json", params={"q": "a* OR b*", "syntax": "raw"})
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "prefix_too_short" and '"a*"' in body["error"]
+
+
+async def test_a_question_of_many_common_words_is_narrowed(ds, monkeypatch):
+    """Over the postings budget, the commonest terms leave the ranking query (and say so);
+    the rows are still judged on every word."""
+    question = "espresso grinder burrs review"
+    whole = (await ds.client.get("/-/research.json", params={"q": question})).json()
+    assert whole["query_plan"]["narrowed_terms"] == []
+    monkeypatch.setattr(cost, "postings_budget", lambda rows: 1)
+    narrowed = (await ds.client.get("/-/research.json", params={"q": question})).json()
+    dropped = narrowed["query_plan"]["narrowed_terms"]
+    kept = [t for t in whole["query_plan"]["query_terms"] if t not in dropped]
+    assert len(kept) == 1 and dropped
+    assert all(f'"{t}' not in narrowed["query_plan"]["match_query"] for t in dropped)
+    assert f'"{kept[0]}' in narrowed["query_plan"]["match_query"]
+    warning = next(w for w in narrowed["warnings"] if w["code"] == "query_narrowed")
+    assert all(t in warning["message"] for t in dropped)
+    assert narrowed["query_plan"]["query_terms"] == whole["query_plan"]["query_terms"]
 
 
 def spin(conn: sqlite3.Connection, seconds: float) -> None:
@@ -281,8 +312,8 @@ async def test_one_time_limit_covers_every_local_query_of_a_run(brain, fake, mon
     await ds.invoke_startup()
     real_retrieve, real_held = research.retrieve, research.sources_by_url
 
-    def slow_retrieve(conn, *args):
-        found = real_retrieve(conn, *args)
+    def slow_retrieve(conn, *args, **kwargs):
+        found = real_retrieve(conn, *args, **kwargs)
         spin(conn, 0.6 * limit_ms / 1000)
         return found
 

@@ -9,19 +9,17 @@ import json
 import logging
 import sqlite3
 import urllib.parse
-from collections import Counter
-from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from functools import partial, wraps
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from datasette import Forbidden, NotFound, Response
 from datasette.utils import tilde_decode
 from datasette.utils.asgi import AsgiStream
 
 from .. import traces
+from ..admission import gate_for, requester_key
 from ..answer import AnswerAccess
 from ..brain import TABLE, is_brain, reader, table_names
 from ..compat import (
@@ -277,7 +275,8 @@ async def run_research(
 
     ``lineage`` (from ``_refinement``) records a refined run's parent and refinement;
     ``model_permitted`` overrides the actor's ``dbrain-llm-answer`` check (the CLI's shell user);
-    ``requester`` (from ``requester_of``) is who a raw question counts against (None: no limit);
+    ``requester`` (from ``requester_of``) is who a heavy question counts against (None: no
+    per-requester limit; ``admission``);
     ``wait_for_trace=False`` returns before the trace is written (see ``then_settle``).
     """
     options = parse_options(params, settings)
@@ -287,18 +286,19 @@ async def run_research(
     if model_permitted is None:
         wants_model = options.answer and settings.answer.synthesizer == "llm"
         model_permitted = wants_model and await may(datasette, actor, LLM_ANSWER)
-    async with raw_question_slot(datasette, requester if options.syntax == "raw" else None):
-        pack = await research(
-            reader(db),
-            database,
-            options,
-            settings,
-            row_url_for(datasette, database),
-            web,
-            progress=progress,
-            answering=AnswerAccess(model_permitted, datasette, actor),
-            semantic_index=index_path(datasette),
-        )
+    pack = await research(
+        reader(db),
+        database,
+        options,
+        settings,
+        row_url_for(datasette, database),
+        web,
+        progress=progress,
+        answering=AnswerAccess(model_permitted, datasette, actor),
+        semantic_index=index_path(datasette),
+        gate=gate_for(datasette),
+        requester=requester,
+    )
     pack.update(lineage or {})
     await traces.record(
         datasette, pack, surface=surface, actor=actor, permitted=web.permitted, wait=wait_for_trace
@@ -306,49 +306,10 @@ async def run_research(
     return pack
 
 
-RAW_IN_FLIGHT = 2
-
-
-RAW_RETRY_AFTER_S = 2
-
-
-# Raw questions running now, per Datasette, by requester.
-_RAW_RUNNING: WeakKeyDictionary[Any, Counter[str]] = WeakKeyDictionary()
-
-
 def requester_of(request: Any) -> str:
-    """Who a request counts against: its actor, or for anonymous visitors their address."""
-    actor_id = actor_id_of(request.actor)
-    if actor_id:
-        return f"actor:{actor_id}"
+    """Who a request counts against (``admission.requester_key``)."""
     client = request.scope.get("client") or ("",)
-    return f"address:{client[0]}"
-
-
-@asynccontextmanager
-async def raw_question_slot(datasette: Any, requester: str | None) -> AsyncIterator[None]:
-    """At most ``RAW_IN_FLIGHT`` raw FTS5 questions in flight per requester (429 beyond): a raw
-    query can be expensive (prefix and NEAR queries over a large brain), and one visitor must
-    not hold every one of Datasette's query threads while others wait."""
-    if requester is None:
-        yield
-        return
-    running = _RAW_RUNNING.setdefault(datasette, Counter())
-    if running[requester] >= RAW_IN_FLIGHT:
-        raise ResearchError(
-            f"You already have {RAW_IN_FLIGHT} raw FTS5 searches running; wait for one to "
-            "finish, then try again.",
-            429,
-            "too_many_raw_searches",
-            retry_after=RAW_RETRY_AFTER_S,
-        )
-    running[requester] += 1
-    try:
-        yield
-    finally:
-        running[requester] -= 1
-        if not running[requester]:
-            del running[requester]
+    return requester_key(actor_id_of(request.actor), client[0])
 
 
 MODE_LABELS = {"never": "Off", "on_weak": "If local evidence is weak", "always": "Always"}
