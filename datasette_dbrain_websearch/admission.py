@@ -6,13 +6,15 @@ brain holds one for up to its ``time_limit_ms``. So, per Datasette, local search
 (``Gate``), ordered by their estimated cost (``cost``: the postings they read):
 
 - ``slots`` searches run at once (Datasette's ``num_sql_threads`` less one, kept for its own
-  pages and the counts that estimate a question's cost), heavy ones in all but one of them;
-  a search that is not heavy and is cheaper than every one running may start beside them (the
-  express turn): an ordinary question never waits behind heavy ones;
+  pages, promotions and the counts that estimate a question's cost), heavy ones in all but one
+  of them; when a heavy one runs, a search that is not heavy and is cheaper than every one
+  running may start beside them (the express turn): an ordinary question never waits behind
+  heavy ones;
 - a running search yields the CPU (it pauses in SQLite's progress handler) while a cheaper one
   runs, so costly searches on every core slow ordinary ones little;
-- the others wait, cheapest first and then the requester that used least time recently; the
-  wait counts against their time limit (503 ``time_limit`` when it runs out). At most
+- the others wait: ordinary ones first, the requester that used least time recently first,
+  then in order of arrival; then heavy ones, cheapest first. The wait counts against their
+  time limit (503 ``time_limit`` when it runs out). At most
   ``queue`` heavy ones wait: then the costliest is shed (503 ``server_busy`` with
   ``Retry-After``), and its requester's questions until then are answered the same, only when
   that time is up, so ignoring ``Retry-After`` gains nothing;
@@ -107,8 +109,11 @@ class _Waiter:
     turn: asyncio.Future = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
     @property
-    def rank(self) -> tuple[int, float, int]:
-        return (self.cost.postings, self.usage, self.order)
+    def rank(self) -> tuple[bool, int, float, int]:
+        """Ordinary searches first, in turn (least recent usage, then arrival: cheaper ones
+        must not starve them); then heavy ones, cheapest first."""
+        heavy = self.cost.heavy
+        return (heavy, self.cost.postings if heavy else 0, self.usage, self.order)
 
 
 class Gate:
@@ -141,12 +146,13 @@ class Gate:
         return seconds * math.pow(0.5, (self.clock() - as_of) / USAGE_HALF_LIFE_S)
 
     def can_start(self, cost: Cost) -> bool:
-        """A free slot (heavy searches leave one), or the express turn for a search that is not
-        heavy and is cheaper than every one running."""
+        """A free slot (heavy searches leave one), or the express turn: beside a heavy search,
+        for one that is not heavy and is cheaper than every one running."""
         count = sum(self.running.values())
         if cost.heavy:
             return count < self.slots and self.heavy_running < max(1, self.slots - 1)
-        return count < self.slots or (count == self.slots and cost.postings < self.cheapest)
+        express = self.heavy_running > 0 and cost.postings < self.cheapest
+        return count < self.slots or (count == self.slots and express)
 
     def _start(self, cost: Cost) -> None:
         self.running[cost.postings] += 1
@@ -189,7 +195,7 @@ class Gate:
             self.shed_until[waiter.requester] = self.clock() + RETRY_AFTER_S
 
     def _hand_on(self) -> None:
-        """Start the waiters whose turn it is, cheapest (then least recent usage) first."""
+        """Start the waiters whose turn it is, in rank order (``_Waiter.rank``)."""
         for waiter in sorted(self.waiting, key=lambda w: w.rank):
             if not self.can_start(waiter.cost):
                 continue

@@ -35,8 +35,9 @@ SHORT_PREFIX = 4  # a prefix shorter than this expands to a large share of the v
 LIGHT_RAW_TERMS = 4  # a raw query with more words than this is heavy
 LIGHT_DBRAIN_TERMS = 8
 
-# A prefix in FTS5 syntax: a bareword or a quoted string, then ``*``.
-_RAW_PREFIX = re.compile(r'(?:"((?:[^"]|"")*)"|([^\s"():^*+]+))\s*\*')
+# An FTS5 token: a quoted string (whose inner ``*`` is plain text) or a bareword, each a prefix
+# when ``*`` follows it.
+_RAW_TOKEN = re.compile(r'"((?:[^"]|"")*)"(\s*\*)?|([^\s"():^*+]+)(\s*\*)?')
 _NEAR = re.compile(r"\bNEAR\s*\(", re.IGNORECASE)
 
 
@@ -88,10 +89,12 @@ def counted_cost(postings: int) -> Cost:
 def raw_prefix_stems(query: str) -> list[str]:
     """The stems a raw FTS5 query searches as prefixes: ``sql*`` -> ``sql``, ``"a b"*`` -> ``b``."""
     stems = []
-    for match in _RAW_PREFIX.finditer(query):
-        token = match.group(1) if match.group(1) is not None else match.group(2)
-        words = re.findall(r"\w+", token)
-        stems.append(words[-1] if words else "")
+    for match in _RAW_TOKEN.finditer(query):
+        quoted = match.group(1) is not None
+        token, star = (match.group(1), match.group(2)) if quoted else match.group(3, 4)
+        if star:
+            words = re.findall(r"\w+", token)
+            stems.append(words[-1] if words else "")
     return stems
 
 

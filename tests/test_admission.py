@@ -247,6 +247,7 @@ def test_a_narrowed_plan_leaves_dropped_terms_out_of_the_ranking_only():
 
 def test_raw_costs_come_from_the_query_shape():
     assert cost.raw_prefix_stems('sql* OR "fts five"* OR "x" * OR plain') == ["sql", "five", "x"]
+    assert cost.raw_prefix_stems('"e* f*" OR title:tokio OR NEAR(a b, 5)') == []  # quoted: text
     with pytest.raises(ResearchError) as refused:
         cost.raw_cost("sq* OR sqlite", ["sq", "sqlite"])
     assert refused.value.code == "prefix_too_short" and refused.value.status == 400
