@@ -100,7 +100,8 @@ def is_date(value: str) -> bool:
     return True
 
 
-def _one(params: Params, name: str) -> str:
+def param(params: Params, name: str) -> str:
+    """A single-valued parameter: its last value, cleaned and stripped ("" when absent)."""
     values = params.get(name) or []
     return clean(values[-1]).strip() if values else ""
 
@@ -133,7 +134,7 @@ BOOLEAN_VALUES |= {"0": False, "false": False, "no": False, "off": False}
 
 
 def _bool(params: Params, name: str, default: bool) -> bool:
-    raw = _one(params, name).lower()
+    raw = param(params, name).lower()
     if not raw:
         return default
     if raw not in BOOLEAN_VALUES:
@@ -144,7 +145,7 @@ def _bool(params: Params, name: str, default: bool) -> bool:
 def _int(params: Params, name: str, default: int, most: int, code: str, low: int = 1) -> int:
     """A whole number from ``low`` to ``most`` (ASCII digits only: ``²`` is a digit to
     Python)."""
-    raw = _one(params, name)
+    raw = param(params, name)
     if not raw:
         return default
     if not re.fullmatch(r"[0-9]{1,6}", raw) or not low <= int(raw) <= most:
@@ -155,7 +156,7 @@ def _int(params: Params, name: str, default: int, most: int, code: str, low: int
 def parse_options(params: Params, settings: Settings) -> Options:
     """Validate request parameters (``q``, ``limit``, ``tag``, ``source_type``, ``kind``,
     ``syntax``, ``since``, ``until``, ``profile``, ``answer`` and the web ones) into Options."""
-    question = _one(params, "q")
+    question = param(params, "q")
     if not question:
         raise ResearchError("Missing the question: pass it as ?q=...", code="missing_q")
     if len(question) > MAX_QUESTION_CHARS:
@@ -164,15 +165,15 @@ def parse_options(params: Params, settings: Settings) -> Options:
             code="question_too_long",
         )
     limit = _int(params, "limit", settings.default_limit, settings.max_limit, "bad_limit")
-    syntax = _one(params, "syntax").lower() or "simple"
+    syntax = param(params, "syntax").lower() or "simple"
     if syntax not in SYNTAXES:
         raise ResearchError("syntax must be 'simple' or 'raw'.", code="bad_syntax")
-    kind = _one(params, "kind").lower()
+    kind = param(params, "kind").lower()
     if kind not in KIND_CHOICES:
         raise ResearchError("kind must be 'item', 'source' or 'all'.", code="bad_kind")
     dates = {}
     for name in ("since", "until"):
-        value = _one(params, name)
+        value = param(params, name)
         if value and not is_date(value):
             raise ResearchError(
                 f"{name} must be a real date like 2026-01-31 (got {value[:20]!r}).", code="bad_date"
@@ -187,12 +188,12 @@ def parse_options(params: Params, settings: Settings) -> Options:
         since=dates["since"],
         until=dates["until"],
     )
-    profile = _one(params, "profile").lower() or "general"
+    profile = param(params, "profile").lower() or "general"
     if profile not in PROFILE_NAMES:
         raise ResearchError(
             f"profile must be one of {', '.join(PROFILE_NAMES)}.", code="bad_profile"
         )
-    ranking = _one(params, "ranking").lower() or settings.ranking
+    ranking = param(params, "ranking").lower() or settings.ranking
     if ranking not in RANKINGS:
         raise ResearchError("ranking must be 'bm25' or 'dbrain'.", code="bad_ranking")
     expand = _many(params, "expand")
@@ -236,7 +237,7 @@ def parse_external_request(params: Params, settings: Settings) -> ExternalReques
     """``external``, ``provider`` (repeatable, or ``all``), ``freshness`` (or ``custom`` with
     ``freshness_since`` and ``freshness_until``), ``external_count``, ``site``, ``not_site``."""
     ext = settings.external
-    mode = external_mode(_one(params, "external")) or ext.default_mode
+    mode = external_mode(param(params, "external")) or ext.default_mode
     if mode not in MODES:
         raise ResearchError(
             "external must be 'never', 'on_weak' (or 'on_weak_local_evidence') or 'always'.",
@@ -245,9 +246,9 @@ def parse_external_request(params: Params, settings: Settings) -> ExternalReques
     providers = _many(params, "provider")
     if ALL in providers:
         providers = (ALL,)
-    freshness = _one(params, "freshness") or ext.freshness
+    freshness = param(params, "freshness") or ext.freshness
     if freshness == "custom":  # the page's custom range: two date fields
-        since, until = _one(params, "freshness_since"), _one(params, "freshness_until")
+        since, until = param(params, "freshness_since"), param(params, "freshness_until")
         if not (since and until):
             raise ResearchError(
                 "A custom freshness range needs both dates (freshness_since, freshness_until).",

@@ -19,6 +19,7 @@ from ..feedback import (
 )
 from ..pack import row_keys
 from ..promote import parse_request
+from ..research import param
 from ..store import feedback_for, plugin_database, save_feedback
 from .common import (
     actor_id_of,
@@ -115,13 +116,13 @@ async def _promotion_body(request: Any, as_json: bool) -> tuple[dict[str, Any], 
     form = body
     keys = form.get("promote_one") or form.get("source_keys") or []
     fields = {
-        "run_id": (form.get("run_id") or [""])[-1],
+        "run_id": param(form, "run_id"),
         "source_keys": keys,
         "fetch": (form.get("fetch") or ["false"])[-1],
         "tags": form.get("tags") or [],
-        "note": (form.get("note") or [""])[-1],
+        "note": param(form, "note"),
     }
-    return fields, (form.get("next") or [""])[-1]
+    return fields, param(form, "next")
 
 
 def safe_back(datasette: Any, request: Any, back: str | None) -> str:
@@ -203,5 +204,5 @@ async def _feedback_body(request: Any, as_json: bool) -> tuple[Any, str]:
     if as_json:
         return body.get("feedback"), ""
     form = body
-    key, _, value = (form.get("mark") or [""])[-1].rpartition("|")
-    return [{"key": key, "value": value}], (form.get("next") or [""])[-1]
+    key, _, value = param(form, "mark").rpartition("|")
+    return [{"key": key, "value": value}], param(form, "next")

@@ -42,6 +42,7 @@ from ..providers import registered_providers
 from ..research import (
     Progress,
     WebAccess,
+    param,
     parse_options,
     research,
 )
@@ -204,7 +205,7 @@ async def resolve_brain(
                 "not_a_brain",
             )
         return database, [database]
-    requested = (params.get("database") or [""])[-1]
+    requested = param(params, "database")
     return await choose_brain(datasette, request.actor, settings, requested)
 
 

@@ -17,7 +17,7 @@ from ..compare import compare_runs
 from ..config import Settings
 from ..errors import ResearchError
 from ..providers import registered_providers
-from ..research import run_params
+from ..research import param, run_params
 from ..store import plugin_database
 from .common import (
     refusal,
@@ -37,7 +37,7 @@ def compare_path(datasette: Any, a: str, b: str, as_json: bool = False) -> str:
 
 
 def run_id_param(params: dict[str, list[str]], name: str, brain_only: bool = False) -> str:
-    value = (params.get(name) or [""])[-1].strip()
+    value = param(params, name)
     if brain_only and value == BRAIN_ONLY:
         return value
     if not traces.RUN_ID.fullmatch(value):

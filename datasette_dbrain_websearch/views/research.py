@@ -24,6 +24,7 @@ from ..research import (
     BOOLEAN_VALUES,
     WebAccess,
     one_value_each,
+    param,
     run_params,
     scrub,
 )
@@ -59,7 +60,7 @@ async def _refinement(
     datasette: Any, request: Any, params: dict[str, list[str]]
 ) -> tuple[dict[str, list[str]], dict[str, Any]]:
     """The parameters a ``refine_from`` request researches, and what to record about it."""
-    parent_id = (params.get("refine_from") or [""])[-1]
+    parent_id = param(params, "refine_from")
     if not parent_id:
         return params, {}
     if not traces.RUN_ID.fullmatch(parent_id):
@@ -68,7 +69,7 @@ async def _refinement(
     marks = await feedback_for(plugin_database(datasette), parent_id)
     refinement = refine_query(parent["pack"], marks)
     params = {**run_params(parent["pack"]), **params}
-    if not (params.get("q") or [""])[-1].strip():
+    if not param(params, "q"):
         # The question stays the person's (the judge's and the web's terms); the added words
         # widen the ranking query only, each a chip the page can take away.
         params["q"] = [parent["pack"]["question"]]
@@ -94,12 +95,12 @@ async def saved_pack(
     datasette: Any, request: Any, params: dict[str, list[str]]
 ) -> dict[str, Any] | None:
     """``?run=<run_id>``: the pack a streamed run already produced (no second search)."""
-    run_id = (params.get("run") or [""])[-1]
+    run_id = param(params, "run")
     db = plugin_database(datasette)
     if not run_id or db is None or not traces.RUN_ID.fullmatch(run_id):
         return None
     trace = await traces.load(db, run_id)
-    if trace is None or trace["question"] != clean((params.get("q") or [""])[-1]).strip():
+    if trace is None or trace["question"] != param(params, "q"):
         return None
     if not await may_see_run(datasette, request.actor, trace):
         return None
@@ -136,7 +137,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
             refinement = refine_query(pack, marks)
             pack = apply_feedback(pack, marks, weights_from(settings))
     error = None
-    has_question = any((params.get(name) or [""])[-1].strip() for name in ("q", "refine_from"))
+    has_question = any(param(params, name) for name in ("q", "refine_from"))
     if pack is None and (as_json or has_question):
         try:
             pack = await run_research(
@@ -271,8 +272,8 @@ def external_controls(settings: Settings, web: WebAccess, params: dict) -> dict[
         "freshness": [*FRESHNESS_LABELS, ("custom", "Custom range")],
         "freshness_value": "custom" if custom else freshness,
         "range": (
-            start or (params.get("freshness_since") or [""])[-1],
-            end or (params.get("freshness_until") or [""])[-1],
+            start or param(params, "freshness_since"),
+            end or param(params, "freshness_until"),
         ),
         "labels": labels,
         "read": ext.read,
@@ -364,7 +365,7 @@ def research_url(
 def answer_controls(settings: Settings, params: dict[str, list[str]]) -> dict[str, Any]:
     """The page's "Write an answer" box: ticked per request, else by ``answer.default``."""
     answer = settings.answer
-    value = (params.get("answer") or [""])[-1].strip().lower()
+    value = param(params, "answer").lower()
     llm = answer.synthesizer == "llm"
     return {
         "default": answer.default,
@@ -397,7 +398,7 @@ def _form_values(params: dict[str, list[str]]) -> dict[str, str]:
         "profile",
         "answer",
     )
-    form = {n: clean((params.get(n) or [""])[-1]) for n in names}
+    form = {n: param(params, n) for n in names}
     # Text fields that take several values show them all, as the search read them.
     for name in LISTED_FIELDS:
         form[name] = ", ".join(clean(v).strip() for v in params.get(name) or [] if v.strip())

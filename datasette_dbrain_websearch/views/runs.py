@@ -13,9 +13,9 @@ from ..config import MODES, Settings
 from ..errors import ResearchError
 from ..judge import VERDICTS
 from ..providers import registered_providers
-from ..providers.base import clean
 from ..research import (
     is_date,
+    param,
 )
 from ..store import feedback_for, plugin_database
 from ..urls import is_web_url
@@ -109,7 +109,7 @@ def run_filter(params: dict[str, list[str]], databases: list[str], actor_id: str
     """The runs page's filters; values it does not know are ignored, not errors."""
 
     def one(name: str, allowed: tuple[str, ...] = ()) -> str:
-        value = clean((params.get(name) or [""])[-1]).strip()
+        value = param(params, name)
         return value if not allowed or value in allowed else ""
 
     since, until = one("since"), one("until")

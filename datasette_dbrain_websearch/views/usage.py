@@ -17,6 +17,7 @@ from ..compat import USAGE, can
 from ..config import Settings
 from ..errors import ResearchError
 from ..providers import registered_providers
+from ..research import param
 from ..store import plugin_database
 from .common import refusal
 
@@ -70,8 +71,8 @@ async def usage_view(request: Any, datasette: Any) -> Response:
             }
         )
     query = urllib.parse.parse_qs(request.query_string)
-    chosen = (query.get("provider") or [""])[-1]
-    outcome = (query.get("outcome") or [""])[-1]
+    chosen = param(query, "provider")
+    outcome = param(query, "outcome")
     chosen = chosen if chosen in names or chosen in labels else ""
     outcome = outcome if outcome in ledger.OUTCOMES else ""
     calls = await ledger.calls(db, chosen, outcome) if db is not None else []
