@@ -35,6 +35,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from typing import NamedTuple
 
 from .errors import ResearchError
 from .stemming import TermMatcher, forms_of
@@ -369,15 +370,14 @@ def question_words(question: str) -> list[str]:
     return [CANONICAL_TERMS.get(w, w) for w in normalize_question(text).split()]
 
 
-def extract_terms(question: str) -> tuple[list[str], list[str]]:
-    """Question -> (search terms, excluded terms): dbrain's ``Terms`` without the current-state
-    words ("latest"); either list may be empty."""
-    terms, excluded, _ = _read(question)
-    return terms, excluded
+class QuestionTerms(NamedTuple):
+    terms: list[str]  # dbrain's ``Terms`` without the current-state words ("latest")
+    excluded: list[str]  # the words a negation dropped
+    content: list[str]  # every content word, the current-state ones included
 
 
-def _read(question: str) -> tuple[list[str], list[str], list[str]]:
-    """(search terms, excluded terms, every content word including current-state ones).
+def read_terms(question: str) -> QuestionTerms:
+    """A question's terms as dbrain reads them; any list may be empty.
 
     dbrain's loop (queryterms.go), in its order: a negation's next word is dropped whatever it
     is, then negations, corrections, stop words and source-key fragments go, first one wins.
@@ -404,7 +404,7 @@ def _read(question: str) -> tuple[list[str], list[str], list[str]]:
             continue
         content.append(word)
         terms.append(word)
-    return terms, excluded, content
+    return QuestionTerms(terms, excluded, content)
 
 
 def quote_word(word: str) -> str:
@@ -494,7 +494,7 @@ def plan_query(question: str, syntax: str = "simple") -> QueryPlan:
             syntax="raw",
             web_terms=tuple(terms),
         )
-    terms, excluded, content = _read(question)
+    terms, excluded, content = read_terms(question)
     if not terms and not any(ch.isalnum() for ch in question):
         raise ResearchError(
             "Nothing searchable in the question: it has no letters or digits once punctuation "

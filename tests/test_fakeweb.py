@@ -1,8 +1,8 @@
 """The fake Brave/Exa/SearXNG server, over real loopback HTTP.
 
 The provider clients are written against this fake, so these tests pin the wire facts from
-``provider-apis.md``: auth order, error bodies, rate-limit headers, validation ranges, response
-shapes and every fault mode.
+the providers' documentation: auth order, error bodies, rate-limit headers, validation ranges,
+response shapes and every fault mode.
 """
 
 from __future__ import annotations
@@ -717,7 +717,7 @@ def test_searxng_parameters_and_formats(client, web):
     assert searxng(client, web, q="sqlite", format="json").status_code == 429
 
 
-# --- Seen outside our fake (provider-apis.md §7a) -------------------------------------------
+# --- Seen from the real services beyond their documentation ---------------------------------
 
 
 def test_searxng_bot_limiter_wants_accept_language(client, web):

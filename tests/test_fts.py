@@ -10,12 +10,12 @@ from datasette_dbrain_websearch.errors import ResearchError
 from datasette_dbrain_websearch.fts import (
     MAX_TERMS,
     build_match,
-    extract_terms,
     matched_terms,
     matches_relaxed_terms,
     min_relaxed_coverage,
     plan_query,
     raw_terms,
+    read_terms,
     relaxed_terms,
     trim_token,
 )
@@ -31,14 +31,14 @@ def test_trim_token_strips_only_the_ends():
     assert trim_token("...") == ""
 
 
-def test_extract_terms_lowercases_drops_stop_words_and_dedupes():
-    terms, excluded = extract_terms("How does SQLite's FTS5 rank the results? sqlite")
+def test_read_terms_lowercases_drops_stop_words_and_dedupes():
+    terms, excluded, _ = read_terms("How does SQLite's FTS5 rank the results? sqlite")
     assert terms == ["sqlite", "fts5", "rank", "results"]
     assert excluded == []
 
 
 def test_negation_drops_the_next_word():
-    terms, excluded = extract_terms("rust runtimes not tokio")
+    terms, excluded, _ = read_terms("rust runtimes not tokio")
     assert terms == ["rust", "runtimes"]
     assert excluded == ["tokio"]
 
@@ -59,7 +59,7 @@ def test_current_state_words_are_not_required_locally_but_go_to_the_web():
 
 
 def test_conversational_filler_is_not_a_term():
-    assert extract_terms("What do we know about Mark Carney from dbrain?")[0] == [
+    assert read_terms("What do we know about Mark Carney from dbrain?").terms == [
         "mark",
         "carney",
     ]

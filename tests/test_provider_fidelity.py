@@ -1,11 +1,12 @@
 """The provider clients against what the real services do beyond the happy path.
 
-Each behaviour here is one ``provider-apis.md`` §7a lists and ``test_fakeweb.py`` pins in the
-fake first: SearXNG's bot limiter, its two eras of dates and its language check; Exa's
-``/contents`` failures and URL rewrites, its current search types and the missing ``score``;
-Brave's two error-body forms and its two ways of refusing LLM Context; and, for all three, a
-real deadline and a call log. Providers are driven through ``search()`` over loopback, or
-through the research API where the stage adds something (unavailable providers, warnings).
+Each behaviour here is one the real services show beyond their documentation, which
+``test_fakeweb.py`` pins in the fake first: SearXNG's bot limiter, its two eras of dates and
+its language check; Exa's ``/contents`` failures and URL rewrites, its current search types
+and the missing ``score``; Brave's two error-body forms and its two ways of refusing LLM
+Context; and, for all three, a real deadline and a call log. Providers are driven through
+``search()`` over loopback, or through the research API where the stage adds something
+(unavailable providers, warnings).
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ import pytest
 
 from datasette_dbrain_websearch.fts import (
     CANONICAL_TERMS,
-    extract_terms,
     looks_like_source_key_fragment,
     plan_query,
+    read_terms,
     search_text,
 )
 
@@ -111,14 +111,14 @@ PRESENT_ABSENT = [
 
 @pytest.mark.parametrize(("question", "want"), EXACT, ids=[q[:40] for q, _ in EXACT])
 def test_dbrain_question_to_terms_table(question, want):
-    assert extract_terms(question)[0] == want
+    assert read_terms(question).terms == want
 
 
 @pytest.mark.parametrize(
     ("question", "present", "absent"), PRESENT_ABSENT, ids=["tanka", "calgary", "litestream"]
 )
 def test_dbrain_chat_scaffolding_does_not_pollute_terms(question, present, absent):
-    terms = extract_terms(question)[0]
+    terms = read_terms(question).terms
     assert all("\\" not in t and ":" not in t for t in terms)
     assert [w for w in present if w not in terms] == []
     assert [w for w in absent if w in terms] == []
@@ -135,11 +135,11 @@ def test_search_text_keeps_only_the_current_and_recent_questions():
 
 @pytest.mark.parametrize(("variant", "canonical"), sorted(CANONICAL_TERMS.items()))
 def test_variants_fold_onto_dbrain_canonical_terms(variant, canonical):
-    assert extract_terms(f"zebra {variant}")[0] == ["zebra", canonical]
+    assert read_terms(f"zebra {variant}").terms == ["zebra", canonical]
 
 
 def test_hyphens_and_underscores_split_words():
-    assert extract_terms("sqlite-utils full_text search")[0] == [
+    assert read_terms("sqlite-utils full_text search").terms == [
         "sqlite",
         "utils",
         "full",
@@ -149,18 +149,18 @@ def test_hyphens_and_underscores_split_words():
 
 
 def test_negations_drop_the_next_word_whatever_it_is_and_corrections_go():
-    assert extract_terms("rust runtimes not tokio") == (["rust", "runtimes"], ["tokio"])
-    assert extract_terms("wrong tokio exclude async-std") == (["std"], ["tokio", "async"])
+    assert read_terms("rust runtimes not tokio")[:2] == (["rust", "runtimes"], ["tokio"])
+    assert read_terms("wrong tokio exclude async-std")[:2] == (["std"], ["tokio", "async"])
     # dbrain drops the very next word, even a stop word: "tokio" stays.
-    assert extract_terms("runtimes without the tokio") == (["runtimes", "tokio"], [])
-    assert extract_terms("correction: the tokio scheduler instead")[0] == ["tokio", "scheduler"]
+    assert read_terms("runtimes without the tokio")[:2] == (["runtimes", "tokio"], [])
+    assert read_terms("correction: the tokio scheduler instead").terms == ["tokio", "scheduler"]
 
 
 def test_pasted_ids_are_not_terms():
     assert not looks_like_source_key_fragment("deadbeef")
     assert looks_like_source_key_fragment("20260815")
     assert looks_like_source_key_fragment("c2c2fb606ce8")
-    assert extract_terms("grinder 20260815 c2c2fb606ce8 deadbeef")[0] == ["grinder", "deadbeef"]
+    assert read_terms("grinder 20260815 c2c2fb606ce8 deadbeef").terms == ["grinder", "deadbeef"]
 
 
 # This plugin's extras. dbrain's table never contradicts them.
@@ -175,7 +175,7 @@ def test_current_state_words_are_not_local_terms_but_go_to_the_web():
 
 def test_a_possessive_goes_with_its_word():
     # dbrain reads "Carney's" as "carney" and "s".
-    assert extract_terms("Mark Carney's cabinet")[0] == ["mark", "carney", "cabinet"]
+    assert read_terms("Mark Carney's cabinet").terms == ["mark", "carney", "cabinet"]
 
 
 def test_a_question_without_content_words_has_no_terms():

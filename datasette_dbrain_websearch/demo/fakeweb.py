@@ -1,12 +1,12 @@
 """An offline stand-in for Brave Search, Exa and SearXNG, over real loopback HTTP.
 
 There is no internet in tests or the demo, yet the provider clients must meet the real wire
-formats, status codes, headers and failure shapes (see ``provider-apis.md`` §7). This server
+formats, status codes, headers and failure shapes their documentation gives. This server
 answers from the fixed corpus in ``corpus`` with deterministic ranking against a fixed
 clock, and can be switched into fault modes (rate limits, 5xx, malformed or huge bodies, slow
 answers, empty results, plan and credit errors) per provider.
 
-It also does what the real services do beyond the happy path (``provider-apis.md`` §7a):
+It also does what the real services do beyond the happy path, as seen outside the docs:
 SearXNG's bot limiter answers 429 to a ``/search`` without ``Accept-Language`` (on by default,
 as on docker and public instances), bad ``language`` values get a 400, and an older instance's
 localized dates are a mode; Exa rejects retired search types, sends no ``score``, can fail
