@@ -83,7 +83,7 @@ async def attach_plugin_database(datasette: Any, settings: Settings) -> None:
     """
     from datasette.database import Database
 
-    from .views.common import brain_databases
+    from .service import brain_databases
 
     if settings.traces_database:
         path: Path | None = Path(settings.traces_database)

@@ -34,9 +34,9 @@ from .errors import ResearchError
 from .promote import chosen_rows, parse_request
 from .providers import registered_providers
 from .research import parse_options
-from .views.actions import promotion_message
-from .views.common import (
+from .service import (
     choose_brain,
+    promotion_message,
     row_url_for,
     run_research,
     visible_run,

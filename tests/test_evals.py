@@ -13,13 +13,13 @@ import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
 
+from datasette_dbrain_websearch.cli import eval_group
 from datasette_dbrain_websearch.demo import build_demo_brain
 from datasette_dbrain_websearch.evals import (
     CaseResult,
     CitationCounts,
     Score,
     propose_case,
-    register_eval_commands,
     score_ranking,
     summarize,
 )
@@ -50,7 +50,7 @@ def group() -> click.Group:
     def root() -> None:
         """dbrain-websearch."""
 
-    register_eval_commands(root)
+    root.add_command(eval_group)
     return root
 
 

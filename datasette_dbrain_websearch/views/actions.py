@@ -20,21 +20,24 @@ from ..feedback import (
 from ..pack import row_keys
 from ..promote import parse_request
 from ..research import param
+from ..service import (
+    actor_id_of,
+    may,
+    promotion_message,
+    visible_run,
+    weights_from,
+    write_promotion,
+)
 from ..store import feedback_for, plugin_database, save_feedback
 from .common import (
-    actor_id_of,
     error_response,
     json_body,
-    may,
     page_error,
     read_body,
     remembering_access,
     research_path,
     trace_for,
-    visible_run,
     wants_json,
-    weights_from,
-    write_promotion,
 )
 
 
@@ -89,23 +92,6 @@ async def promote_view(request: Any, datasette: Any) -> Response:
     summary = " ".join(r["message"] for r in shown)
     datasette.add_message(request, f"Promoted into {trace['database']}: {summary}", datasette.INFO)
     return Response.redirect(safe_back(datasette, request, back))
-
-
-def promotion_message(result: dict[str, Any]) -> str:
-    """One promotion, told by title: added or already there, and what became of the fetch."""
-    title = f"“{result['title']}”" if result.get("title") else result["local_source_key"]
-    said = (
-        f"Added {title} as {result['local_source_key']}."
-        if result["status"] == "created"
-        else f"{title} was already in your brain as {result['local_source_key']}."
-    )
-    if result.get("tags"):
-        said += f" Tags: {result['tags']}."
-    if result.get("note_key"):
-        said += f" Your note is {result['note_key']}, linked to it."
-    if result.get("fetch") == "failed":
-        said += " The page could not be fetched: kept the provider's text; dbrain will retry."
-    return said
 
 
 async def _promotion_body(request: Any, as_json: bool) -> tuple[dict[str, Any], str]:

@@ -1,58 +1,41 @@
-"""What every surface shares: which brains an actor may research and with which
-permissions, running research, reading request bodies, the one JSON error shape, who may see a
-saved run, and the ASGI guard that keeps unreadable forms from becoming 500s."""
+"""What the HTTP views share: resolving a request's brain, reading request bodies, the one JSON
+error shape and error pages, the cross-site check, the live stream, and the ASGI guards (body
+cap, unreadable forms). What any surface does with a Datasette is in ``service``."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import logging
-import sqlite3
 import urllib.parse
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
-from functools import partial, wraps
+from functools import wraps
 from typing import Any
 
 from datasette import Forbidden, NotFound, Response
 from datasette.utils import tilde_decode
 from datasette.utils.asgi import AsgiStream
 
-from .. import traces
-from ..admission import gate_for, requester_key
-from ..answer import AnswerAccess
-from ..brain import TABLE, is_brain, reader, table_names
+from ..admission import requester_key
 from ..compat import (
-    EXTERNAL,
-    LLM_ANSWER,
     RESEARCH,
-    can,
-    track_promotion,
-    with_stored_keys,
-    write_options,
 )
 from ..config import Settings
-from ..errors import ResearchError, sqlite_error
-from ..feedback import (
-    RocchioWeights,
-)
+from ..errors import ResearchError
 from ..pack import row_keys
-from ..promote import promote, promoted_in_run
-from ..providers import registered_providers
 from ..research import (
-    Progress,
-    WebAccess,
     param,
-    parse_options,
-    research,
 )
-from ..store import plugin_database
-
-HIDDEN_DATABASES = ("_internal", "_memory")
-
-
-ROOT = "root"
-
+from ..service import (
+    actor_id_of,
+    brain_databases,
+    cannot_research,
+    choose_brain,
+    may,
+    remembered_access,
+    researchable_brains,
+    visible_run,
+)
 
 log = logging.getLogger("datasette_dbrain_websearch")
 
@@ -60,56 +43,15 @@ log = logging.getLogger("datasette_dbrain_websearch")
 View = Callable[[Any, Any], Awaitable[Any]]
 
 
-# The permission answers of the request a research view is handling: each is asked once, though
-# the view, the page's menu and the saved-run checks ask it again (on Datasette 1.0 every
-# question is a query).
-_ACCESS: ContextVar[dict[tuple[Any, ...], bool] | None] = ContextVar("dbrain_access", default=None)
-
-
-async def may(datasette: Any, actor: dict | None, action: str, database: str | None = None) -> bool:
-    """``can``, remembered for the rest of the request inside a ``remembering_access`` view."""
-    memo = _ACCESS.get()
-    if memo is None:
-        return await can(datasette, actor, action, database)
-    key = (json.dumps(actor, sort_keys=True, default=str), action, database)
-    if key not in memo:
-        memo[key] = await can(datasette, actor, action, database)
-    return memo[key]
-
-
 def remembering_access(view: View) -> View:
-    """A view whose permission checks are each made once per request (see ``may``)."""
+    """A view whose permission checks are each made once per request (``service.may``)."""
 
     @wraps(view)
     async def wrapped(request: Any, datasette: Any) -> Any:
-        token = _ACCESS.set({})
-        try:
+        with remembered_access():
             return await view(request, datasette)
-        finally:
-            _ACCESS.reset(token)
 
     return wrapped
-
-
-async def brain_databases(datasette: Any, settings: Settings) -> list[str]:
-    """Names of attached databases that are brains (or the configured ``databases``); the
-    plugin's own database never is one, so it is not read on every request."""
-    if settings.databases is not None:
-        return [name for name in settings.databases if name in datasette.databases]
-    names = []
-    own = plugin_database(datasette)
-    for name, db in datasette.databases.items():
-        if name in HIDDEN_DATABASES or db is own:
-            continue
-        if is_brain(await reader(db)(table_names)):
-            names.append(name)
-    return names
-
-
-async def researchable_brains(datasette: Any, actor: dict | None, settings: Settings) -> list[str]:
-    """The brains this actor may research, in attach order."""
-    brains = await brain_databases(datasette, settings)
-    return [b for b in brains if await may(datasette, actor, RESEARCH, b)]
 
 
 def database_for_route(datasette: Any, route: str) -> str | None:
@@ -119,27 +61,6 @@ def database_for_route(datasette: Any, route: str) -> str | None:
         if getattr(db, "route", name) == decoded:
             return name
     return None
-
-
-def row_url_for(datasette: Any, database: str):
-    """The Datasette row page of an evidence row (``/brain/sources/12``)."""
-
-    def row_url(kind: str, row_id: int) -> str:
-        return str(datasette.urls.row(database, TABLE[kind], str(row_id)))
-
-    return row_url
-
-
-async def web_access(datasette: Any, actor: dict | None, request: Any = None) -> WebAccess:
-    """May this actor reach the web, through which providers, with which cache (and, for an
-    HTTP request, did another site send it)."""
-    return WebAccess(
-        permitted=await may(datasette, actor, EXTERNAL),
-        providers=registered_providers(datasette),
-        cache_db=plugin_database(datasette),
-        actor_id=actor_id_of(actor),
-        cross_site=request is not None and cross_site_with_cookie(request),
-    )
 
 
 SAME_SITE = ("same-origin", "same-site", "none")  # Sec-Fetch-Site: "none" is a typed URL
@@ -156,12 +77,6 @@ def cross_site_with_cookie(request: Any) -> bool:
         return fetch_site not in SAME_SITE
     origin = request.headers.get("origin", "")
     return bool(origin) and urllib.parse.urlsplit(origin).netloc != request.host
-
-
-def index_path(datasette: Any) -> str | None:
-    """The plugin database's file, where the semantic lane's vectors are (None: no file)."""
-    db = plugin_database(datasette)
-    return getattr(db, "path", None) if db is not None else None
 
 
 def error_response(error: ResearchError) -> Response:
@@ -209,35 +124,6 @@ async def resolve_brain(
     return await choose_brain(datasette, request.actor, settings, requested)
 
 
-async def choose_brain(
-    datasette: Any, actor: dict | None, settings: Settings, requested: str | None
-) -> tuple[str, list[str]]:
-    """The brain asked for by name (or the first) and every brain the actor may research; a
-    brain the actor may not research reads as unknown. The page, the JSON API and the agent
-    tools refuse alike."""
-    allowed = await researchable_brains(datasette, actor, settings)
-    if not allowed:
-        if await brain_databases(datasette, settings):
-            raise cannot_research()
-        raise ResearchError("No dbrain brain is attached to this Datasette.", 404, "no_brain")
-    if requested and requested not in allowed:
-        raise ResearchError(
-            f"Unknown brain '{requested}'; choose one of: {', '.join(allowed)}.",
-            404,
-            "unknown_brain",
-        )
-    return requested or allowed[0], allowed
-
-
-def cannot_research() -> ResearchError:
-    return ResearchError(
-        "You may not research any brain here (permission dbrain-research); if you have an "
-        "account that may, sign in first.",
-        403,
-        "forbidden",
-    )
-
-
 async def page_error(datasette: Any, request: Any, error: ResearchError) -> Response:
     """Datasette's own error page for a refused HTML request: its 403 and 404 pages, and its
     error template for the rest (a busy brain: 503 with ``Retry-After``, in the same words as
@@ -256,55 +142,6 @@ async def page_error(datasette: Any, request: Any, error: ResearchError) -> Resp
 async def refusal(datasette: Any, request: Any, as_json: bool, error: ResearchError) -> Response:
     """A refused request, answered in the form it asked for."""
     return error_response(error) if as_json else await page_error(datasette, request, error)
-
-
-async def run_research(
-    datasette: Any,
-    actor: dict | None,
-    database: str,
-    params: dict[str, list[str]],
-    settings: Settings,
-    web: WebAccess,
-    surface: str,
-    progress: Progress | None = None,
-    lineage: dict[str, Any] | None = None,
-    model_permitted: bool | None = None,
-    requester: str | None = None,
-    wait_for_trace: bool = True,
-) -> dict[str, Any]:
-    """Parse, research, save the trace: the one path every surface (HTTP and CLI) takes.
-
-    ``lineage`` (from ``_refinement``) records a refined run's parent and refinement;
-    ``model_permitted`` overrides the actor's ``dbrain-llm-answer`` check (the CLI's shell user);
-    ``requester`` (from ``requester_of``) is who a heavy question counts against (None: no
-    per-requester limit; ``admission``);
-    ``wait_for_trace=False`` returns before the trace is written (see ``then_settle``).
-    """
-    options = parse_options(params, settings)
-    if options.external.mode != "never":
-        settings = await with_stored_keys(datasette, settings, actor_id_of(actor))
-    db = datasette.get_database(database)
-    if model_permitted is None:
-        wants_model = options.answer and settings.answer.synthesizer == "llm"
-        model_permitted = wants_model and await may(datasette, actor, LLM_ANSWER)
-    pack = await research(
-        reader(db),
-        database,
-        options,
-        settings,
-        row_url_for(datasette, database),
-        web,
-        progress=progress,
-        answering=AnswerAccess(model_permitted, datasette, actor),
-        semantic_index=index_path(datasette),
-        gate=gate_for(datasette),
-        requester=requester,
-    )
-    pack.update(lineage or {})
-    await traces.record(
-        datasette, pack, surface=surface, actor=actor, permitted=web.permitted, wait=wait_for_trace
-    )
-    return pack
 
 
 def requester_of(request: Any) -> str:
@@ -337,30 +174,6 @@ def citation_anchors(pack: dict[str, Any] | None, labels: dict[str, str]) -> dic
 
 
 MAX_BODY = 1024 * 1024
-
-
-async def promoted_rows(datasette: Any, pack: dict[str, Any] | None) -> dict[str, dict]:
-    """For a saved run: the web rows already promoted, with the local row to link to."""
-    db = plugin_database(datasette)
-    if pack is None or db is None or not pack.get("trace_url"):
-        return {}
-    promoted = await promoted_in_run(db, pack["run_id"])
-    for ext_key, info in promoted.items():
-        brain = info["database"]
-        if brain not in datasette.databases:
-            continue
-        row_id = await reader(datasette.get_database(brain))(
-            partial(source_id, source_key=info["local_source_key"])
-        )
-        promoted[ext_key]["row_url"] = (
-            str(datasette.urls.row(brain, "sources", str(row_id))) if row_id else ""
-        )
-    return promoted
-
-
-def source_id(conn: sqlite3.Connection, source_key: str) -> int | None:
-    row = conn.execute("select id from sources where source_key = ?", [source_key]).fetchone()
-    return row[0] if row else None
 
 
 def json_body(request: Any) -> bool:
@@ -413,10 +226,6 @@ async def read_body(request: Any, as_json: bool) -> dict[str, Any]:
     return body
 
 
-def actor_id_of(actor: dict | None) -> str:
-    return str((actor or {}).get("id") or "")
-
-
 async def trace_for(datasette: Any, request: Any, run_id: str) -> dict[str, Any]:
     """A saved run the actor may see: permission first (403 for those who may research no brain
     here), then ``visible_run``."""
@@ -424,39 +233,6 @@ async def trace_for(datasette: Any, request: Any, run_id: str) -> dict[str, Any]
     if not await researchable_brains(datasette, request.actor, settings):
         raise cannot_research()
     return await visible_run(datasette, request.actor, run_id)
-
-
-async def visible_run(datasette: Any, actor: dict | None, run_id: str) -> dict[str, Any]:
-    """The saved run, or the same 404 whether it does not exist or is not this actor's: a run
-    id must not reveal that someone asked something."""
-    db = plugin_database(datasette)
-    trace = await traces.load(db, run_id) if db is not None else None
-    if trace is None and traces.not_saved(run_id):
-        # Its answer was shown, then its save failed: say so (the id reveals nothing more).
-        raise ResearchError(
-            f"Run {run_id} was answered but could not be saved (the runs database refused "
-            f"the write: {traces.not_saved(run_id)}); ask the question again to research it "
-            "anew.",
-            404,
-            "trace_not_saved",
-        )
-    if trace is None or not await may_see_run(datasette, actor, trace):
-        raise ResearchError(f"No saved run {run_id}.", 404, "no_such_run")
-    return trace
-
-
-async def may_see_run(datasette: Any, actor: dict | None, trace: dict[str, Any]) -> bool:
-    """Runs hold people's questions. A run is for its own actor and for root; a run made by an
-    anonymous visitor, for whoever has its link (the run id carries 96 random bits). Always only
-    on a brain the actor may research."""
-    if not await may(datasette, actor, RESEARCH, trace["database"]):
-        return False
-    owner, me = trace.get("actor_id", ""), actor_id_of(actor)
-    return not owner or owner == me or me == ROOT
-
-
-def weights_from(settings: Settings) -> RocchioWeights:
-    return RocchioWeights(settings.feedback.alpha, settings.feedback.beta, settings.feedback.gamma)
 
 
 FORM_TYPES = (b"multipart/form-data", b"application/x-www-form-urlencoded")
@@ -581,32 +357,3 @@ def capped_bodies(app: Asgi) -> Asgi:
 
 
 RESEARCH_ROUTES = "/-/research"
-
-
-async def write_promotion(
-    datasette: Any,
-    actor: dict | None,
-    trace: dict[str, Any],
-    promotion: Any,
-    brain: Any,
-    request: Any = None,
-) -> list[dict[str, Any]]:
-    """Promote a run's web rows into its brain as this actor (the endpoint and the tools all
-    come here once their checks pass), with SQLite failures in the plugin's words; Datasette
-    1.0 hears of it (``track_event``, and ``request=`` for its write hooks)."""
-    settings = Settings.from_datasette(datasette)
-    try:
-        results = await promote(
-            brain,
-            plugin_database(datasette),
-            trace,
-            promotion,
-            actor_id_of(actor),
-            settings.external.fetch_allow_networks,
-            settings.semantic.model,
-            write_options(brain, request),
-        )
-    except sqlite3.Error as exc:
-        raise sqlite_error(exc, trace["database"]) from exc
-    await track_promotion(datasette, actor, trace, results)
-    return results

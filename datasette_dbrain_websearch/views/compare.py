@@ -18,13 +18,16 @@ from ..config import Settings
 from ..errors import ResearchError
 from ..providers import registered_providers
 from ..research import param, run_params
+from ..service import (
+    run_research,
+    web_access,
+)
 from ..store import plugin_database
 from .common import (
+    cross_site_with_cookie,
     refusal,
     remembering_access,
-    run_research,
     trace_for,
-    web_access,
 )
 
 TEMPLATE = "dbrain_websearch_compare.html"
@@ -55,7 +58,7 @@ async def brain_only(datasette: Any, request: Any, trace: dict[str, Any]) -> dic
     settings = Settings.from_datasette(datasette)
     params = {**run_params(trace["pack"]), "q": [trace["pack"]["question"]]}
     params["external"] = ["never"]
-    web = await web_access(datasette, request.actor, request)
+    web = await web_access(datasette, request.actor, cross_site_with_cookie(request))
     pack = await run_research(
         datasette, request.actor, trace["database"], params, settings, web, "page"
     )

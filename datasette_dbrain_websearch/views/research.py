@@ -28,29 +28,32 @@ from ..research import (
     run_params,
     scrub,
 )
+from ..service import (
+    brain_databases,
+    may,
+    may_see_run,
+    promoted_rows,
+    researchable_brains,
+    run_research,
+    web_access,
+    weights_from,
+)
 from ..store import feedback_for, plugin_database
 from ..urls import is_web_url
 from .common import (
     MODE_LABELS,
     Stream,
-    brain_databases,
     citation_anchors,
+    cross_site_with_cookie,
     error_response,
-    may,
-    may_see_run,
     page_error,
-    promoted_rows,
     refusal,
     remembering_access,
     requester_of,
     research_path,
-    researchable_brains,
     resolve_brain,
-    run_research,
     stream_path,
     trace_for,
-    web_access,
-    weights_from,
 )
 
 TEMPLATE = "dbrain_websearch_research.html"
@@ -128,7 +131,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
         settings, params, lineage, database, allowed = await prepare(datasette, request)
     except ResearchError as exc:
         return await refusal(datasette, request, as_json, exc)
-    web = await web_access(datasette, request.actor, request)
+    web = await web_access(datasette, request.actor, cross_site_with_cookie(request))
     pack = None if as_json else await saved_pack(datasette, request, params)
     refinement = None
     if pack is not None:
@@ -465,7 +468,7 @@ async def stream_view(request: Any, datasette: Any) -> Any:
         settings, params, lineage, database, _ = await prepare(datasette, request)
     except ResearchError as exc:
         return error_response(exc)
-    web = await web_access(datasette, request.actor, request)
+    web = await web_access(datasette, request.actor, cross_site_with_cookie(request))
     secrets = settings.secrets()
 
     async def stream(writer: Any) -> None:

@@ -17,19 +17,21 @@ from ..research import (
     is_date,
     param,
 )
+from ..service import (
+    ROOT,
+    actor_id_of,
+    cannot_research,
+    promoted_rows,
+    researchable_brains,
+)
 from ..store import feedback_for, plugin_database
 from ..urls import is_web_url
 from .common import (
     MODE_LABELS,
-    ROOT,
-    actor_id_of,
-    cannot_research,
     citation_anchors,
-    promoted_rows,
     refusal,
     remembering_access,
     research_path,
-    researchable_brains,
     trace_for,
 )
 

@@ -1,0 +1,309 @@
+"""The service layer: what every surface (the views, the CLI, the MCP and agent tools, evals,
+startup) does with a Datasette, whatever the request looked like.
+
+Which brains exist and which an actor may research, whether it may reach the web, running
+research and saving its trace, reading a saved run (and who may), and writing a promotion.
+Surfaces parse their own input (HTTP parameters and bodies live in ``views.common``), call
+these, and never import each other.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from functools import partial
+from typing import Any
+
+from . import traces
+from .admission import gate_for
+from .answer import AnswerAccess
+from .brain import TABLE, is_brain, reader, table_names
+from .compat import (
+    EXTERNAL,
+    LLM_ANSWER,
+    RESEARCH,
+    can,
+    track_promotion,
+    with_stored_keys,
+    write_options,
+)
+from .config import Settings
+from .errors import ResearchError, sqlite_error
+from .feedback import RocchioWeights
+from .promote import promote, promoted_in_run
+from .providers import registered_providers
+from .research import Progress, WebAccess, parse_options, research
+from .store import plugin_database
+
+log = logging.getLogger("datasette_dbrain_websearch")
+
+
+@contextmanager
+def remembered_access() -> Iterator[None]:
+    """Inside it, each permission question (``may``) is asked once: the view, the page's menu
+    and the saved-run checks ask it again (on Datasette 1.0 every question is a query)."""
+    token = _ACCESS.set({})
+    try:
+        yield
+    finally:
+        _ACCESS.reset(token)
+
+
+HIDDEN_DATABASES = ("_internal", "_memory")
+
+
+ROOT = "root"
+
+
+# The permission answers of the request a research view is handling: each is asked once, though
+# the view, the page's menu and the saved-run checks ask it again (on Datasette 1.0 every
+# question is a query).
+_ACCESS: ContextVar[dict[tuple[Any, ...], bool] | None] = ContextVar("dbrain_access", default=None)
+
+
+async def may(datasette: Any, actor: dict | None, action: str, database: str | None = None) -> bool:
+    """``can``, remembered for the rest of the request inside a ``remembering_access`` view."""
+    memo = _ACCESS.get()
+    if memo is None:
+        return await can(datasette, actor, action, database)
+    key = (json.dumps(actor, sort_keys=True, default=str), action, database)
+    if key not in memo:
+        memo[key] = await can(datasette, actor, action, database)
+    return memo[key]
+
+
+async def brain_databases(datasette: Any, settings: Settings) -> list[str]:
+    """Names of attached databases that are brains (or the configured ``databases``); the
+    plugin's own database never is one, so it is not read on every request."""
+    if settings.databases is not None:
+        return [name for name in settings.databases if name in datasette.databases]
+    names = []
+    own = plugin_database(datasette)
+    for name, db in datasette.databases.items():
+        if name in HIDDEN_DATABASES or db is own:
+            continue
+        if is_brain(await reader(db)(table_names)):
+            names.append(name)
+    return names
+
+
+async def researchable_brains(datasette: Any, actor: dict | None, settings: Settings) -> list[str]:
+    """The brains this actor may research, in attach order."""
+    brains = await brain_databases(datasette, settings)
+    return [b for b in brains if await may(datasette, actor, RESEARCH, b)]
+
+
+def row_url_for(datasette: Any, database: str):
+    """The Datasette row page of an evidence row (``/brain/sources/12``)."""
+
+    def row_url(kind: str, row_id: int) -> str:
+        return str(datasette.urls.row(database, TABLE[kind], str(row_id)))
+
+    return row_url
+
+
+async def web_access(datasette: Any, actor: dict | None, cross_site: bool = False) -> WebAccess:
+    """May this actor reach the web, through which providers, with which cache (``cross_site``:
+    another site sent this browser request, ``views.common.cross_site_with_cookie``)."""
+    return WebAccess(
+        permitted=await may(datasette, actor, EXTERNAL),
+        providers=registered_providers(datasette),
+        cache_db=plugin_database(datasette),
+        actor_id=actor_id_of(actor),
+        cross_site=cross_site,
+    )
+
+
+def index_path(datasette: Any) -> str | None:
+    """The plugin database's file, where the semantic lane's vectors are (None: no file)."""
+    db = plugin_database(datasette)
+    return getattr(db, "path", None) if db is not None else None
+
+
+async def choose_brain(
+    datasette: Any, actor: dict | None, settings: Settings, requested: str | None
+) -> tuple[str, list[str]]:
+    """The brain asked for by name (or the first) and every brain the actor may research; a
+    brain the actor may not research reads as unknown. The page, the JSON API and the agent
+    tools refuse alike."""
+    allowed = await researchable_brains(datasette, actor, settings)
+    if not allowed:
+        if await brain_databases(datasette, settings):
+            raise cannot_research()
+        raise ResearchError("No dbrain brain is attached to this Datasette.", 404, "no_brain")
+    if requested and requested not in allowed:
+        raise ResearchError(
+            f"Unknown brain '{requested}'; choose one of: {', '.join(allowed)}.",
+            404,
+            "unknown_brain",
+        )
+    return requested or allowed[0], allowed
+
+
+def cannot_research() -> ResearchError:
+    return ResearchError(
+        "You may not research any brain here (permission dbrain-research); if you have an "
+        "account that may, sign in first.",
+        403,
+        "forbidden",
+    )
+
+
+async def run_research(
+    datasette: Any,
+    actor: dict | None,
+    database: str,
+    params: dict[str, list[str]],
+    settings: Settings,
+    web: WebAccess,
+    surface: str,
+    progress: Progress | None = None,
+    lineage: dict[str, Any] | None = None,
+    model_permitted: bool | None = None,
+    requester: str | None = None,
+    wait_for_trace: bool = True,
+) -> dict[str, Any]:
+    """Parse, research, save the trace: the one path every surface (HTTP and CLI) takes.
+
+    ``lineage`` (from ``_refinement``) records a refined run's parent and refinement;
+    ``model_permitted`` overrides the actor's ``dbrain-llm-answer`` check (the CLI's shell user);
+    ``requester`` (from ``requester_of``) is who a heavy question counts against (None: no
+    per-requester limit; ``admission``);
+    ``wait_for_trace=False`` returns before the trace is written (see ``then_settle``).
+    """
+    options = parse_options(params, settings)
+    if options.external.mode != "never":
+        settings = await with_stored_keys(datasette, settings, actor_id_of(actor))
+    db = datasette.get_database(database)
+    if model_permitted is None:
+        wants_model = options.answer and settings.answer.synthesizer == "llm"
+        model_permitted = wants_model and await may(datasette, actor, LLM_ANSWER)
+    pack = await research(
+        reader(db),
+        database,
+        options,
+        settings,
+        row_url_for(datasette, database),
+        web,
+        progress=progress,
+        answering=AnswerAccess(model_permitted, datasette, actor),
+        semantic_index=index_path(datasette),
+        gate=gate_for(datasette),
+        requester=requester,
+    )
+    pack.update(lineage or {})
+    await traces.record(
+        datasette, pack, surface=surface, actor=actor, permitted=web.permitted, wait=wait_for_trace
+    )
+    return pack
+
+
+def actor_id_of(actor: dict | None) -> str:
+    return str((actor or {}).get("id") or "")
+
+
+async def visible_run(datasette: Any, actor: dict | None, run_id: str) -> dict[str, Any]:
+    """The saved run, or the same 404 whether it does not exist or is not this actor's: a run
+    id must not reveal that someone asked something."""
+    db = plugin_database(datasette)
+    trace = await traces.load(db, run_id) if db is not None else None
+    if trace is None and traces.not_saved(run_id):
+        # Its answer was shown, then its save failed: say so (the id reveals nothing more).
+        raise ResearchError(
+            f"Run {run_id} was answered but could not be saved (the runs database refused "
+            f"the write: {traces.not_saved(run_id)}); ask the question again to research it "
+            "anew.",
+            404,
+            "trace_not_saved",
+        )
+    if trace is None or not await may_see_run(datasette, actor, trace):
+        raise ResearchError(f"No saved run {run_id}.", 404, "no_such_run")
+    return trace
+
+
+async def may_see_run(datasette: Any, actor: dict | None, trace: dict[str, Any]) -> bool:
+    """Runs hold people's questions. A run is for its own actor and for root; a run made by an
+    anonymous visitor, for whoever has its link (the run id carries 96 random bits). Always only
+    on a brain the actor may research."""
+    if not await may(datasette, actor, RESEARCH, trace["database"]):
+        return False
+    owner, me = trace.get("actor_id", ""), actor_id_of(actor)
+    return not owner or owner == me or me == ROOT
+
+
+def weights_from(settings: Settings) -> RocchioWeights:
+    return RocchioWeights(settings.feedback.alpha, settings.feedback.beta, settings.feedback.gamma)
+
+
+async def promoted_rows(datasette: Any, pack: dict[str, Any] | None) -> dict[str, dict]:
+    """For a saved run: the web rows already promoted, with the local row to link to."""
+    db = plugin_database(datasette)
+    if pack is None or db is None or not pack.get("trace_url"):
+        return {}
+    promoted = await promoted_in_run(db, pack["run_id"])
+    for ext_key, info in promoted.items():
+        brain = info["database"]
+        if brain not in datasette.databases:
+            continue
+        row_id = await reader(datasette.get_database(brain))(
+            partial(source_id, source_key=info["local_source_key"])
+        )
+        promoted[ext_key]["row_url"] = (
+            str(datasette.urls.row(brain, "sources", str(row_id))) if row_id else ""
+        )
+    return promoted
+
+
+def source_id(conn: sqlite3.Connection, source_key: str) -> int | None:
+    row = conn.execute("select id from sources where source_key = ?", [source_key]).fetchone()
+    return row[0] if row else None
+
+
+async def write_promotion(
+    datasette: Any,
+    actor: dict | None,
+    trace: dict[str, Any],
+    promotion: Any,
+    brain: Any,
+    request: Any = None,
+) -> list[dict[str, Any]]:
+    """Promote a run's web rows into its brain as this actor (the endpoint and the tools all
+    come here once their checks pass), with SQLite failures in the plugin's words; Datasette
+    1.0 hears of it (``track_event``, and ``request=`` for its write hooks)."""
+    settings = Settings.from_datasette(datasette)
+    try:
+        results = await promote(
+            brain,
+            plugin_database(datasette),
+            trace,
+            promotion,
+            actor_id_of(actor),
+            settings.external.fetch_allow_networks,
+            settings.semantic.model,
+            write_options(brain, request),
+        )
+    except sqlite3.Error as exc:
+        raise sqlite_error(exc, trace["database"]) from exc
+    await track_promotion(datasette, actor, trace, results)
+    return results
+
+
+def promotion_message(result: dict[str, Any]) -> str:
+    """One promotion, told by title: added or already there, and what became of the fetch."""
+    title = f"“{result['title']}”" if result.get("title") else result["local_source_key"]
+    said = (
+        f"Added {title} as {result['local_source_key']}."
+        if result["status"] == "created"
+        else f"{title} was already in your brain as {result['local_source_key']}."
+    )
+    if result.get("tags"):
+        said += f" Tags: {result['tags']}."
+    if result.get("note_key"):
+        said += f" Your note is {result['note_key']}, linked to it."
+    if result.get("fetch") == "failed":
+        said += " The page could not be fetched: kept the provider's text; dbrain will retry."
+    return said
