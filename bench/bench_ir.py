@@ -38,9 +38,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from datasette_dbrain_websearch.brain import Filters, retrieve
+from datasette_dbrain_websearch.brain import Filters
 from datasette_dbrain_websearch.config import DEFAULT_EMBEDDING_MODEL, SemanticSettings
 from datasette_dbrain_websearch.fts import plan_query
+from datasette_dbrain_websearch.retrieval import retrieve
 from datasette_dbrain_websearch.schema import (
     SOURCES_FTS_INSERT,
     create_brain_schema,

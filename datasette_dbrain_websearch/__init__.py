@@ -112,7 +112,7 @@ def register_llm_purposes(datasette: Any) -> list:
 def register_mcp_tools(datasette: Any, mcp: Any) -> None:
     """datasette-mcp (when installed): ``dbrain_research`` and ``dbrain_get_source`` at
     ``/-/mcp``, checked against the calling actor on every call."""
-    from .tools import register_mcp
+    from .tools.mcp import register_mcp
 
     register_mcp(datasette, mcp)
 
@@ -121,7 +121,7 @@ def register_mcp_tools(datasette: Any, mcp: Any) -> None:
 def register_agent_tools(datasette: Any) -> list:
     """datasette-agent (when installed, Datasette 1.0a): research, reading a row, and
     promotion after the person approves it in the chat."""
-    from .tools import agent_tools
+    from .tools.agent import agent_tools
 
     return agent_tools(datasette)
 

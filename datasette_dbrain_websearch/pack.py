@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from .brain import FTS_TABLE, TABLE, Hit, LocalResult, excerpt_fields, row_facts
+from .brain import FTS_TABLE, TABLE, Hit, excerpt_fields, row_facts
 from .config import JudgeThresholds
 from .excerpts import best_excerpt
 from .external import ExternalHit
@@ -29,6 +29,7 @@ from .merge import (
     provider_excerpt,
     rrf_contribution,
 )
+from .retrieval import LocalResult
 
 SCHEMA_VERSION = "research_pack.v1"
 EXACT_WEIGHT = 1.0

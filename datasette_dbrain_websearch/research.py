@@ -16,23 +16,8 @@ from typing import Any
 
 from .admission import Gate, ungated
 from .answer import AnswerAccess, Passage, answer_stage, disabled
-from .brain import (
-    FTS_TABLE,
-    LIGHT_PROGRESS_OPS,
-    PROGRESS_OPS,
-    ExecuteFn,
-    Filters,
-    Hit,
-    LocalResult,
-    Survey,
-    TimeBudget,
-    narrow,
-    passage_text,
-    question_cost,
-    retrieve,
-    sources_by_url,
-    survey,
-)
+from .brain import FTS_TABLE, Filters, Hit, passage_text, sources_by_url
+from .brain_access import LIGHT_PROGRESS_OPS, PROGRESS_OPS, ExecuteFn, TimeBudget
 from .config import FRESHNESS_RE, MODES, RANKINGS, ExternalSettings, Settings, external_mode
 from .display import plural
 from .errors import ResearchError
@@ -54,6 +39,7 @@ from .pack import (
 from .profiles import PROFILE_NAMES, apply_profile, profile_for
 from .providers.base import Provider, clean, redact
 from .reading import MAX_READ, PageReader, read_targets
+from .retrieval import LocalResult, Survey, narrow, question_cost, retrieve, survey
 from .semantic import (
     SemanticLane,
     SemanticUnavailable,

@@ -21,7 +21,8 @@ from typing import Any
 from . import traces
 from .admission import gate_for
 from .answer import AnswerAccess
-from .brain import TABLE, is_brain, reader, table_names
+from .brain import TABLE, is_brain
+from .brain_access import reader, table_names
 from .compat import (
     EXTERNAL,
     LLM_ANSWER,

@@ -8,9 +8,9 @@ import sqlite3
 
 import pytest
 
-from datasette_dbrain_websearch import brain, cost
+from datasette_dbrain_websearch import brain_access, cost
 from datasette_dbrain_websearch.admission import RETRY_AFTER_S, Gate, Turn, requester_key
-from datasette_dbrain_websearch.brain import TimeBudget
+from datasette_dbrain_websearch.brain_access import TimeBudget
 from datasette_dbrain_websearch.cost import Cost
 from datasette_dbrain_websearch.errors import ResearchError
 from datasette_dbrain_websearch.fts import plan_query
@@ -205,7 +205,7 @@ async def test_a_waiter_that_goes_away_leaves_no_slot_behind():
 
 def test_a_yielding_query_pauses_in_sqlites_progress_handler(monkeypatch):
     pauses: list[float] = []
-    monkeypatch.setattr(brain.time, "sleep", pauses.append)
+    monkeypatch.setattr(brain_access.time, "sleep", pauses.append)
     conn = sqlite3.connect(":memory:")
     count = "with recursive c(x) as (select 1 union all select x + 1 from c limit 200000) "
     count += "select count(*) from c"
@@ -213,7 +213,7 @@ def test_a_yielding_query_pauses_in_sqlites_progress_handler(monkeypatch):
     assert budget.run(conn, lambda c: c.execute(count).fetchone()[0]) == 200000 and not pauses
     budget.yielding = lambda: True
     assert budget.run(conn, lambda c: c.execute(count).fetchone()[0]) == 200000
-    assert len(pauses) > 10 and set(pauses) == {brain.YIELD_S}
+    assert len(pauses) > 10 and set(pauses) == {brain_access.YIELD_S}
 
 
 def test_requesters_are_actors_addresses_or_ipv6_networks():

@@ -163,9 +163,10 @@ def test_dbrain_ranking_is_the_dbrain_style_order_of_the_benchmark(tmp_path):
         import bench_known_item as known
     finally:
         sys.path.remove(str(BENCH.parent))
-    from datasette_dbrain_websearch.brain import Filters, retrieve
+    from datasette_dbrain_websearch.brain import Filters
     from datasette_dbrain_websearch.demo import build_demo_brain
     from datasette_dbrain_websearch.fts import plan_query
+    from datasette_dbrain_websearch.retrieval import retrieve
 
     path = tmp_path / "brain.db"
     build_demo_brain(path, size=3000)

@@ -1,9 +1,11 @@
-"""The README documents every code a refusal or a warning can carry: a new code without a line
-there fails here (read from the package's source, so nothing is listed twice by hand)."""
+"""The README documents every code a refusal or a warning can carry (a new code without a line
+there fails here, read from the package's source, so nothing is listed twice by hand), and its
+module map is the package's tree."""
 
 from __future__ import annotations
 
 import ast
+import importlib.util
 import re
 from pathlib import Path
 
@@ -65,3 +67,15 @@ def test_every_error_and_warning_code_is_in_the_readme():
     documented = set(re.findall(r"`([a-z0-9_]+)`", README.read_text()))
     missing = {code: where for code, where in codes.items() if code not in documented}
     assert not missing, f"codes with no line in the README: {missing}"
+
+
+def test_the_readme_module_map_is_the_tree():
+    """Every module is in the README's map, in its docstring's words (``make docs`` writes it)."""
+    script = PACKAGE.parent / "scripts" / "module_map.py"
+    spec = importlib.util.spec_from_file_location("module_map", script)
+    module_map = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module_map)
+    readme = README.read_text()
+    assert module_map.with_table(readme) == readme, "run make docs"
+    for name, what in module_map.modules():
+        assert what, f"{name} has no docstring saying what it is"

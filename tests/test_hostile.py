@@ -12,9 +12,8 @@ import time
 
 import pytest
 
-from datasette_dbrain_websearch import brain as brain_module
-from datasette_dbrain_websearch import cost, research
-from datasette_dbrain_websearch.brain import BUSY_WAIT_MS, TimeBudget, reader
+from datasette_dbrain_websearch import brain_access, cost, research
+from datasette_dbrain_websearch.brain_access import BUSY_WAIT_MS, TimeBudget, reader
 from datasette_dbrain_websearch.errors import BUSY_MESSAGE, ResearchError
 from datasette_dbrain_websearch.views.common import MAX_BODY
 
@@ -143,7 +142,7 @@ async def test_a_locked_brain_is_a_503_that_says_so_quickly(ds, brain, locked, m
         lambda conn: conn.execute("pragma busy_timeout").fetchone()[0]
     )
     assert waits == BUSY_WAIT_MS == 1000
-    monkeypatch.setattr(brain_module, "BUSY_WAIT_MS", 50)  # the same answers, sooner
+    monkeypatch.setattr(brain_access, "BUSY_WAIT_MS", 50)  # the same answers, sooner
     for path in ("/-/research.json", "/brain/-/research.json"):
         response = await ds.client.get(path, params={"q": "espresso"})
         assert response.status_code == 503

@@ -19,10 +19,11 @@ import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
 
-from datasette_dbrain_websearch import display, tools
+from datasette_dbrain_websearch import display
 from datasette_dbrain_websearch.merge import rrf_contribution
 from datasette_dbrain_websearch.providers import Provider, WebResult
 from datasette_dbrain_websearch.schema import create_brain_schema
+from datasette_dbrain_websearch.tools import shared as tools
 from datasette_dbrain_websearch.urls import normalize_url
 
 from .conftest import NOW, actor_cookies, add_item, add_source, make_datasette, registered

@@ -21,7 +21,7 @@ import pytest
 from datasette.app import Datasette
 
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
-from datasette_dbrain_websearch.tools import PARAMETERS, trimmed_texts
+from datasette_dbrain_websearch.tools.shared import PARAMETERS, trimmed_texts
 from datasette_dbrain_websearch.urls import normalize_url
 
 from .browser import SECRET, serve
@@ -326,7 +326,8 @@ def test_the_plugin_imports_without_mcp_or_the_agent():
         "import sys\n"
         "for name in ('mcp', 'datasette_mcp', 'datasette_agent'):\n"
         "    sys.modules[name] = None\n"
-        "import datasette_dbrain_websearch, datasette_dbrain_websearch.tools as t\n"
+        "import datasette_dbrain_websearch, datasette_dbrain_websearch.tools.shared as t\n"
+        "import datasette_dbrain_websearch.tools.mcp, datasette_dbrain_websearch.tools.agent\n"
         "print(t.RESEARCH_SCHEMA['required'])\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -7,7 +7,7 @@ from typing import Any
 
 from datasette import Forbidden, Response
 
-from ..brain import check_unchanged
+from ..brain_access import check_unchanged
 from ..compat import PROMOTE
 from ..config import Settings
 from ..errors import ResearchError

@@ -10,7 +10,7 @@ from typing import Any
 from datasette import Response
 
 from .. import display, traces
-from ..brain import reader, table_names
+from ..brain_access import reader, table_names
 from ..compat import PROMOTE, RESEARCH, USAGE
 from ..config import MODES, Settings
 from ..errors import ResearchError

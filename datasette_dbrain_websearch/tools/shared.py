@@ -1,52 +1,40 @@
-"""Research as tools for agents: MCP clients (datasette-mcp) and Datasette's own agent
-(datasette-agent).
+"""What the MCP and agent tools share: the argument schemas, one research call and its
+compact shape, reading a source, and checking a promotion."""
 
-Every tool takes the path the research page takes (``views.common.run_research``: the same parsing,
-evidence, verdict, answer verifier and saved run, recorded with surface ``mcp`` or ``agent``)
-and the same permission checks, made per call for the caller's actor. Two rules are stricter
-than on the page: a tool call that asks for the web while its actor may not search it (or the
-config turned web search off) is refused with the reason, rather than quietly answered from
-the brain alone, so an agent never mistakes "the web found nothing" for "the web was not
-asked"; and every row an agent sees carries its origin in words (``provenance``) besides the
-pack's ``origin``, so a web page is never passed off as the user's own note.
-
-Neither integration is a dependency: ``mcp`` and ``datasette_agent`` are imported only inside
-the functions their hooks call. This module has no ``from __future__ import annotations``:
-the MCP SDK finds a tool's ``Context`` parameter and its argument schema by resolving the
-annotations against the module's globals, where the lazily imported types are not.
-"""
-
-import html
-import json
 import sqlite3
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from functools import partial
-from typing import Annotated, Any, Literal
+from typing import Any
 
-from . import display, exports, traces
-from .brain import KINDS, TABLE, Hit, brain_shape, excerpt_fields, hydrate, reader, row_facts
-from .brain import check_unchanged as check_brain_unchanged
-from .compat import PROMOTE, RESEARCH, can
-from .config import ConfigError, Settings
-from .errors import ResearchError
-from .promote import chosen_rows, parse_request
-from .providers import registered_providers
-from .research import parse_options
-from .service import (
+from .. import display, exports, traces
+from ..brain import KINDS, TABLE, Hit, brain_shape, excerpt_fields, hydrate, row_facts
+from ..brain_access import check_unchanged as check_brain_unchanged
+from ..brain_access import reader
+from ..compat import PROMOTE, can
+from ..config import ConfigError, Settings
+from ..errors import ResearchError
+from ..promote import chosen_rows, parse_request
+from ..providers import registered_providers
+from ..research import parse_options
+from ..service import (
     choose_brain,
     promotion_message,
     row_url_for,
     run_research,
     visible_run,
     web_access,
-    write_promotion,
 )
 
 MCP_SURFACE = "mcp"
+
+
 AGENT_SURFACE = "agent"
+
+
 SOURCE_TEXT_CHARS = 8000  # what dbrain_get_source returns of a row's text (about 2k tokens)
+
 
 Link = Callable[[str], str]
 
@@ -127,12 +115,17 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "description": "Which brain, when Datasette serves several (default: the first).",
     },
 }
+
+
 RESEARCH_SCHEMA = {"type": "object", "properties": PARAMETERS, "required": ["question"]}
+
 
 KEY_DESCRIPTION = (
     "A row's key as research returns it: src:... for a saved page, or an item key such as "
     "x:..., apple-note:..., gh-star:... (ext: keys are web results, not rows of the brain)."
 )
+
+
 SOURCE_SCHEMA = {
     "type": "object",
     "properties": {
@@ -141,11 +134,14 @@ SOURCE_SCHEMA = {
     },
     "required": ["key"],
 }
+
+
 SOURCE_DESCRIPTION = (
     "Read one row of the user's dbrain brain by its key (from dbrain_research): title, URL, "
     f"dates, tags and its text (summary first, at most {SOURCE_TEXT_CHARS:,} characters; "
     "truncated says when there is more, at row_url). Reads the brain only, never the web."
 )
+
 
 PROMOTE_SCHEMA = {
     "type": "object",
@@ -170,6 +166,8 @@ PROMOTE_SCHEMA = {
     },
     "required": ["run_id", "keys"],
 }
+
+
 PROMOTE_DESCRIPTION = (
     "Keep web results of a dbrain_research run in the user's brain: each ext: key becomes an "
     "ordinary dbrain source (src: key), found by later research. The person is shown the pages "
@@ -177,6 +175,7 @@ PROMOTE_DESCRIPTION = (
     "retry unless they ask. Only web rows (origin outside_dbrain_corpus) of a run of this person "
     "can be promoted."
 )
+
 
 MCP_PROMOTE_DESCRIPTION = (
     "Keep web results of a dbrain_research run in the user's brain, with tags and a note if the "
@@ -537,222 +536,6 @@ def trim(text: str, most: int) -> str:
     return (cut[:space] if space > most * 0.8 else cut).rstrip()
 
 
-def register_mcp(datasette: Any, mcp: Any) -> None:
-    """datasette-mcp's ``register_mcp_tools``: ``dbrain_research``, ``dbrain_get_source`` and
-    ``dbrain_promote``.
-
-    The actor is the MCP HTTP request's (cookie or token, as for any Datasette request) and is
-    checked on every call; a refusal is a ``ToolError``, which MCP clients see as ``isError``
-    with the reason.
-    """
-    from mcp.server.mcpserver import Context
-    from mcp.server.mcpserver.exceptions import ToolError
-    from mcp.types import ToolAnnotations
-    from pydantic import Field
-
-    def described(name: str) -> Any:
-        return Field(description=PARAMETERS[name]["description"])
-
-    @mcp.tool(
-        name="dbrain_research",
-        title="Research the dbrain brain",
-        description=research_description(datasette),
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=may_reach_web(datasette)),
-    )
-    async def dbrain_research(
-        ctx: Context,
-        question: Annotated[str, described("question")],
-        limit: Annotated[
-            int | None, Field(ge=1, description=PARAMETERS["limit"]["description"])
-        ] = None,
-        kind: Annotated[Literal["all", "item", "source"], described("kind")] = "all",
-        tags: Annotated[list[str] | None, described("tags")] = None,
-        source_types: Annotated[list[str] | None, described("source_types")] = None,
-        since: Annotated[str, described("since")] = "",
-        until: Annotated[str, described("until")] = "",
-        external: Annotated[Literal["never", "on_weak", "always"], described("external")] = "never",
-        read: Annotated[
-            int | None, Field(ge=0, le=10, description=PARAMETERS["read"]["description"])
-        ] = None,
-        sites: Annotated[list[str] | None, described("sites")] = None,
-        not_sites: Annotated[list[str] | None, described("not_sites")] = None,
-        answer: Annotated[bool, described("answer")] = False,
-        database: Annotated[str | None, described("database")] = None,
-        export: Annotated[Literal["none", "markdown"], described("export")] = "none",
-    ) -> dict[str, Any]:
-        actor, link = mcp_caller(datasette, ctx)
-        query = ResearchQuery(
-            question=question,
-            limit=limit,
-            kind=kind,
-            tags=tags or (),
-            source_types=source_types or (),
-            since=since,
-            until=until,
-            external=external,
-            read=read,
-            sites=sites or (),
-            not_sites=not_sites or (),
-            answer=answer,
-            database=database,
-            export=export,
-        )
-        try:
-            return await research(datasette, actor, query, MCP_SURFACE, link)
-        except ResearchError as exc:
-            raise ToolError(refusal_text(exc)) from None
-
-    @mcp.tool(
-        name="dbrain_get_source",
-        title="Read one row of the dbrain brain",
-        description=SOURCE_DESCRIPTION,
-        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
-    )
-    async def dbrain_get_source(
-        ctx: Context,
-        key: Annotated[str, Field(description=KEY_DESCRIPTION)],
-        database: Annotated[str | None, described("database")] = None,
-    ) -> dict[str, Any]:
-        actor, link = mcp_caller(datasette, ctx)
-        try:
-            return await get_source(datasette, actor, key, database, link)
-        except ResearchError as exc:
-            raise ToolError(refusal_text(exc)) from None
-
-    def promoting(name: str) -> Any:
-        return Field(description=PROMOTE_SCHEMA["properties"][name]["description"])
-
-    @mcp.tool(
-        name="dbrain_promote",
-        title="Keep web results in the dbrain brain",
-        description=MCP_PROMOTE_DESCRIPTION,
-        annotations=ToolAnnotations(
-            read_only_hint=False,
-            destructive_hint=False,
-            idempotent_hint=True,
-            open_world_hint=False,
-        ),
-    )
-    async def dbrain_promote(
-        ctx: Context,
-        run_id: Annotated[str, promoting("run_id")],
-        keys: Annotated[list[str], promoting("keys")],
-        tags: Annotated[list[str] | None, promoting("tags")] = None,
-        note: Annotated[str, promoting("note")] = "",
-    ) -> dict[str, Any]:
-        actor, link = mcp_caller(datasette, ctx)
-        try:
-            promotion, trace, brain, _ = await checked_promotion(
-                datasette, actor, run_id, keys, tags, note
-            )
-            results = await write_promotion(datasette, actor, trace, promotion, brain)
-        except ResearchError as exc:
-            raise ToolError(refusal_text(exc)) from None
-        return promotion_reply(datasette, trace, results, link)
-
-
-def mcp_caller(datasette: Any, ctx: Any) -> tuple[dict | None, Link]:
-    """The actor of an MCP call (Datasette put it on the HTTP request's scope) and absolute
-    links for it: an MCP client is not on this site, so a bare path would mean nothing to it."""
-    from datasette.utils.asgi import Request
-
-    scope = getattr(ctx.request_context.request, "scope", None)
-    if not isinstance(scope, dict):
-        return None, same_path
-    actor = scope.get("actor")
-    request = Request(scope, None)
-    return (actor if isinstance(actor, dict) else None), partial(datasette.absolute_url, request)
-
-
-def refusal_text(error: ResearchError) -> str:
-    return f"{error.message} ({error.code})"
-
-
-def agent_tools(datasette: Any) -> list[Any]:
-    """datasette-agent's ``register_agent_tools``: research and reading a row for actors who
-    may research, and promotion for actors allowed ``dbrain-promote`` (the agent offers a tool
-    only to actors holding its ``required_permission``)."""
-    from datasette_agent.tools import AgentTool
-
-    return [
-        AgentTool(
-            name="dbrain_research",
-            description=research_description(datasette),
-            input_schema=RESEARCH_SCHEMA,
-            fn=agent_research,
-            required_permission=RESEARCH,
-        ),
-        AgentTool(
-            name="dbrain_get_source",
-            description=SOURCE_DESCRIPTION,
-            input_schema=SOURCE_SCHEMA,
-            fn=agent_get_source,
-            required_permission=RESEARCH,
-        ),
-        AgentTool(
-            name="dbrain_promote",
-            description=PROMOTE_DESCRIPTION,
-            input_schema=PROMOTE_SCHEMA,
-            fn=agent_promote,
-            required_permission=PROMOTE,
-        ),
-    ]
-
-
-def agent_error(error: ResearchError) -> str:
-    """A refusal as the agent's tools report one: JSON the model reads."""
-    return json.dumps({"ok": False, "error": error.message, "code": error.code})
-
-
-async def agent_research(
-    datasette: Any,
-    actor: dict | None,
-    question: str,
-    limit: int | None = None,
-    kind: str = "all",
-    tags: Sequence[str] = (),
-    source_types: Sequence[str] = (),
-    since: str = "",
-    until: str = "",
-    external: str = "never",
-    read: int | None = None,
-    sites: Sequence[str] = (),
-    not_sites: Sequence[str] = (),
-    answer: bool = False,
-    database: str | None = None,
-    export: str = "none",
-) -> str:
-    query = ResearchQuery(
-        question=question,
-        limit=limit,
-        kind=kind,
-        tags=tags or (),
-        source_types=source_types or (),
-        since=since,
-        until=until,
-        external=external,
-        read=read,
-        sites=sites or (),
-        not_sites=not_sites or (),
-        answer=answer,
-        database=database,
-        export=export,
-    )
-    try:
-        return json.dumps(await research(datasette, actor, query, AGENT_SURFACE))
-    except ResearchError as exc:
-        return agent_error(exc)
-
-
-async def agent_get_source(
-    datasette: Any, actor: dict | None, key: str, database: str | None = None
-) -> str:
-    try:
-        return json.dumps(await get_source(datasette, actor, key, database))
-    except ResearchError as exc:
-        return agent_error(exc)
-
-
 async def checked_promotion(
     datasette: Any, actor: dict | None, run_id: str, keys: list[str], tags: Any, note: Any
 ) -> tuple[Any, dict[str, Any], Any, list[dict[str, Any]]]:
@@ -797,61 +580,3 @@ def promotion_reply(
         ],
         "trace_url": link(traces.run_path(datasette, trace["run_id"])),
     }
-
-
-async def agent_promote(
-    datasette: Any,
-    actor: dict | None,
-    context: Any,
-    run_id: str,
-    keys: list[str],
-    tags: list[str] | None = None,
-    note: str = "",
-) -> str:
-    """Promote web rows of a run after the person approves them in the chat.
-
-    The checks come first, so nobody is asked to approve what would fail. The agent re-runs
-    this function from the top once the person answers, so nothing is written before
-    ``ask_user`` returns.
-    """
-    try:
-        promotion, trace, brain, rows = await checked_promotion(
-            datasette, actor, run_id, keys, tags, note
-        )
-    except ResearchError as exc:
-        return agent_error(exc)
-    approved = await context.ask_user(
-        f"Add {len(rows)} web result{'s' if len(rows) != 1 else ''} to your brain "
-        f"'{trace['database']}' as dbrain sources"
-        + (f", tagged {', '.join(promotion.tags)}" if promotion.tags else "")
-        + (f", with your note: “{promotion.note}”" if promotion.note else "")
-        + "?",
-        html=approval_html(rows, provider_labels(datasette)),
-        text="\n".join(f"- {row['title']} <{row['url']}>" for row in rows),
-    )
-    if not approved:
-        return json.dumps(
-            {
-                "ok": False,
-                "declined": True,
-                "error": "The person declined: nothing was written. Do not retry unless they ask.",
-            }
-        )
-    try:
-        results = await write_promotion(datasette, actor, trace, promotion, brain)
-    except ResearchError as exc:
-        return agent_error(exc)
-    return json.dumps(promotion_reply(datasette, trace, results))
-
-
-def approval_html(rows: list[dict[str, Any]], labels: dict[str, str]) -> str:
-    """What the person approves: each web page's title, address and provider (escaped)."""
-    items = "".join(
-        "<li><strong>{}</strong><br><code>{}</code> (web result from {})</li>".format(
-            html.escape(row["title"] or row["domain"]),
-            html.escape(row["url"]),
-            html.escape(" + ".join(labels.get(p, p) for p in row["providers"])),
-        )
-        for row in rows
-    )
-    return f"<ul>{items}</ul>"

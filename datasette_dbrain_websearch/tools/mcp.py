@@ -1,0 +1,161 @@
+"""The MCP tools (datasette-mcp): research, read a source, promote.
+
+No ``from __future__ import annotations`` here: the MCP SDK finds a tool's ``Context``
+parameter and its argument schema by resolving the annotations against the module's globals,
+where the lazily imported types are not."""
+
+from functools import partial
+from typing import Annotated, Any, Literal
+
+from ..errors import ResearchError
+from ..service import (
+    write_promotion,
+)
+from .shared import (
+    KEY_DESCRIPTION,
+    MCP_PROMOTE_DESCRIPTION,
+    MCP_SURFACE,
+    PARAMETERS,
+    PROMOTE_SCHEMA,
+    SOURCE_DESCRIPTION,
+    Link,
+    ResearchQuery,
+    checked_promotion,
+    get_source,
+    may_reach_web,
+    promotion_reply,
+    research,
+    research_description,
+    same_path,
+)
+
+
+def register_mcp(datasette: Any, mcp: Any) -> None:
+    """datasette-mcp's ``register_mcp_tools``: ``dbrain_research``, ``dbrain_get_source`` and
+    ``dbrain_promote``.
+
+    The actor is the MCP HTTP request's (cookie or token, as for any Datasette request) and is
+    checked on every call; a refusal is a ``ToolError``, which MCP clients see as ``isError``
+    with the reason.
+    """
+    from mcp.server.mcpserver import Context
+    from mcp.server.mcpserver.exceptions import ToolError
+    from mcp.types import ToolAnnotations
+    from pydantic import Field
+
+    def described(name: str) -> Any:
+        return Field(description=PARAMETERS[name]["description"])
+
+    @mcp.tool(
+        name="dbrain_research",
+        title="Research the dbrain brain",
+        description=research_description(datasette),
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=may_reach_web(datasette)),
+    )
+    async def dbrain_research(
+        ctx: Context,
+        question: Annotated[str, described("question")],
+        limit: Annotated[
+            int | None, Field(ge=1, description=PARAMETERS["limit"]["description"])
+        ] = None,
+        kind: Annotated[Literal["all", "item", "source"], described("kind")] = "all",
+        tags: Annotated[list[str] | None, described("tags")] = None,
+        source_types: Annotated[list[str] | None, described("source_types")] = None,
+        since: Annotated[str, described("since")] = "",
+        until: Annotated[str, described("until")] = "",
+        external: Annotated[Literal["never", "on_weak", "always"], described("external")] = "never",
+        read: Annotated[
+            int | None, Field(ge=0, le=10, description=PARAMETERS["read"]["description"])
+        ] = None,
+        sites: Annotated[list[str] | None, described("sites")] = None,
+        not_sites: Annotated[list[str] | None, described("not_sites")] = None,
+        answer: Annotated[bool, described("answer")] = False,
+        database: Annotated[str | None, described("database")] = None,
+        export: Annotated[Literal["none", "markdown"], described("export")] = "none",
+    ) -> dict[str, Any]:
+        actor, link = mcp_caller(datasette, ctx)
+        query = ResearchQuery(
+            question=question,
+            limit=limit,
+            kind=kind,
+            tags=tags or (),
+            source_types=source_types or (),
+            since=since,
+            until=until,
+            external=external,
+            read=read,
+            sites=sites or (),
+            not_sites=not_sites or (),
+            answer=answer,
+            database=database,
+            export=export,
+        )
+        try:
+            return await research(datasette, actor, query, MCP_SURFACE, link)
+        except ResearchError as exc:
+            raise ToolError(refusal_text(exc)) from None
+
+    @mcp.tool(
+        name="dbrain_get_source",
+        title="Read one row of the dbrain brain",
+        description=SOURCE_DESCRIPTION,
+        annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False),
+    )
+    async def dbrain_get_source(
+        ctx: Context,
+        key: Annotated[str, Field(description=KEY_DESCRIPTION)],
+        database: Annotated[str | None, described("database")] = None,
+    ) -> dict[str, Any]:
+        actor, link = mcp_caller(datasette, ctx)
+        try:
+            return await get_source(datasette, actor, key, database, link)
+        except ResearchError as exc:
+            raise ToolError(refusal_text(exc)) from None
+
+    def promoting(name: str) -> Any:
+        return Field(description=PROMOTE_SCHEMA["properties"][name]["description"])
+
+    @mcp.tool(
+        name="dbrain_promote",
+        title="Keep web results in the dbrain brain",
+        description=MCP_PROMOTE_DESCRIPTION,
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    )
+    async def dbrain_promote(
+        ctx: Context,
+        run_id: Annotated[str, promoting("run_id")],
+        keys: Annotated[list[str], promoting("keys")],
+        tags: Annotated[list[str] | None, promoting("tags")] = None,
+        note: Annotated[str, promoting("note")] = "",
+    ) -> dict[str, Any]:
+        actor, link = mcp_caller(datasette, ctx)
+        try:
+            promotion, trace, brain, _ = await checked_promotion(
+                datasette, actor, run_id, keys, tags, note
+            )
+            results = await write_promotion(datasette, actor, trace, promotion, brain)
+        except ResearchError as exc:
+            raise ToolError(refusal_text(exc)) from None
+        return promotion_reply(datasette, trace, results, link)
+
+
+def mcp_caller(datasette: Any, ctx: Any) -> tuple[dict | None, Link]:
+    """The actor of an MCP call (Datasette put it on the HTTP request's scope) and absolute
+    links for it: an MCP client is not on this site, so a bare path would mean nothing to it."""
+    from datasette.utils.asgi import Request
+
+    scope = getattr(ctx.request_context.request, "scope", None)
+    if not isinstance(scope, dict):
+        return None, same_path
+    actor = scope.get("actor")
+    request = Request(scope, None)
+    return (actor if isinstance(actor, dict) else None), partial(datasette.absolute_url, request)
+
+
+def refusal_text(error: ResearchError) -> str:
+    return f"{error.message} ({error.code})"

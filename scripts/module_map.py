@@ -1,0 +1,61 @@
+"""The README's module map, generated from the package itself: one row per module, saying what
+it is in its docstring's first sentence, so the map cannot drift from the tree.
+
+    python scripts/module_map.py            # print the table
+    python scripts/module_map.py --write README.md
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parent.parent / "datasette_dbrain_websearch"
+START = "<!-- module-map: generated from the modules' docstrings by `make docs`; do not edit -->"
+END = "<!-- /module-map -->"
+
+
+def first_sentence(docstring: str) -> str:
+    """The docstring's first sentence (of its first paragraph), on one line."""
+    paragraph = " ".join(docstring.strip().split("\n\n")[0].split())
+    match = re.search(r"(.+?[.!?])(\s|$)", paragraph)
+    return (match.group(1) if match else paragraph).replace("|", "\\|")
+
+
+def modules() -> list[tuple[str, str]]:
+    """(path inside the package, what it is), in the order a reader meets them: the top level,
+    then each subpackage."""
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py"), key=lambda p: (len(p.relative_to(PACKAGE).parts), p)):
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+        found.append((path.relative_to(PACKAGE).as_posix(), first_sentence(doc)))
+    return found
+
+
+def table() -> str:
+    rows = [f"| `{name}` | {what} |" for name, what in modules()]
+    return "\n".join(["| module | what it is |", "|---|---|", *rows])
+
+
+def with_table(text: str) -> str:
+    """``text`` with the block between the markers replaced by the current table."""
+    start = text.index(START) + len(START)
+    end = text.index(END)
+    return text[:start] + "\n" + table() + "\n" + text[end:]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--write", metavar="README.md", help="rewrite the block in this file")
+    args = parser.parse_args()
+    if args.write:
+        path = Path(args.write)
+        path.write_text(with_table(path.read_text(encoding="utf-8")), encoding="utf-8")
+    else:
+        print(table())
+
+
+if __name__ == "__main__":
+    main()
