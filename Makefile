@@ -111,8 +111,8 @@ test: lint browser-deps test-stable test-alpha
 
 # The README's configuration reference, generated from config.OPTIONS (a test checks it).
 docs: $(VENV)/.installed
-	$(VENV)/bin/datasette dbrain-websearch config-reference --write README.md
-	$(VENV)/bin/python scripts/module_map.py --write README.md
+	$(VENV)/bin/datasette dbrain-websearch config-reference --write docs/configuration.md
+	$(VENV)/bin/python scripts/module_map.py --write docs/development.md
 
 # The eval set expects the demo brain as built (promoting into demo/brain.db changes answers).
 eval: $(VENV)/.installed

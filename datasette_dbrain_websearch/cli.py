@@ -337,7 +337,7 @@ def register(cli: click.Group) -> None:
     @click.option(
         "--write",
         type=click.Path(exists=True, dir_okay=False),
-        help="Rewrite the reference between its markers in this file (the README)",
+        help="Rewrite the reference between its markers in this file (docs/configuration.md)",
     )
     def config_reference(write: str | None) -> None:
         """Print every configuration key with its type, default and limits (Markdown)."""

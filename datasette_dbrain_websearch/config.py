@@ -56,8 +56,8 @@ class Option:
     """One configuration key: how it is read, its default and limits, and what it is for.
 
     ``OPTIONS`` below is the one definition of the plugin's configuration: the parser reads every
-    value through it and the README's configuration reference is generated from it, so the two
-    cannot drift. ``<provider>`` and ``<name>`` stand for keys the user chooses.
+    value through it and the configuration reference (docs/configuration.md) is generated from
+    it, so the two cannot drift. ``<provider>`` and ``<name>`` stand for keys the user chooses.
     """
 
     path: str
@@ -912,7 +912,7 @@ def reference_markdown() -> str:
 
 
 def with_reference(text: str) -> str:
-    """``text`` (the README) with the generated reference between its markers."""
+    """``text`` (docs/configuration.md) with the generated reference between its markers."""
     start = text.index(REFERENCE_START) + len(REFERENCE_START)
     end = text.index(REFERENCE_END, start)
     return f"{text[:start]}\n{reference_markdown()}\n{text[end:]}"

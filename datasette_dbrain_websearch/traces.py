@@ -482,7 +482,7 @@ async def record(
             {
                 "code": "trace_not_saved",
                 "message": "This run was not saved: the plugin has no "
-                "database (see traces_database in the README).",
+                "database (see traces_database in docs/configuration.md).",
             }
         )
         return None

@@ -1,8 +1,8 @@
-"""The README's module map, generated from the package itself: one row per module, saying what
-it is in its docstring's first sentence, so the map cannot drift from the tree.
+"""The module map in docs/development.md, generated from the package itself: one row per
+module, saying what it is in its docstring's first sentence, so the map cannot drift.
 
     python scripts/module_map.py            # print the table
-    python scripts/module_map.py --write README.md
+    python scripts/module_map.py --write docs/development.md
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def with_table(text: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", metavar="README.md", help="rewrite the block in this file")
+    parser.add_argument("--write", metavar="PAGE.md", help="rewrite the block in this file")
     args = parser.parse_args()
     if args.write:
         path = Path(args.write)

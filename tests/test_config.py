@@ -90,11 +90,11 @@ def test_invalid_answer_config_names_the_key(raw, fragment):
     assert fragment in str(info.value)
 
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+CONFIG_DOCS = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 
 
-def test_readme_configuration_reference_is_generated_from_the_definitions():
-    text = README.read_text()
+def test_the_configuration_reference_is_generated_from_the_definitions():
+    text = CONFIG_DOCS.read_text()
     assert with_reference(text) == text, "run `make docs` to regenerate the reference"
     for option in OPTIONS:
         assert f"| `{option.path}` |" in text

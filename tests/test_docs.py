@@ -1,6 +1,6 @@
-"""The README documents every code a refusal or a warning can carry (a new code without a line
-there fails here, read from the package's source, so nothing is listed twice by hand), and its
-module map is the package's tree."""
+"""The docs (README.md and docs/) document every code a refusal or a warning can carry (a new
+code without a line there fails here, read from the package's source, so nothing is listed
+twice by hand), every page the README links exists, and the module map is the package's tree."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ import datasette_dbrain_websearch
 
 PACKAGE = Path(datasette_dbrain_websearch.__file__).parent
 README = PACKAGE.parent / "README.md"
+DOCS = PACKAGE.parent / "docs"
 ERRORS = {"ResearchError": 2, "ProviderError": 0}  # the code's position among the arguments
 CODE = re.compile(r"[a-z][a-z0-9_]+")
 
@@ -64,18 +65,46 @@ def codes_in_source() -> dict[str, str]:
 def test_every_error_and_warning_code_is_in_the_readme():
     codes = codes_in_source()
     assert len(codes) > 60  # the reader found them (a broken reader must not pass)
-    documented = set(re.findall(r"`([a-z0-9_]+)`", README.read_text()))
+    pages = [README, *sorted(DOCS.glob("*.md"))]
+    documented = set(re.findall(r"`([a-z0-9_]+)`", "".join(p.read_text() for p in pages)))
     missing = {code: where for code, where in codes.items() if code not in documented}
-    assert not missing, f"codes with no line in the README: {missing}"
+    assert not missing, f"codes with no line in the docs: {missing}"
 
 
-def test_the_readme_module_map_is_the_tree():
-    """Every module is in the README's map, in its docstring's words (``make docs`` writes it)."""
+def test_the_module_map_is_the_tree():
+    """Every module is in docs/development.md's map, in its docstring's words (``make docs``)."""
     script = PACKAGE.parent / "scripts" / "module_map.py"
     spec = importlib.util.spec_from_file_location("module_map", script)
     module_map = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module_map)
-    readme = README.read_text()
-    assert module_map.with_table(readme) == readme, "run make docs"
+    page = (DOCS / "development.md").read_text()
+    assert module_map.with_table(page) == page, "run make docs"
     for name, what in module_map.modules():
         assert what, f"{name} has no docstring saying what it is"
+
+
+def test_every_link_between_the_docs_leads_somewhere():
+    """Links from the README to docs/ and between pages name files and headings that exist."""
+    pages = [README, *sorted(DOCS.glob("*.md"))]
+    assert len(pages) > 10
+    broken = []
+    for page in pages:
+        for target, anchor in re.findall(
+            r"\]\(((?:\.\./|docs/)?[\w-]+\.md)(?:#([\w-]+))?\)", page.read_text()
+        ):
+            path = (page.parent / target).resolve()
+            if not path.exists():
+                broken.append(f"{page.name}: {target}")
+            elif anchor and anchor not in headings(path):
+                broken.append(f"{page.name}: {target}#{anchor}")
+    assert broken == []
+
+
+def headings(path: Path) -> set[str]:
+    """GitHub's anchors for a Markdown file's headings."""
+    found = set()
+    for line in path.read_text().splitlines():
+        if line.startswith("#"):
+            title = line.lstrip("#").strip().lower()
+            found.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
+    return found
