@@ -34,11 +34,12 @@ from .compat import (
 )
 from .config import Settings
 from .errors import ResearchError, sqlite_error
-from .feedback import RocchioWeights
+from .feedback import RocchioWeights, apply_feedback, refine_query, row_urls, validate_marks
+from .pack import row_keys
 from .promote import promote, promoted_in_run
 from .providers import registered_providers
-from .research import Progress, WebAccess, parse_options, research
-from .store import plugin_database
+from .research import Progress, WebAccess, param, parse_options, research, run_params
+from .store import feedback_for, plugin_database, save_feedback
 
 log = logging.getLogger("datasette_dbrain_websearch")
 
@@ -308,3 +309,81 @@ def promotion_message(result: dict[str, Any]) -> str:
     if result.get("fetch") == "failed":
         said += " The page could not be fetched: kept the provider's text; dbrain will retry."
     return said
+
+
+async def saved_run(datasette: Any, actor: dict | None, run_id: str) -> dict[str, Any]:
+    """A saved run the actor may see: permission first (403 for those who may research no brain
+    here), then ``visible_run``."""
+    settings = Settings.from_datasette(datasette)
+    if not await researchable_brains(datasette, actor, settings):
+        raise cannot_research()
+    return await visible_run(datasette, actor, run_id)
+
+
+async def with_feedback(
+    datasette: Any, pack: dict[str, Any], settings: Settings
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A saved run's pack re-ranked by the marks people gave its rows since, and the refinement
+    they suggest (None when there are none)."""
+    marks = await feedback_for(plugin_database(datasette), pack["run_id"])
+    if not marks:
+        return pack, None
+    return apply_feedback(pack, marks, weights_from(settings)), refine_query(pack, marks)
+
+
+async def refined(
+    datasette: Any, actor: dict | None, params: dict[str, list[str]]
+) -> tuple[dict[str, list[str]], dict[str, Any]]:
+    """The parameters a ``refine_from`` request researches, and what to record about it."""
+    parent_id = param(params, "refine_from")
+    if not parent_id:
+        return params, {}
+    if not traces.RUN_ID.fullmatch(parent_id):
+        raise ResearchError("refine_from must be a run id.", code="bad_refine_from")
+    parent = await saved_run(datasette, actor, parent_id)
+    marks = await feedback_for(plugin_database(datasette), parent_id)
+    refinement = refine_query(parent["pack"], marks)
+    params = {**run_params(parent["pack"]), **params}
+    if not param(params, "q"):
+        # The question stays the person's (the judge's and the web's terms); the added words
+        # widen the ranking query only, each a chip the page can take away.
+        params["q"] = [parent["pack"]["question"]]
+        had = parent["pack"]["query_plan"].get("expansion_terms") or []
+        params["expand"] = list(dict.fromkeys([*had, *refinement["added_terms"]]))
+    return params, {"parent_run_id": parent_id, "refinement": refinement}
+
+
+async def mark_rows(
+    datasette: Any, actor: dict | None, trace: dict[str, Any], body: Any
+) -> dict[str, Any]:
+    """Save marks (👍/👎) on a saved run's rows and say what they do: the run re-ranked, the
+    rows that moved, and the refinement they suggest. Marks must name the run's rows."""
+    try:
+        marks = validate_marks(body)
+    except ValueError as exc:
+        raise ResearchError(str(exc), code="bad_feedback") from exc
+    pack, run_id = trace["pack"], trace["run_id"]
+    rows = [*pack["evidence"], *pack["external_evidence"]]
+    known = {key for row in rows for key in row_keys(row)} | {
+        url for row in rows for url in row_urls(row)
+    }
+    unknown = [m["key"] for m in marks if m["key"] not in known]
+    if unknown:
+        raise ResearchError(f"Not rows of run {run_id}: {', '.join(unknown)}.", code="not_in_run")
+    db = plugin_database(datasette)
+    try:
+        await save_feedback(db, run_id, marks, actor_id_of(actor))
+    except Exception as exc:
+        raise ResearchError(
+            f"The feedback could not be saved ({type(exc).__name__}).", 503, "feedback_not_saved"
+        ) from exc
+    all_marks = await feedback_for(db, run_id)
+    reranked = apply_feedback(pack, all_marks, weights_from(Settings.from_datasette(datasette)))
+    return {
+        "ok": True,
+        "run_id": run_id,
+        "feedback": all_marks,
+        "ranking": reranked["ranking"],
+        "moves": reranked["feedback"]["moves"],
+        "refinement": refine_query(pack, all_marks),
+    }

@@ -9,26 +9,16 @@ from datasette import Forbidden, Response
 
 from ..brain_access import check_unchanged
 from ..compat import PROMOTE
-from ..config import Settings
 from ..errors import ResearchError
-from ..feedback import (
-    apply_feedback,
-    refine_query,
-    row_urls,
-    validate_marks,
-)
-from ..pack import row_keys
 from ..promote import parse_request
 from ..research import param
 from ..service import (
-    actor_id_of,
+    mark_rows,
     may,
     promotion_message,
     visible_run,
-    weights_from,
     write_promotion,
 )
-from ..store import feedback_for, plugin_database, save_feedback
 from .common import (
     error_response,
     json_body,
@@ -135,29 +125,7 @@ async def feedback_view(request: Any, datasette: Any) -> Response:
         if request.method != "POST":
             raise ResearchError("Use POST.", status=405, code="method_not_allowed")
         body, back = await _feedback_body(request, as_json)
-        try:
-            marks = validate_marks(body)
-        except ValueError as exc:
-            raise ResearchError(str(exc), code="bad_feedback") from exc
-        known = {key for row in _rows(trace["pack"]) for key in row_keys(row)} | {
-            url for row in _rows(trace["pack"]) for url in row_urls(row)
-        }
-        unknown = [m["key"] for m in marks if m["key"] not in known]
-        if unknown:
-            raise ResearchError(
-                f"Not rows of run {run_id}: {', '.join(unknown)}.", code="not_in_run"
-            )
-        db = plugin_database(datasette)
-        try:
-            await save_feedback(db, run_id, marks, actor_id_of(request.actor))
-        except Exception as exc:
-            raise ResearchError(
-                f"The feedback could not be saved ({type(exc).__name__}).",
-                503,
-                "feedback_not_saved",
-            ) from exc
-        settings = Settings.from_datasette(datasette)
-        all_marks = await feedback_for(db, run_id)
+        reply = await mark_rows(datasette, request.actor, trace, body)
     except ResearchError as exc:
         if replies_json:
             return error_response(exc)
@@ -167,21 +135,7 @@ async def feedback_view(request: Any, datasette: Any) -> Response:
         return Response.redirect(safe_back(datasette, request, locals().get("back")))
     if not replies_json:
         return Response.redirect(safe_back(datasette, request, back))
-    reranked = apply_feedback(trace["pack"], all_marks, weights_from(settings))
-    return Response.json(
-        {
-            "ok": True,
-            "run_id": run_id,
-            "feedback": all_marks,
-            "ranking": reranked["ranking"],
-            "moves": reranked["feedback"]["moves"],
-            "refinement": refine_query(trace["pack"], all_marks),
-        }
-    )
-
-
-def _rows(pack: dict[str, Any]) -> list[dict[str, Any]]:
-    return [*pack["evidence"], *pack["external_evidence"]]
+    return Response.json(reply)
 
 
 async def _feedback_body(request: Any, as_json: bool) -> tuple[Any, str]:

@@ -29,12 +29,10 @@ from ..research import (
 from ..service import (
     actor_id_of,
     brain_databases,
-    cannot_research,
     choose_brain,
     may,
     remembered_access,
-    researchable_brains,
-    visible_run,
+    saved_run,
 )
 
 log = logging.getLogger("datasette_dbrain_websearch")
@@ -227,12 +225,8 @@ async def read_body(request: Any, as_json: bool) -> dict[str, Any]:
 
 
 async def trace_for(datasette: Any, request: Any, run_id: str) -> dict[str, Any]:
-    """A saved run the actor may see: permission first (403 for those who may research no brain
-    here), then ``visible_run``."""
-    settings = Settings.from_datasette(datasette)
-    if not await researchable_brains(datasette, request.actor, settings):
-        raise cannot_research()
-    return await visible_run(datasette, request.actor, run_id)
+    """The saved run a request names, if its actor may see it (``service.saved_run``)."""
+    return await saved_run(datasette, request.actor, run_id)
 
 
 FORM_TYPES = (b"multipart/form-data", b"application/x-www-form-urlencoded")

@@ -16,8 +16,6 @@ from ..config import MODES, Settings
 from ..errors import ResearchError
 from ..feedback import (
     FEEDBACK_VALUES,
-    apply_feedback,
-    refine_query,
 )
 from ..providers.base import clean
 from ..research import (
@@ -25,7 +23,6 @@ from ..research import (
     WebAccess,
     one_value_each,
     param,
-    run_params,
     scrub,
 )
 from ..service import (
@@ -33,12 +30,13 @@ from ..service import (
     may,
     may_see_run,
     promoted_rows,
+    refined,
     researchable_brains,
     run_research,
     web_access,
-    weights_from,
+    with_feedback,
 )
-from ..store import feedback_for, plugin_database
+from ..store import plugin_database
 from ..urls import is_web_url
 from .common import (
     MODE_LABELS,
@@ -53,32 +51,9 @@ from .common import (
     research_path,
     resolve_brain,
     stream_path,
-    trace_for,
 )
 
 TEMPLATE = "dbrain_websearch_research.html"
-
-
-async def _refinement(
-    datasette: Any, request: Any, params: dict[str, list[str]]
-) -> tuple[dict[str, list[str]], dict[str, Any]]:
-    """The parameters a ``refine_from`` request researches, and what to record about it."""
-    parent_id = param(params, "refine_from")
-    if not parent_id:
-        return params, {}
-    if not traces.RUN_ID.fullmatch(parent_id):
-        raise ResearchError("refine_from must be a run id.", code="bad_refine_from")
-    parent = await trace_for(datasette, request, parent_id)
-    marks = await feedback_for(plugin_database(datasette), parent_id)
-    refinement = refine_query(parent["pack"], marks)
-    params = {**run_params(parent["pack"]), **params}
-    if not param(params, "q"):
-        # The question stays the person's (the judge's and the web's terms); the added words
-        # widen the ranking query only, each a chip the page can take away.
-        params["q"] = [parent["pack"]["question"]]
-        had = parent["pack"]["query_plan"].get("expansion_terms") or []
-        params["expand"] = list(dict.fromkeys([*had, *refinement["added_terms"]]))
-    return params, {"parent_run_id": parent_id, "refinement": refinement}
 
 
 def saved_run_url(
@@ -117,7 +92,7 @@ async def prepare(
     brain and the brains the actor may research. Raises ResearchError (4xx)."""
     settings = Settings.from_datasette(datasette)
     params = urllib.parse.parse_qs(request.query_string, keep_blank_values=True)
-    params, lineage = await _refinement(datasette, request, params)
+    params, lineage = await refined(datasette, request.actor, params)
     database, allowed = await resolve_brain(datasette, request, settings, params)
     return settings, params, lineage, database, allowed
 
@@ -135,10 +110,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
     pack = None if as_json else await saved_pack(datasette, request, params)
     refinement = None
     if pack is not None:
-        marks = await feedback_for(plugin_database(datasette), pack["run_id"])
-        if marks:
-            refinement = refine_query(pack, marks)
-            pack = apply_feedback(pack, marks, weights_from(settings))
+        pack, refinement = await with_feedback(datasette, pack, settings)
     error = None
     has_question = any(param(params, name) for name in ("q", "refine_from"))
     if pack is None and (as_json or has_question):
