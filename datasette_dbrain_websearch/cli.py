@@ -23,7 +23,6 @@ from .config import PLUGIN_NAME, ConfigError, Settings
 from .display import terminal_safe
 from .errors import ResearchError
 from .evals import (
-    DEFAULT_FILENAME,
     HELP,
     EvalInputError,
     check_brain,
@@ -36,6 +35,7 @@ from .evals import (
     summarize,
 )
 from .pack import row_keys
+from .store import DEFAULT_FILENAME
 
 
 async def _run(
