@@ -1,30 +1,28 @@
 """One research run: options -> local retrieval -> judge -> pack.
 
 The same function serves the page, the JSON API and the CLI, so every surface shows the same
-evidence for the same question. ``parse_options`` is where every request parameter is checked;
-anything invalid becomes a ``ResearchError`` (400) before a query runs.
+evidence for the same question; ``options`` checks the request first.
 """
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
-from datetime import date
 from typing import Any
 
 from .admission import Gate, ungated
 from .answer import AnswerAccess, Passage, answer_stage, disabled
-from .brain import FTS_TABLE, Filters, Hit, passage_text, sources_by_url
+from .brain import FTS_TABLE, Hit, passage_text, sources_by_url
 from .brain_access import LIGHT_PROGRESS_OPS, PROGRESS_OPS, ExecuteFn, TimeBudget
-from .config import FRESHNESS_RE, MODES, RANKINGS, ExternalSettings, Settings, external_mode
+from .config import ExternalSettings, Settings
 from .display import plural
 from .errors import ResearchError
-from .external import ALL, ExternalRequest, WebStage, decide, is_current_state, web_query
+from .external import ALL, WebStage, decide, is_current_state, web_query
 from .fts import QueryPlan, plan_query
 from .judge import judge
 from .merge import MergedResult, MergeOutcome, merge_external
+from .options import Options
 from .pack import (
     RowUrl,
     build_pack,
@@ -36,9 +34,9 @@ from .pack import (
     row_keys,
     run_verdicts,
 )
-from .profiles import PROFILE_NAMES, apply_profile, profile_for
-from .providers.base import Provider, clean, redact
-from .reading import MAX_READ, PageReader, read_targets
+from .profiles import apply_profile, profile_for
+from .providers.base import Provider, redact
+from .reading import PageReader, read_targets
 from .retrieval import LocalResult, Survey, narrow, question_cost, retrieve, survey
 from .semantic import (
     SemanticLane,
@@ -48,237 +46,10 @@ from .semantic import (
     semantic_warnings,
 )
 from .spelling import Correction, corrected, suggest
-from .urls import site_domain
 
-MAX_QUESTION_CHARS = 20_000
 MAX_RETURNED_PER_PROVIDER = 10  # URLs and titles each provider returned, kept for the trace
-SYNTAXES = ("simple", "raw")
-KIND_CHOICES = ("", "all", "item", "source")
-DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
-Params = Mapping[str, Sequence[str]]
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class Options:
-    """A validated research request."""
-
-    question: str
-    limit: int
-    syntax: str
-    filters: Filters
-    external: ExternalRequest
-    profile: str = "general"
-    answer: bool = False
-    ranking: str = "bm25"
-    expand: tuple[str, ...] = ()  # words OR-ed into the ranking query only (Expand)
-
-
-def is_date(value: str) -> bool:
-    """A real calendar date written YYYY-MM-DD (2026-02-30 is not)."""
-    if not DATE_RE.match(value):
-        return False
-    try:
-        date.fromisoformat(value)
-    except ValueError:
-        return False
-    return True
-
-
-def param(params: Params, name: str) -> str:
-    """A single-valued parameter: its last value, cleaned and stripped ("" when absent)."""
-    values = params.get(name) or []
-    return clean(values[-1]).strip() if values else ""
-
-
-# Parameters that may repeat; of any other, the last value counts.
-MANY_VALUED = ("tag", "source_type", "provider", "expand", "site", "not_site")
-
-
-def one_value_each(params: Params) -> Params:
-    """The parameters as the request is read: every value of a repeatable one, the last of
-    any other (a checkbox with a default sends ``answer=0&answer=1``)."""
-    return {k: (list(v) if k in MANY_VALUED else list(v[-1:])) for k, v in params.items() if v}
-
-
-def _many(params: Params, name: str) -> tuple[str, ...]:
-    found: list[str] = []
-    for value in params.get(name) or []:
-        for part in clean(value).split(","):
-            part = part.strip().lower()
-            if part and part not in found:
-                found.append(part)
-    return tuple(found)
-
-
-MAX_EXPAND = 8
-EXPAND_WORD = re.compile(r"[^\W_]{1,40}")
-
-BOOLEAN_VALUES = {"1": True, "true": True, "yes": True, "on": True}
-BOOLEAN_VALUES |= {"0": False, "false": False, "no": False, "off": False}
-
-
-def _bool(params: Params, name: str, default: bool) -> bool:
-    raw = param(params, name).lower()
-    if not raw:
-        return default
-    if raw not in BOOLEAN_VALUES:
-        raise ResearchError(f"{name} must be 1 or 0.", code=f"bad_{name}")
-    return BOOLEAN_VALUES[raw]
-
-
-def _int(params: Params, name: str, default: int, most: int, code: str, low: int = 1) -> int:
-    """A whole number from ``low`` to ``most`` (ASCII digits only: ``²`` is a digit to
-    Python)."""
-    raw = param(params, name)
-    if not raw:
-        return default
-    if not re.fullmatch(r"[0-9]{1,6}", raw) or not low <= int(raw) <= most:
-        raise ResearchError(f"{name} must be a whole number from {low} to {most}.", code=code)
-    return int(raw)
-
-
-def parse_options(params: Params, settings: Settings) -> Options:
-    """Validate request parameters (``q``, ``limit``, ``tag``, ``source_type``, ``kind``,
-    ``syntax``, ``since``, ``until``, ``profile``, ``answer`` and the web ones) into Options."""
-    question = param(params, "q")
-    if not question:
-        raise ResearchError("Missing the question: pass it as ?q=...", code="missing_q")
-    if len(question) > MAX_QUESTION_CHARS:
-        raise ResearchError(
-            f"The question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}.",
-            code="question_too_long",
-        )
-    limit = _int(params, "limit", settings.default_limit, settings.max_limit, "bad_limit")
-    syntax = param(params, "syntax").lower() or "simple"
-    if syntax not in SYNTAXES:
-        raise ResearchError("syntax must be 'simple' or 'raw'.", code="bad_syntax")
-    kind = param(params, "kind").lower()
-    if kind not in KIND_CHOICES:
-        raise ResearchError("kind must be 'item', 'source' or 'all'.", code="bad_kind")
-    dates = {}
-    for name in ("since", "until"):
-        value = param(params, name)
-        if value and not is_date(value):
-            raise ResearchError(
-                f"{name} must be a real date like 2026-01-31 (got {value[:20]!r}).", code="bad_date"
-            )
-        dates[name] = value
-    if dates["since"] and dates["until"] and dates["since"] > dates["until"]:
-        raise ResearchError("since must not be after until.", code="bad_date")
-    filters = Filters(
-        tags=_many(params, "tag"),
-        source_types=_many(params, "source_type"),
-        kind="" if kind == "all" else kind,
-        since=dates["since"],
-        until=dates["until"],
-    )
-    profile = param(params, "profile").lower() or "general"
-    if profile not in PROFILE_NAMES:
-        raise ResearchError(
-            f"profile must be one of {', '.join(PROFILE_NAMES)}.", code="bad_profile"
-        )
-    ranking = param(params, "ranking").lower() or settings.ranking
-    if ranking not in RANKINGS:
-        raise ResearchError("ranking must be 'bm25' or 'dbrain'.", code="bad_ranking")
-    expand = _many(params, "expand")
-    if len(expand) > MAX_EXPAND or not all(EXPAND_WORD.fullmatch(w) for w in expand):
-        raise ResearchError(
-            f"expand takes up to {MAX_EXPAND} words of letters and digits, comma-separated.",
-            code="bad_expand",
-        )
-    return Options(
-        ranking=ranking,
-        question=question,
-        limit=limit,
-        syntax=syntax,
-        filters=filters,
-        external=parse_external_request(params, settings),
-        profile=profile,
-        answer=_bool(params, "answer", settings.answer.default),
-        expand=expand,
-    )
-
-
-def run_params(pack: Mapping[str, Any]) -> Params:
-    """The parameters a saved run was researched with, as a request gives them: brain,
-    filters, syntax, limit, profile, web mode and whether it answered (what a refined run
-    takes from its parent, and a run without the web from the run it is compared with)."""
-    plan = pack["query_plan"]
-    params = {
-        "database": [pack["database"]],
-        "syntax": [plan["syntax"]],
-        "limit": [str(plan["limit"])],
-        "profile": [plan.get("profile", "general")],
-        "external": [pack["external_search"]["mode"]],
-        "answer": ["0" if pack.get("answer", {}).get("status", "disabled") == "disabled" else "1"],
-    }
-    for name, value in plan["filters"].items():
-        params[name] = [str(v) for v in value] if isinstance(value, list) else [str(value)]
-    return params
-
-
-def parse_external_request(params: Params, settings: Settings) -> ExternalRequest:
-    """``external``, ``provider`` (repeatable, or ``all``), ``freshness`` (or ``custom`` with
-    ``freshness_since`` and ``freshness_until``), ``external_count``, ``site``, ``not_site``."""
-    ext = settings.external
-    mode = external_mode(param(params, "external")) or ext.default_mode
-    if mode not in MODES:
-        raise ResearchError(
-            "external must be 'never', 'on_weak' (or 'on_weak_local_evidence') or 'always'.",
-            code="bad_external",
-        )
-    providers = _many(params, "provider")
-    if ALL in providers:
-        providers = (ALL,)
-    freshness = param(params, "freshness") or ext.freshness
-    if freshness == "custom":  # the page's custom range: two date fields
-        since, until = param(params, "freshness_since"), param(params, "freshness_until")
-        if not (since and until):
-            raise ResearchError(
-                "A custom freshness range needs both dates (freshness_since, freshness_until).",
-                code="bad_freshness",
-            )
-        freshness = f"{since}to{until}"
-    start, _, end = freshness.partition("to")
-    if freshness and (
-        not FRESHNESS_RE.match(freshness)
-        or (end and not (is_date(start) and is_date(end) and start <= end))
-    ):
-        raise ResearchError(
-            "freshness must be pd, pw, pm, py or a range of real dates like "
-            "2026-01-01to2026-06-30.",
-            code="bad_freshness",
-        )
-    count = _int(params, "external_count", ext.count, ext.max_count, "bad_external_count")
-    return ExternalRequest(
-        mode=mode,
-        providers=providers,
-        freshness=freshness,
-        count=count,
-        read=_int(params, "read", ext.read, MAX_READ, "bad_read", low=0),
-        sites=_sites(params, "site"),
-        not_sites=_sites(params, "not_site"),
-    )
-
-
-MAX_SITES = 10
-
-
-def _sites(params: Params, name: str) -> tuple[str, ...]:
-    """``site`` / ``not_site``: domains (or URLs, or ``site:example.com``), repeated or
-    comma-separated, as web rows' domains are written."""
-    values = _many(params, name)
-    domains = tuple(dict.fromkeys(site_domain(v) for v in values))
-    if len(values) > MAX_SITES or not all(domains):
-        bad = next((v for v in values if not site_domain(v)), "")
-        raise ResearchError(
-            f"{name} takes up to {MAX_SITES} domains such as example.com"
-            + (f" ({bad[:60]!r} is not one)." if bad else "."),
-            code="bad_site",
-        )
-    return domains
 
 
 @dataclass(frozen=True)

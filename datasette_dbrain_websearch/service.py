@@ -35,10 +35,11 @@ from .compat import (
 from .config import Settings
 from .errors import ResearchError, sqlite_error
 from .feedback import RocchioWeights, apply_feedback, refine_query, row_urls, validate_marks
+from .options import param, parse_options, run_params
 from .pack import row_keys
 from .promote import promote, promoted_in_run
 from .providers import registered_providers
-from .research import Progress, WebAccess, param, parse_options, research, run_params
+from .research import Progress, WebAccess, research
 from .store import feedback_for, plugin_database, save_feedback
 
 log = logging.getLogger("datasette_dbrain_websearch")

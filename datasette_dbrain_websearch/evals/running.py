@@ -12,8 +12,9 @@ from typing import Any
 from ..answer import AnswerAccess
 from ..config import PLUGIN_NAME, ConfigError, Settings
 from ..errors import ResearchError
+from ..options import Options, parse_options
 from ..providers.replay import ReplayProvider
-from ..research import Options, WebAccess, parse_options, research
+from ..research import WebAccess, research
 from .cases import (
     Case,
     EvalInputError,

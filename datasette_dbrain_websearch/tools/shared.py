@@ -15,9 +15,9 @@ from ..brain_access import reader
 from ..compat import PROMOTE, can
 from ..config import ConfigError, Settings
 from ..errors import ResearchError
+from ..options import parse_options
 from ..promote import chosen_rows, parse_request
 from ..providers import registered_providers
-from ..research import parse_options
 from ..service import (
     choose_brain,
     promotion_message,

@@ -10,8 +10,8 @@ from datasette import Forbidden, Response
 from ..brain_access import check_unchanged
 from ..compat import PROMOTE
 from ..errors import ResearchError
+from ..options import param
 from ..promote import parse_request
-from ..research import param
 from ..service import (
     mark_rows,
     may,

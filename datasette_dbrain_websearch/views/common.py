@@ -22,10 +22,8 @@ from ..compat import (
 )
 from ..config import Settings
 from ..errors import ResearchError
+from ..options import param
 from ..pack import row_keys
-from ..research import (
-    param,
-)
 from ..service import (
     actor_id_of,
     brain_databases,

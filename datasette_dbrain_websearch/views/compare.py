@@ -16,8 +16,8 @@ from .. import display, ledger, traces
 from ..compare import compare_runs
 from ..config import Settings
 from ..errors import ResearchError
+from ..options import param, run_params
 from ..providers import registered_providers
-from ..research import param, run_params
 from ..service import (
     run_research,
     web_access,

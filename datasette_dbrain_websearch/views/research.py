@@ -17,14 +17,9 @@ from ..errors import ResearchError
 from ..feedback import (
     FEEDBACK_VALUES,
 )
+from ..options import BOOLEAN_VALUES, one_value_each, param
 from ..providers.base import clean
-from ..research import (
-    BOOLEAN_VALUES,
-    WebAccess,
-    one_value_each,
-    param,
-    scrub,
-)
+from ..research import WebAccess, scrub
 from ..service import (
     brain_databases,
     may,

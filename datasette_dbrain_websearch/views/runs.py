@@ -12,11 +12,8 @@ from .. import display, exports, traces
 from ..config import MODES, Settings
 from ..errors import ResearchError
 from ..judge import VERDICTS
+from ..options import is_date, param
 from ..providers import registered_providers
-from ..research import (
-    is_date,
-    param,
-)
 from ..service import (
     ROOT,
     actor_id_of,

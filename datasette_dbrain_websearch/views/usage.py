@@ -16,8 +16,8 @@ from .. import ledger, reading, traces
 from ..compat import USAGE, can
 from ..config import Settings
 from ..errors import ResearchError
+from ..options import param
 from ..providers import registered_providers
-from ..research import param
 from ..store import plugin_database
 from .common import refusal
 
