@@ -1,0 +1,5 @@
+"""``python -m datasette_dbrain_websearch.demo.fakeweb --port N``."""
+
+from .server import main
+
+raise SystemExit(main())
