@@ -113,6 +113,7 @@ test: lint browser-deps test-stable test-alpha
 docs: $(VENV)/.installed
 	$(VENV)/bin/datasette dbrain-websearch config-reference --write docs/configuration.md
 	$(VENV)/bin/python scripts/module_map.py --write docs/development.md
+	$(VENV)/bin/python scripts/cli_help.py --write docs/cli.md
 
 # The eval set expects the demo brain as built (promoting into demo/brain.db changes answers).
 eval: $(VENV)/.installed

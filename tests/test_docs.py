@@ -71,12 +71,24 @@ def test_every_error_and_warning_code_is_in_the_readme():
     assert not missing, f"codes with no line in the docs: {missing}"
 
 
+def load_script(name: str):
+    """One of the docs generators in scripts/ (not part of the package)."""
+    spec = importlib.util.spec_from_file_location(name, PACKAGE.parent / "scripts" / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_commands_help_is_what_they_print():
+    cli_help = load_script("cli_help")
+    page = (DOCS / "cli.md").read_text()
+    assert cli_help.with_block(page) == page, "run make docs"
+    assert "### `datasette dbrain-websearch token`" in page
+
+
 def test_the_module_map_is_the_tree():
     """Every module is in docs/development.md's map, in its docstring's words (``make docs``)."""
-    script = PACKAGE.parent / "scripts" / "module_map.py"
-    spec = importlib.util.spec_from_file_location("module_map", script)
-    module_map = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module_map)
+    module_map = load_script("module_map")
     page = (DOCS / "development.md").read_text()
     assert module_map.with_table(page) == page, "run make docs"
     for name, what in module_map.modules():
