@@ -9,7 +9,7 @@ from typing import Any
 
 from datasette import hookimpl
 
-from . import compat
+from . import compat, permissions
 
 
 @hookimpl
@@ -61,7 +61,7 @@ def register_commands(cli: Any) -> None:
 
 @hookimpl
 def register_actions(datasette: Any) -> list:
-    return compat.actions()
+    return permissions.actions()
 
 
 @hookimpl
@@ -77,12 +77,12 @@ def register_events(datasette: Any) -> list:
 
 @hookimpl
 def permission_resources_sql(datasette: Any, actor: Any, action: str) -> Any:
-    return compat.permission_sql(datasette, actor, action)
+    return permissions.permission_sql(datasette, actor, action)
 
 
 @hookimpl
 def permission_allowed(datasette: Any, actor: Any, action: str, resource: Any) -> Any:
-    return compat.legacy_permission(datasette, actor, action, resource)
+    return permissions.legacy_permission(datasette, actor, action, resource)
 
 
 @hookimpl(tryfirst=True)

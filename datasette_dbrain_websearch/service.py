@@ -23,20 +23,13 @@ from .admission import gate_for
 from .answer import AnswerAccess
 from .brain import TABLE, is_brain
 from .brain_access import reader, table_names
-from .compat import (
-    EXTERNAL,
-    LLM_ANSWER,
-    RESEARCH,
-    can,
-    track_promotion,
-    with_stored_keys,
-    write_options,
-)
+from .compat import track_promotion, with_stored_keys, write_options
 from .config import Settings
 from .errors import ResearchError, sqlite_error
 from .feedback import RocchioWeights, apply_feedback, refine_query, row_urls, validate_marks
 from .options import param, parse_options, run_params
 from .pack import row_keys
+from .permissions import EXTERNAL, LLM_ANSWER, RESEARCH, can
 from .promote import promote, promoted_in_run
 from .providers import registered_providers
 from .research import Progress, WebAccess, research

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from datasette_dbrain_websearch.compat import PROMOTE, RESEARCH
+from datasette_dbrain_websearch.permissions import PROMOTE, RESEARCH
 
 from .conftest import DATASETTE_1, actor_cookies, db_rows, make_datasette, web_config
 

@@ -5,8 +5,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from ..compat import PROMOTE, RESEARCH
 from ..errors import ResearchError
+from ..permissions import PROMOTE, RESEARCH
 from ..service import (
     write_promotion,
 )

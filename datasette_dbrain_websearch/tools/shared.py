@@ -12,10 +12,10 @@ from .. import display, exports, traces
 from ..brain import KINDS, TABLE, Hit, brain_shape, excerpt_fields, hydrate, row_facts
 from ..brain_access import check_unchanged as check_brain_unchanged
 from ..brain_access import reader
-from ..compat import PROMOTE, can
 from ..config import ConfigError, Settings
 from ..errors import ResearchError
 from ..options import parse_options
+from ..permissions import PROMOTE, can
 from ..promote import chosen_rows, parse_request
 from ..providers import registered_providers
 from ..service import (

@@ -8,9 +8,9 @@ from typing import Any
 from datasette import Forbidden, Response
 
 from ..brain_access import check_unchanged
-from ..compat import PROMOTE
 from ..errors import ResearchError
 from ..options import param
+from ..permissions import PROMOTE
 from ..promote import parse_request
 from ..service import (
     mark_rows,

@@ -17,13 +17,11 @@ from datasette.utils import tilde_decode
 from datasette.utils.asgi import AsgiStream
 
 from ..admission import requester_key
-from ..compat import (
-    RESEARCH,
-)
 from ..config import Settings
 from ..errors import ResearchError
 from ..options import param
 from ..pack import row_keys
+from ..permissions import RESEARCH
 from ..service import (
     actor_id_of,
     brain_databases,

@@ -11,13 +11,13 @@ from datasette import Response
 
 from .. import display, traces
 from ..brain_access import reader, table_names
-from ..compat import PROMOTE, RESEARCH, USAGE
 from ..config import MODES, Settings
 from ..errors import ResearchError
 from ..feedback import (
     FEEDBACK_VALUES,
 )
 from ..options import BOOLEAN_VALUES, one_value_each, param
+from ..permissions import PROMOTE, RESEARCH, USAGE
 from ..providers.base import clean
 from ..research import WebAccess, scrub
 from ..service import (

@@ -13,10 +13,10 @@ from typing import Any
 from datasette import Response
 
 from .. import ledger, reading, traces
-from ..compat import USAGE, can
 from ..config import Settings
 from ..errors import ResearchError
 from ..options import param
+from ..permissions import USAGE, can
 from ..providers import registered_providers
 from ..store import plugin_database
 from .common import refusal
