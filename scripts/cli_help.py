@@ -7,9 +7,7 @@ page cannot drift from what ``--help`` prints.
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
+import generated
 from click.testing import CliRunner
 from datasette.cli import cli
 
@@ -43,22 +41,9 @@ def block() -> str:
 
 
 def with_block(text: str) -> str:
-    """``text`` with the block between the markers replaced by the current help."""
-    start = text.index(START) + len(START)
-    end = text.index(END)
-    return text[:start] + "\n" + block() + "\n" + text[end:]
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", metavar="PAGE.md", help="rewrite the block in this file")
-    args = parser.parse_args()
-    if args.write:
-        path = Path(args.write)
-        path.write_text(with_block(path.read_text(encoding="utf-8")), encoding="utf-8")
-    else:
-        print(block())
+    """``text`` with the block between the markers replaced by the current one."""
+    return generated.with_block(text, START, END, block())
 
 
 if __name__ == "__main__":
-    main()
+    generated.main(__doc__.splitlines()[0], block, START, END)

@@ -7,10 +7,11 @@ module, saying what it is in its docstring's first sentence, so the map cannot d
 
 from __future__ import annotations
 
-import argparse
 import ast
 import re
 from pathlib import Path
+
+import generated
 
 PACKAGE = Path(__file__).resolve().parent.parent / "datasette_dbrain_websearch"
 START = "<!-- module-map: generated from the modules' docstrings by `make docs`; do not edit -->"
@@ -40,22 +41,9 @@ def table() -> str:
 
 
 def with_table(text: str) -> str:
-    """``text`` with the block between the markers replaced by the current table."""
-    start = text.index(START) + len(START)
-    end = text.index(END)
-    return text[:start] + "\n" + table() + "\n" + text[end:]
-
-
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--write", metavar="PAGE.md", help="rewrite the block in this file")
-    args = parser.parse_args()
-    if args.write:
-        path = Path(args.write)
-        path.write_text(with_table(path.read_text(encoding="utf-8")), encoding="utf-8")
-    else:
-        print(table())
+    """``text`` with the block between the markers replaced by the current one."""
+    return generated.with_block(text, START, END, table())
 
 
 if __name__ == "__main__":
-    main()
+    generated.main(__doc__.splitlines()[0], table, START, END)

@@ -91,27 +91,19 @@ def test_answer_bench_runs_and_prints_what_answering_adds():
 
 
 def test_fairness_bench_runs_and_reports_its_bound(tmp_path):
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(BENCH.parent / "bench_fairness.py"),
-            "--size",
-            "600",
-            "--hostile",
-            "3",
-            "--seconds",
-            "1",
-            "--db",
-            str(tmp_path / "tiny.db"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    db = str(tmp_path / "tiny.db")
+    args = ["--size", "600", "--hostile", "3", "--seconds", "1", "--db", db]
+    result = run_bench("bench_fairness.py", *args)
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"calm +\d+ +[\d.]+ +[\d.]+ +1\.00x", result.stdout)
     assert re.search(r"attack +\d+ ", result.stdout)
     assert "bound 3x of calm p50:" in result.stdout and "hostile statuses: {" in result.stdout
+
+
+def run_bench(script: str, *args: str) -> subprocess.CompletedProcess:
+    """One of bench/'s scripts, run as a user runs it."""
+    command = [sys.executable, str(BENCH.parent / script), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=300)
 
 
 def test_load_test_runs_clean_and_reports():

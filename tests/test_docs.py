@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import datasette_dbrain_websearch
@@ -72,10 +73,16 @@ def test_every_error_and_warning_code_is_in_the_readme():
 
 
 def load_script(name: str):
-    """One of the docs generators in scripts/ (not part of the package)."""
-    spec = importlib.util.spec_from_file_location(name, PACKAGE.parent / "scripts" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    """One of the docs generators in scripts/ (not part of the package), imported as running it
+    imports it: with its folder on the path."""
+    folder = PACKAGE.parent / "scripts"
+    sys.path.insert(0, str(folder))
+    try:
+        spec = importlib.util.spec_from_file_location(name, folder / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(folder))
     return module
 
 
