@@ -140,7 +140,7 @@ def main() -> None:
         server = serve(args.db, port, metadata)
         base = f"http://127.0.0.1:{port}"
         try:
-            asyncio.run(phase(base, questions, simple, 0, 2))  # warm the caches
+            asyncio.run(phase(base, questions, simple, 0, min(2, args.seconds)))  # warm caches
             calm, _ = asyncio.run(phase(base, questions, simple, 0, args.seconds))
             attacked, seen = asyncio.run(phase(base, questions, simple, args.hostile, args.seconds))
         finally:
