@@ -480,8 +480,8 @@ def test_stop_does_not_wait_for_slow_handlers(client):
         time.sleep(0.01)
     started = time.monotonic()
     slow.stop()
-    worker.join(timeout=5)
-    assert time.monotonic() - started < 3
+    worker.join(timeout=20)
+    assert time.monotonic() - started < 15  # the request stalls 30 s: stop() ended it
     assert not worker.is_alive()
 
 

