@@ -219,8 +219,8 @@ def collection(
 def semantic_index(brain: Path, folder: Path) -> Path | None:
     """Index the brain with the offline model (None without the [semantic] extra)."""
     try:
+        from datasette_dbrain_websearch.runs_db import create
         from datasette_dbrain_websearch.semantic import index_brain
-        from datasette_dbrain_websearch.store import create
 
         path = folder / "research_runs.db"
         create(path)

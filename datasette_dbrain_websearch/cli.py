@@ -35,7 +35,7 @@ from .evals import (
     summarize,
 )
 from .pack import row_keys
-from .store import DEFAULT_FILENAME
+from .runs_db import DEFAULT_FILENAME
 
 
 async def _run(
@@ -175,7 +175,7 @@ def _settings(metadata: str | None) -> Settings:
 
 
 def default_index(brain: str) -> Path:
-    from .store import default_path
+    from .runs_db import default_path
 
     return default_path([brain]) or Path(brain).with_name("research_runs.db")
 
@@ -294,7 +294,7 @@ def register(cli: click.Group) -> None:
     @click.option("--expired", is_flag=True, help="Only delete entries past their TTL")
     def purge_cache(database: str, expired: bool) -> None:
         """Delete cached provider responses from DATABASE (research_runs.db)."""
-        from .store import purge_cache as purge
+        from .runs_db import purge_cache as purge
 
         count = purge(Path(database), expired_only=expired)
         click.echo(f"Deleted {count} cached provider response(s) from {database}")
@@ -313,8 +313,8 @@ def register(cli: click.Group) -> None:
     def index(brain: str, index_db: str | None, model: str | None, metadata: str | None) -> None:
         """Build or refresh the semantic lane's index of BRAIN (only changed rows are
         embedded)."""
+        from .runs_db import create
         from .semantic import SemanticUnavailable, brain_rows, embedding_model, index_brain
-        from .store import create
 
         settings = _settings(metadata)
         model_id = model if model is not None else settings.semantic.model

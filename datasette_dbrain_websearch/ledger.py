@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .config import Budget
+from .runs_db import LEDGER_TABLE, RUNS_TABLE, bounded_write
 from .schema import sqlite_database
-from .store import LEDGER_TABLE, RUNS_TABLE, bounded_write
 
 KEEP_DAYS = 400  # a year of usage, plus the month a monthly cap is counted over
 # A row that holds one call's place under a provider's caps from before the request until the

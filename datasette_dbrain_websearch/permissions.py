@@ -10,7 +10,7 @@ from typing import Any
 
 from datasette.utils import actor_matches_allow
 
-from . import store
+from . import runs_db
 from .config import Settings
 
 RESEARCH = "dbrain-research"
@@ -91,7 +91,7 @@ def may_view_plugin_database(actor: dict | None) -> bool:
 
 
 def plugin_database_name(datasette: Any) -> str | None:
-    database = store.plugin_database(datasette)
+    database = runs_db.plugin_database(datasette)
     return database.name if database is not None else None
 
 

@@ -39,6 +39,7 @@ from . import semantic
 from .errors import ResearchError, sqlite_error
 from .fetch import FetchResult, extractor_missing, fetch_page
 from .providers.base import clean
+from .runs_db import PROMOTIONS_TABLE, bounded_write
 from .schema import (
     go_json,
     item_content_hash,
@@ -47,7 +48,6 @@ from .schema import (
     sync_source_fts,
     utc_now,
 )
-from .store import PROMOTIONS_TABLE, bounded_write
 from .traces import RUN_ID
 from .urls import UnsupportedURL, normalize_url, slugify, try_normalize_url
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import ledger, store
+from . import ledger, runs_db
 from .config import ExternalSettings
 from .fetch import FetchResult, extractor_missing, fetch_page
 from .providers.base import WebResult
@@ -115,7 +115,7 @@ class PageReader:
         return outcome
 
     async def _one(self, url: str, timeout: float, outcome: ReadOutcome) -> Page:
-        key = store.cache_key(LEDGER_NAME, {"url": url, "via": self.settings.read_via})
+        key = runs_db.cache_key(LEDGER_NAME, {"url": url, "via": self.settings.read_via})
         cached = await self._cached(key)
         if cached is not None:
             return Page(url, True, cached.text, cached.title, cached=True)
@@ -150,7 +150,7 @@ class PageReader:
         if not self.settings.cache_ttl or self.cache_db is None:
             return None
         try:
-            found = await store.cache_get(self.cache_db, key)
+            found = await runs_db.cache_get(self.cache_db, key)
         except Exception:  # a locked or read-only plugin database: read the page instead
             return None
         return found[0] if found else None
@@ -161,7 +161,7 @@ class PageReader:
         params = {"query": page.url, "via": self.settings.read_via}
         result = WebResult(url=page.url, title=page.title, text=page.text)
         try:
-            await store.cache_put(
+            await runs_db.cache_put(
                 self.cache_db, key, LEDGER_NAME, params, [result], self.settings.cache_ttl
             )
         except Exception:  # the page was read; only the next run pays again

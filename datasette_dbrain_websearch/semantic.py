@@ -123,7 +123,7 @@ def to_blob(vector: Any) -> bytes:
 
 
 def create_table(conn: sqlite3.Connection) -> None:
-    """The index table (``store.create`` makes it at startup; the CLI may run before)."""
+    """The index table (``runs_db.create`` makes it at startup; the CLI may run before)."""
     conn.execute(
         f"create table if not exists [{EMBEDDINGS_TABLE}] ("
         "database_name text not null, model text not null, kind text not null, "

@@ -33,7 +33,7 @@ from .permissions import EXTERNAL, LLM_ANSWER, RESEARCH, can
 from .promote import promote, promoted_in_run
 from .providers import registered_providers
 from .research import Progress, WebAccess, research
-from .store import feedback_for, plugin_database, save_feedback
+from .runs_db import feedback_for, plugin_database, save_feedback
 
 log = logging.getLogger("datasette_dbrain_websearch")
 

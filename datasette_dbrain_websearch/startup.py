@@ -16,7 +16,7 @@ from typing import Any
 
 from datasette.utils import StartupError
 
-from . import compat, store
+from . import compat, runs_db
 from .config import ConfigError, Settings, literal_secrets
 from .providers import registered_providers
 from .semantic import SemanticUnavailable, embedding_model
@@ -89,7 +89,7 @@ async def attach_plugin_database(datasette: Any, settings: Settings) -> None:
         path: Path | None = Path(settings.traces_database)
     else:
         brains = await brain_databases(datasette, settings)
-        path = store.default_path([datasette.databases[b].path or "" for b in brains])
+        path = runs_db.default_path([datasette.databases[b].path or "" for b in brains])
     if path is None:
         return
     taken = {Path(db.path).resolve(): name for name, db in datasette.databases.items() if db.path}
@@ -103,7 +103,7 @@ async def attach_plugin_database(datasette: Any, settings: Settings) -> None:
         log.warning("dbrain-websearch: %s Runs are not saved and the cache is off.", message)
         return
     try:
-        store.create(path)
+        runs_db.create(path)
     except (OSError, sqlite3.Error) as exc:  # a read-only mount says so either way
         log.warning(
             "dbrain-websearch: cannot create %s (%s); runs are not saved and the cache is off",
@@ -112,4 +112,4 @@ async def attach_plugin_database(datasette: Any, settings: Settings) -> None:
         )
         return
     database = Database(datasette, path=str(path), is_mutable=True)
-    store.remember(datasette, datasette.add_database(database, name=store.DATABASE_NAME))
+    runs_db.remember(datasette, datasette.add_database(database, name=runs_db.DATABASE_NAME))

@@ -25,8 +25,8 @@ from typing import Any
 
 from .external import BUDGET_EXHAUSTED
 from .judge import NO_EVIDENCE
+from .runs_db import EVENTS_TABLE, FEEDBACK_TABLE, RUNS_TABLE, bounded_write, plugin_database
 from .schema import sqlite_database
-from .store import EVENTS_TABLE, FEEDBACK_TABLE, RUNS_TABLE, bounded_write, plugin_database
 
 TRACE_SCHEMA = "research_trace.v1"
 PROVIDERS_FAILED = "providers_failed"

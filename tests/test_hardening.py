@@ -194,20 +194,20 @@ async def test_redirect_targets_with_control_characters_are_refused(brain, fake)
 
 
 def test_retention_has_a_hard_ceiling(tmp_path, monkeypatch):
-    from datasette_dbrain_websearch import store
+    from datasette_dbrain_websearch import runs_db
 
     from .test_traces import INSERT_RUN
 
     monkeypatch.setattr(traces, "MAX_RUNS", 3)
     path = tmp_path / "runs.db"
-    store.create(path)
+    runs_db.create(path)
     conn = sqlite3.connect(path)
     for n in range(5):
         started = f"2026-11-2{n}T00:00:00.000Z"
         conn.execute(INSERT_RUN, [f"run-{n}", started, started])
     with conn:
         traces.prune(conn, "2026-06-03T00:00:00.000Z")
-    kept = [r[0] for r in conn.execute(f"select run_id from {store.RUNS_TABLE} order by run_id")]
+    kept = [r[0] for r in conn.execute(f"select run_id from {runs_db.RUNS_TABLE} order by run_id")]
     assert kept == ["run-2", "run-3", "run-4"]
 
 
@@ -261,12 +261,12 @@ async def test_a_key_echoed_in_any_case_or_encoding_never_shows(brain, fake, mon
 async def test_a_read_only_filesystem_still_serves_research(brain, monkeypatch, caplog):
     """Where the runs database cannot be created (an immutable brain on a read-only mount:
     SQLite says so with OperationalError), research works and runs are not saved."""
-    from datasette_dbrain_websearch import store
+    from datasette_dbrain_websearch import runs_db
 
     def read_only(path):
         raise sqlite3.OperationalError("attempt to write a readonly database")
 
-    monkeypatch.setattr(store, "create", read_only)
+    monkeypatch.setattr(runs_db, "create", read_only)
     ds = make_datasette([str(brain[0])])
     await ds.invoke_startup()
     response = await ds.client.get("/-/research.json", params={"q": "espresso"})
@@ -297,16 +297,16 @@ async def test_a_run_whose_save_failed_says_so_on_its_link(ds, monkeypatch):
 async def test_a_runs_database_another_program_locked_loses_nothing_quietly(
     brain, fake, monkeypatch
 ):
-    """Writes wait a bounded time for the lock (``store.WRITE_WAIT_MS``), then: the run says
+    """Writes wait a bounded time for the lock (``runs_db.WRITE_WAIT_MS``), then: the run says
     it was not saved, and a promotion writes neither its source rows nor their provenance."""
-    from datasette_dbrain_websearch import store
+    from datasette_dbrain_websearch import runs_db
 
-    monkeypatch.setattr(store, "WRITE_WAIT_MS", 50)
+    monkeypatch.setattr(runs_db, "WRITE_WAIT_MS", 50)
     ds = await promoting_ds(brain, fake)
     pack = await web_run(ds)
     key = pack["external_evidence"][0]["source_key"]
     sources_before = db_rows(brain[0], "select count(*) as n from sources")[0]["n"]
-    locker = sqlite3.connect(store.plugin_database(ds).path, isolation_level=None)
+    locker = sqlite3.connect(runs_db.plugin_database(ds).path, isolation_level=None)
     locker.execute("begin exclusive")
     try:
         local = (await ds.client.get("/-/research.json", params={"q": "espresso"})).json()
@@ -326,7 +326,7 @@ async def test_a_runs_database_another_program_locked_loses_nothing_quietly(
     assert retried.status_code == 200 and retried.json()["results"][0]["status"] == "created"
     # The wait is the plugin's, on Datasette's shared write connection only while it writes.
     timeout = "pragma busy_timeout"
-    plugin_db = store.plugin_database(ds)
-    inside = await store.bounded_write(plugin_db, lambda conn: conn.execute(timeout).fetchone())
+    plugin_db = runs_db.plugin_database(ds)
+    inside = await runs_db.bounded_write(plugin_db, lambda conn: conn.execute(timeout).fetchone())
     after = await plugin_db.execute_write_fn(lambda conn: conn.execute(timeout).fetchone())
     assert (inside[0], after[0]) == (50, 5000)

@@ -12,7 +12,7 @@ import sqlite3
 from datasette import hookimpl
 from datasette.plugins import pm
 
-from datasette_dbrain_websearch import store, traces
+from datasette_dbrain_websearch import runs_db, traces
 from datasette_dbrain_websearch.pack import new_run_id
 
 from .conftest import actor_cookies, make_datasette, web_config
@@ -20,7 +20,7 @@ from .test_promote import csrf, promoting_ds
 from .test_workspace import attr
 
 INSERT_RUN = (
-    f"insert into {store.RUNS_TABLE} values (?, ?, ?, 'json', 'brain', ?, ?, 'never', 0, 0, "
+    f"insert into {runs_db.RUNS_TABLE} values (?, ?, ?, 'json', 'brain', ?, ?, 'never', 0, 0, "
     "'', 'no_evidence', 0, 0, '', 1, '{}')"
 )
 
@@ -164,7 +164,7 @@ async def test_anonymous_runs_are_read_by_link_and_listed_for_root_only(ds):
 
 async def test_own_runs_never_hide_behind_a_hundred_newer_runs_of_others(ds, brain):
     mine = await run_as(ds, "alice")
-    conn = sqlite3.connect(brain[0].parent / store.DEFAULT_FILENAME)
+    conn = sqlite3.connect(brain[0].parent / runs_db.DEFAULT_FILENAME)
     with conn:
         for n in range(150):
             started = f"2999-01-01T00:00:{n // 60:02d}.{n % 60:03d}Z"
@@ -237,13 +237,13 @@ async def test_the_plugin_database_is_root_only_even_for_web_searchers(brain, fa
     alice = actor_cookies(ds, "alice")
     for path in (
         "/research_runs",
-        f"/research_runs/{store.RUNS_TABLE}.json",
-        "/research_runs.json?sql=select+question+from+" + store.RUNS_TABLE,
+        f"/research_runs/{runs_db.RUNS_TABLE}.json",
+        "/research_runs.json?sql=select+question+from+" + runs_db.RUNS_TABLE,
     ):
         response = await ds.client.get(path, cookies=alice)
         assert response.status_code == 403, path
         assert "a private question" not in response.text
     root = await ds.client.get(
-        f"/research_runs/{store.RUNS_TABLE}.json", cookies=actor_cookies(ds, "root")
+        f"/research_runs/{runs_db.RUNS_TABLE}.json", cookies=actor_cookies(ds, "root")
     )
     assert root.status_code == 200 and "a private question" in root.text

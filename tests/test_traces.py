@@ -10,13 +10,13 @@ import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
 
-from datasette_dbrain_websearch import store, traces
+from datasette_dbrain_websearch import runs_db, traces
 
 from .conftest import BRAVE_KEY, EXA_KEY, actor_cookies, make_datasette
 from .test_web_search import ask, web_ds
 
 INSERT_RUN = (
-    f"insert into {store.RUNS_TABLE} values (?, ?, ?, 'json', 'brain', 'q', '', 'never', 0, 0, "
+    f"insert into {runs_db.RUNS_TABLE} values (?, ?, ?, 'json', 'brain', 'q', '', 'never', 0, 0, "
     "'', 'no_evidence', 0, 0, '', 1, '{}')"
 )
 
@@ -149,7 +149,7 @@ def test_run_started_reads_dbrain_run_ids():
 
 def test_retention_keeps_500_newest_plus_180_days(tmp_path):
     path = tmp_path / "runs.db"
-    store.create(path)
+    runs_db.create(path)
     conn = sqlite3.connect(path)
     old = [f"2024-01-01T00:{i // 60:02d}:{i % 60:02d}.000Z" for i in range(520)]
     recent = ["2026-11-01T00:00:00.000Z", "2026-11-02T00:00:00.000Z"]
@@ -159,18 +159,18 @@ def test_retention_keeps_500_newest_plus_180_days(tmp_path):
             [f"run-{n:04d}", started, started],
         )
         conn.execute(
-            f"insert into {store.EVENTS_TABLE} (run_id, seq, at, name, data_json) "
+            f"insert into {runs_db.EVENTS_TABLE} (run_id, seq, at, name, data_json) "
             "values (?, 0, ?, 'judge', '{}')",
             [f"run-{n:04d}", started],
         )
     with conn:
         traces.prune(conn, "2026-06-03T00:00:00.000Z")
-    kept = [r[0] for r in conn.execute(f"select run_id from {store.RUNS_TABLE} order by run_id")]
+    kept = [r[0] for r in conn.execute(f"select run_id from {runs_db.RUNS_TABLE} order by run_id")]
     # the 500 newest are the 2 recent ones plus the 498 newest old ones; 22 old ones go
     assert len(kept) == 500
     assert "run-0000" not in kept and "run-0021" not in kept and "run-0022" in kept
     assert {"run-0520", "run-0521"} <= set(kept)
-    events = conn.execute(f"select count(*) from {store.EVENTS_TABLE}").fetchone()[0]
+    events = conn.execute(f"select count(*) from {runs_db.EVENTS_TABLE}").fetchone()[0]
     assert events == 500
     conn.close()
 
@@ -178,7 +178,7 @@ def test_retention_keeps_500_newest_plus_180_days(tmp_path):
 @pytest.mark.parametrize("recent_count", [600])
 def test_retention_keeps_every_run_younger_than_180_days(tmp_path, recent_count):
     path = tmp_path / "runs.db"
-    store.create(path)
+    runs_db.create(path)
     conn = sqlite3.connect(path)
     for n in range(recent_count):
         started = f"2026-11-{1 + n % 28:02d}T00:00:{n % 60:02d}.000Z"
@@ -188,5 +188,5 @@ def test_retention_keeps_every_run_younger_than_180_days(tmp_path, recent_count)
         )
     with conn:
         traces.prune(conn, "2026-06-03T00:00:00.000Z")
-    assert conn.execute(f"select count(*) from {store.RUNS_TABLE}").fetchone()[0] == recent_count
+    assert conn.execute(f"select count(*) from {runs_db.RUNS_TABLE}").fetchone()[0] == recent_count
     conn.close()

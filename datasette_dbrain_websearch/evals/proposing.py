@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..providers.replay import ERROR_CODES
-from ..store import DEFAULT_FILENAME, FEEDBACK_TABLE, RUNS_TABLE
+from ..runs_db import DEFAULT_FILENAME, FEEDBACK_TABLE, RUNS_TABLE
 from ..urls import try_normalize_url
 from .cases import (
     EXPECT_VALUES,

@@ -18,11 +18,11 @@ from ..config import Settings
 from ..errors import ResearchError
 from ..options import param, run_params
 from ..providers import registered_providers
+from ..runs_db import plugin_database
 from ..service import (
     run_research,
     web_access,
 )
-from ..store import plugin_database
 from .common import (
     cross_site_with_cookie,
     refusal,

@@ -13,7 +13,7 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from .. import traces
-from ..store import PROMOTIONS_TABLE, plugin_database
+from ..runs_db import PROMOTIONS_TABLE, plugin_database
 
 PROMOTED_FROM = (
     f"select run_id from {PROMOTIONS_TABLE} where database_name = ? and local_source_key = ? "

@@ -20,6 +20,7 @@ from ..options import BOOLEAN_VALUES, one_value_each, param
 from ..permissions import PROMOTE, RESEARCH, USAGE
 from ..providers.base import clean
 from ..research import WebAccess, scrub
+from ..runs_db import plugin_database
 from ..service import (
     brain_databases,
     may,
@@ -31,7 +32,6 @@ from ..service import (
     web_access,
     with_feedback,
 )
-from ..store import plugin_database
 from ..urls import is_web_url
 from .common import (
     MODE_LABELS,

@@ -14,6 +14,7 @@ from ..errors import ResearchError
 from ..judge import VERDICTS
 from ..options import is_date, param
 from ..providers import registered_providers
+from ..runs_db import feedback_for, plugin_database
 from ..service import (
     ROOT,
     actor_id_of,
@@ -21,7 +22,6 @@ from ..service import (
     promoted_rows,
     researchable_brains,
 )
-from ..store import feedback_for, plugin_database
 from ..urls import is_web_url
 from .common import (
     MODE_LABELS,

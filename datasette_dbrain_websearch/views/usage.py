@@ -18,7 +18,7 @@ from ..errors import ResearchError
 from ..options import param
 from ..permissions import USAGE, can
 from ..providers import registered_providers
-from ..store import plugin_database
+from ..runs_db import plugin_database
 from .common import refusal
 
 USAGE_TEMPLATE = "dbrain_websearch_usage.html"

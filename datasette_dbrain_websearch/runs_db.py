@@ -1,4 +1,6 @@
-"""The plugin's own SQLite database: everything the plugin remembers, never the brain.
+"""The runs database, the plugin's own SQLite file: everything it remembers, never the brain.
+
+(Named so beside dbrain, which calls the brain its store.)
 
 It lives at ``traces_database`` (default ``research_runs.db`` next to the first brain file),
 is created (or brought up to date) at startup with sqlite-utils and attached to Datasette as
