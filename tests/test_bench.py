@@ -10,32 +10,28 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from subprocess import CompletedProcess
+from typing import Any
 
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "bench_research.py"
 BENCH_WEB = BENCH.parent / "bench_web.py"
 
 
 def test_bench_runs_and_prints_ratios(tmp_path):
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(BENCH),
-            "--size",
-            "600",
-            "--reps",
-            "1",
-            "--questions",
-            "4",
-            "--clients",
-            "4",
-            "--seconds",
-            "1",
-            "--db",
-            str(tmp_path / "tiny.db"),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    result = run_bench(
+        BENCH,
+        "--size",
+        "600",
+        "--reps",
+        "1",
+        "--questions",
+        "4",
+        "--clients",
+        "4",
+        "--seconds",
+        "1",
+        "--db",
+        str(tmp_path / "tiny.db"),
     )
     assert result.returncode == 0, result.stderr
     assert "research / floor" in result.stdout
@@ -47,19 +43,7 @@ def test_bench_runs_and_prints_ratios(tmp_path):
 def test_known_item_bench_prints_both_recalls_and_the_plugin_keeps_up():
     """A short run of the known-item benchmark. Recall is a correctness target (speed is not):
     the plugin finds known items at least as often as dbrain's own order."""
-    result = subprocess.run(
-        [
-            sys.executable,
-            str(BENCH.parent / "bench_known_item.py"),
-            "--size",
-            "3000",
-            "--items",
-            "60",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = run_bench(BENCH.parent / "bench_known_item.py", "--size", "3000", "--items", "60")
     assert result.returncode == 0, result.stderr
     recalls = re.findall(r"^(three|the three).*?(\d\.\d{3})\s+(\d\.\d{3})", result.stdout, re.M)
     assert len(recalls) == 2, result.stdout
@@ -68,24 +52,14 @@ def test_known_item_bench_prints_both_recalls_and_the_plugin_keeps_up():
 
 
 def test_web_bench_runs_and_prints_ratios():
-    result = subprocess.run(
-        [sys.executable, str(BENCH_WEB), "--latency-ms", "20", "--reps", "1"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = run_bench(BENCH_WEB, "--latency-ms", "20", "--reps", "1")
     assert result.returncode == 0, result.stderr
     assert "all / single" in result.stdout
     assert "plugin time on top" in result.stdout
 
 
 def test_answer_bench_runs_and_prints_what_answering_adds():
-    result = subprocess.run(
-        [sys.executable, str(BENCH.parent / "bench_answer.py"), "--reps", "1", "--questions", "2"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = run_bench(BENCH.parent / "bench_answer.py", "--reps", "1", "--questions", "2")
     assert result.returncode == 0, result.stderr
     assert "answering adds" in result.stdout and "answer stage (in the pack)" in result.stdout
 
@@ -93,28 +67,23 @@ def test_answer_bench_runs_and_prints_what_answering_adds():
 def test_fairness_bench_runs_and_reports_its_bound(tmp_path):
     db = str(tmp_path / "tiny.db")
     args = ["--size", "600", "--hostile", "3", "--seconds", "1", "--db", db]
-    result = run_bench("bench_fairness.py", *args)
+    result = run_bench(BENCH.parent / "bench_fairness.py", *args)
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"calm +\d+ +[\d.]+ +[\d.]+ +1\.00x", result.stdout)
     assert re.search(r"attack +\d+ ", result.stdout)
     assert "bound 3x of calm p50:" in result.stdout and "hostile statuses: {" in result.stdout
 
 
-def run_bench(script: str, *args: str) -> subprocess.CompletedProcess:
-    """One of bench/'s scripts, run as a user runs it."""
-    command = [sys.executable, str(BENCH.parent / script), *args]
-    return subprocess.run(command, capture_output=True, text=True, timeout=300)
+def run_bench(script: Path, *args: str, timeout: int = 300, **options: Any) -> CompletedProcess:
+    """One of bench/'s scripts, run as a user runs it (``options``: env, cwd)."""
+    command = [sys.executable, str(script), *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, **options)
 
 
 def test_load_test_runs_clean_and_reports():
     """A short run of the load test: no errors, no duplicate or lost promotion (it exits
     non-zero on those), every hostile request refused, and the report printed."""
-    result = subprocess.run(
-        [sys.executable, str(BENCH.parent / "bench_load.py"), "--clients", "4", "--seconds", "4"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    result = run_bench(BENCH.parent / "bench_load.py", "--clients", "4", "--seconds", "4")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "errors: 0" in result.stdout
     assert "duplicate rows: 0; lost: 0" in result.stdout
@@ -125,11 +94,10 @@ def test_relevance_bench_scores_every_system_on_a_collection():
     """bench_ir.py on a six-document collection in BEIR's layout (tests/data/ir-tiny): every
     system in one run, each with nDCG@10, R@100 and p50, scored from the judgements."""
     tiny = Path(__file__).resolve().parent / "data" / "ir-tiny"
-    result = subprocess.run(
-        [sys.executable, str(BENCH.parent / "bench_ir.py"), "--collection", "ir-tiny"],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    result = run_bench(
+        BENCH.parent / "bench_ir.py",
+        "--collection",
+        "ir-tiny",
         env={**os.environ, "DBRAIN_IR_DATA": str(tiny)},
     )
     assert result.returncode == 0, result.stderr
@@ -216,12 +184,7 @@ def test_cranfield_files_become_the_layout_the_relevance_bench_reads(tmp_path):
     (source / "cran.all.1400").write_text(CRAN_DOCS, encoding="latin-1")
     (source / "cran.qry").write_text(CRAN_QUERIES, encoding="latin-1")
     (source / "cranqrel").write_text("1 1 1\n1 2 -1\n2 2 3\n")
-    converted = subprocess.run(
-        [sys.executable, str(BENCH.parent / "cranfield_to_beir.py"), str(source), str(out)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    converted = run_bench(BENCH.parent / "cranfield_to_beir.py", str(source), str(out), timeout=60)
     assert converted.returncode == 0, converted.stderr
     assert "2 documents, 2 questions, 2 judgements" in converted.stdout
     with gzip.open(out / "corpus.jsonl.gz", "rt") as fh:
@@ -236,11 +199,10 @@ def test_cranfield_files_become_the_layout_the_relevance_bench_reads(tmp_path):
     assert queries[0]["text"] == "what is the lift of a wing in a slipstream"
     qrels = (out / "qrels.tsv").read_text().splitlines()
     assert qrels == ["query-id\tcorpus-id\tscore", "1\t1\t4", "2\t2\t2"]
-    scored = subprocess.run(
-        [sys.executable, str(BENCH.parent / "bench_ir.py"), "--collection", "cran-tiny"],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    scored = run_bench(
+        BENCH.parent / "bench_ir.py",
+        "--collection",
+        "cran-tiny",
         env={**os.environ, "DBRAIN_IR_DATA": str(out.parent)},
     )
     assert scored.returncode == 0, scored.stderr
@@ -252,12 +214,8 @@ def test_answer_quality_bench_scores_the_answer_beside_its_baselines():
     the test (tests/data/qa-tiny.json): unanswerable questions are left out; the answer and
     both baselines are scored against the gold sentences in one run."""
     tiny = Path(__file__).resolve().parent / "data" / "qa-tiny.json"
-    result = subprocess.run(
-        [sys.executable, str(BENCH.parent / "bench_answer_quality.py"), str(tiny), "--no-semantic"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=BENCH.parent,
+    result = run_bench(
+        BENCH.parent / "bench_answer_quality.py", str(tiny), "--no-semantic", cwd=BENCH.parent
     )
     assert result.returncode == 0, result.stderr
     assert "qa-tiny.json: 3 paragraphs, 4 answerable questions, lexical only" in result.stdout
@@ -284,11 +242,10 @@ def test_feedback_bench_compares_the_original_the_reranked_and_the_expanded_run(
     """bench_feedback.py on tests/data/ir-tiny: marks the top rows as a person would, and
     reports the three runs and whether Expand ever returned fewer rows."""
     tiny = Path(__file__).resolve().parent / "data" / "ir-tiny"
-    result = subprocess.run(
-        [sys.executable, str(BENCH.parent / "bench_feedback.py"), "--collection", "ir-tiny"],
-        capture_output=True,
-        text=True,
-        timeout=300,
+    result = run_bench(
+        BENCH.parent / "bench_feedback.py",
+        "--collection",
+        "ir-tiny",
         env={**os.environ, "DBRAIN_IR_DATA": str(tiny)},
     )
     assert result.returncode == 0, result.stderr
