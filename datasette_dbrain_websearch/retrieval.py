@@ -420,7 +420,8 @@ def retrieve(
     dbrain``); fuse, order and hydrate the top rows.
 
     ``surveyed`` is the question's ``survey`` when the caller already took it (to decide its
-    admission); a question that would read too much is narrowed first (``narrow``).
+    admission) and narrowed the plan by it; otherwise it is taken here, and a question that
+    would read too much is narrowed first (``narrow``).
 
     The run's ``TimeBudget`` bounds it (and maps SQLite errors) around the call.
     """
@@ -449,9 +450,9 @@ def retrieve(
     else:
         mode = "raw" if plan.syntax == "raw" else "bm25"
         lanes = Lanes()
-        if surveyed is None:
+        if surveyed is None:  # a caller that surveyed passes the plan it narrowed
             surveyed = survey(conn, plan, filters)
-        plan = narrow(plan, surveyed)
+            plan = narrow(plan, surveyed)
         if plan.searchable:
             lanes = _bm25_lanes(conn, plan, kinds, filters, shape, depth, surveyed)
         mark = lap("fts", mark)

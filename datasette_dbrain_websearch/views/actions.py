@@ -16,6 +16,7 @@ from ..service import (
     mark_rows,
     may,
     promotion_message,
+    saved_run,
     visible_run,
     write_promotion,
 )
@@ -26,7 +27,6 @@ from .common import (
     read_body,
     remembering_access,
     research_path,
-    trace_for,
     wants_json,
 )
 
@@ -121,7 +121,7 @@ async def feedback_view(request: Any, datasette: Any) -> Response:
     replies_json = wants_json(request)
     run_id = request.url_vars["run_id"]
     try:
-        trace = await trace_for(datasette, request, run_id)
+        trace = await saved_run(datasette, request.actor, run_id)
         if request.method != "POST":
             raise ResearchError("Use POST.", status=405, code="method_not_allowed")
         body, back = await _feedback_body(request, as_json)

@@ -28,7 +28,6 @@ from ..service import (
     choose_brain,
     may,
     remembered_access,
-    saved_run,
 )
 
 log = logging.getLogger("datasette_dbrain_websearch")
@@ -218,11 +217,6 @@ async def read_body(request: Any, as_json: bool) -> dict[str, Any]:
     if not isinstance(body, dict):
         raise ResearchError("The JSON body must be an object.", code="bad_json")
     return body
-
-
-async def trace_for(datasette: Any, request: Any, run_id: str) -> dict[str, Any]:
-    """The saved run a request names, if its actor may see it (``service.saved_run``)."""
-    return await saved_run(datasette, request.actor, run_id)
 
 
 FORM_TYPES = (b"multipart/form-data", b"application/x-www-form-urlencoded")

@@ -21,13 +21,13 @@ from ..providers import registered_providers
 from ..runs_db import plugin_database
 from ..service import (
     run_research,
+    saved_run,
     web_access,
 )
 from .common import (
     cross_site_with_cookie,
     refusal,
     remembering_access,
-    trace_for,
 )
 
 TEMPLATE = "dbrain_websearch_compare.html"
@@ -62,7 +62,7 @@ async def brain_only(datasette: Any, request: Any, trace: dict[str, Any]) -> dic
     pack = await run_research(
         datasette, request.actor, trace["database"], params, settings, web, "page"
     )
-    return await trace_for(datasette, request, pack["run_id"])
+    return await saved_run(datasette, request.actor, pack["run_id"])
 
 
 @remembering_access
@@ -70,14 +70,14 @@ async def compare_view(request: Any, datasette: Any) -> Response:
     as_json = bool(request.url_vars.get("format"))
     params = urllib.parse.parse_qs(request.query_string)
     try:
-        a = await trace_for(datasette, request, run_id_param(params, "a"))
+        a = await saved_run(datasette, request.actor, run_id_param(params, "a"))
         b_id = run_id_param(params, "b", brain_only=True)
         if b_id == BRAIN_ONLY:
             b = await brain_only(datasette, request, a)
             if not as_json:
                 return Response.redirect(compare_path(datasette, a["run_id"], b["run_id"]))
         else:
-            b = await trace_for(datasette, request, b_id)
+            b = await saved_run(datasette, request.actor, b_id)
     except ResearchError as exc:
         return await refusal(datasette, request, as_json, exc)
     costs = await ledger.run_costs(plugin_database(datasette), [a["run_id"], b["run_id"]])

@@ -21,6 +21,7 @@ from ..service import (
     cannot_research,
     promoted_rows,
     researchable_brains,
+    saved_run,
 )
 from ..urls import is_web_url
 from .common import (
@@ -29,7 +30,6 @@ from .common import (
     refusal,
     remembering_access,
     research_path,
-    trace_for,
 )
 
 RUN_TEMPLATE = "dbrain_websearch_run.html"
@@ -48,7 +48,7 @@ async def run_view(request: Any, datasette: Any) -> Response:
     run_id = request.url_vars["run_id"]
     labels = {name: p.label for name, p in registered_providers(datasette).items()}
     try:
-        trace = await trace_for(datasette, request, run_id)
+        trace = await saved_run(datasette, request.actor, run_id)
         if form == ".json":
             return Response.json(trace)
         if form:
