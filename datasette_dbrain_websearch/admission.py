@@ -131,7 +131,9 @@ class Gate:
         self.clock, self.sleep = clock, sleep
         self.running: Counter[int] = Counter()  # postings of the searches running
         self.heavy_running = 0
-        self.cheapest = math.inf  # the cheapest running search's postings
+        # The cheapest running search's postings, kept rather than derived: query threads read
+        # it (``Turn.should_yield``) while the event loop changes ``running``.
+        self.cheapest = math.inf
         self.waiting: list[_Waiter] = []
         self.in_flight: Counter[str] = Counter()  # heavy questions per requester
         self.usage: dict[str, tuple[float, float]] = {}  # requester -> (seconds, as of)
@@ -252,7 +254,7 @@ class Gate:
                 raise timed_out() from exc
             started = self.clock()
             try:
-                yield Turn(self, cost, started - queued if started > queued else 0.0)
+                yield Turn(self, cost, started - queued)
             finally:
                 self._finish(cost)
                 self._charge(requester, self.clock() - started)
