@@ -67,20 +67,25 @@ def requester_key(actor_id: str | None, host: str | None) -> str:
     return f"address:{address}"
 
 
-def server_busy() -> ResearchError:
+def why(cost: Cost | None) -> str:
+    """Why a question counts as costly, for the people it is refused to."""
+    return f" (this one is costly: {cost.reason})" if cost is not None and cost.reason else ""
+
+
+def server_busy(cost: Cost | None = None) -> ResearchError:
     return ResearchError(
-        "The server is busy with other costly searches; try again in a moment, or ask a more "
-        "specific question (rarer words, fewer of them, filters).",
+        f"The server is busy with other costly searches{why(cost)}; try again in a moment, or "
+        "ask a more specific question (rarer words, fewer of them, filters).",
         503,
         "server_busy",
         retry_after=RETRY_AFTER_S,
     )
 
 
-def too_many() -> ResearchError:
+def too_many(cost: Cost) -> ResearchError:
     return ResearchError(
-        f"You already have {PER_REQUESTER} costly search running; wait for it to finish, then "
-        "try again.",
+        f"You already have {PER_REQUESTER} costly search running{why(cost)}; wait for it to "
+        "finish, then try again.",
         429,
         "too_many_costly_searches",
         retry_after=RETRY_AFTER_S,
@@ -190,7 +195,7 @@ class Gate:
 
     def _refuse_early(self, requester: str | None, cost: Cost) -> None:
         if requester is not None and cost.heavy and self.in_flight[requester] >= self.per_requester:
-            raise too_many()
+            raise too_many(cost)
 
     def _shed(self, waiter: _Waiter) -> None:
         if waiter.requester is not None:
@@ -214,10 +219,10 @@ class Gate:
             worst = max(heavy, key=lambda w: w.rank)
             if worst.rank <= waiter.rank:
                 self._shed(waiter)
-                raise server_busy()
+                raise server_busy(waiter.cost)
             self.waiting.remove(worst)
             self._shed(worst)
-            worst.turn.set_exception(server_busy())
+            worst.turn.set_exception(server_busy(worst.cost))
         self.waiting.append(waiter)
         self._hand_on()
         if waiter.turn.done():

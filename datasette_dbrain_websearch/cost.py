@@ -43,8 +43,9 @@ _NEAR = re.compile(r"\bNEAR\s*\(", re.IGNORECASE)
 
 @dataclass(frozen=True)
 class Cost:
-    """A question's estimated cost: ``postings`` read (0 when not counted) and whether it is
-    heavy, with the reason (recorded in the trace)."""
+    """A question's estimated cost: the ``postings`` it reads (for raw and ``ranking: dbrain``
+    questions, which are not counted, ``LIGHT`` or ``uncounted_heavy``), and whether it is heavy,
+    with the reason."""
 
     postings: int = 0
     heavy: bool = False

@@ -120,6 +120,7 @@ async def test_one_heavy_question_per_requester():
             async with gate.admit("alice", HEAVY, 60, Expired):
                 pass
         assert refused.value.status == 429 and refused.value.code == "too_many_costly_searches"
+        assert "(this one is costly: test)" in refused.value.message
         assert refused.value.headers()["Retry-After"] == str(RETRY_AFTER_S)
         async with gate.admit("alice", ORDINARY, 60, Expired):  # ordinary ones are not counted
             pass

@@ -250,6 +250,7 @@ async def test_heavy_questions_take_turns_and_are_limited_per_requester(brain, m
         refused = await ask(alice)
         assert refused.status_code == 429 and refused.headers["retry-after"] == "2"
         assert refused.json()["code"] == "too_many_costly_searches"
+        assert "costly: a prefix of three characters" in refused.json()["error"]
         page = await ds.client.get("/-/research", params=heavy, cookies=alice)
         assert page.status_code == 429 and "costly search running" in page.text
         light = await ask(alice, {"q": "espresso"})  # a light question does not wait
