@@ -62,12 +62,13 @@ def bm25_call(name: str, columns: Sequence[str]) -> str:
     return f"bm25({name}, {weights})"
 
 
-def prefix_words(conn: sqlite3.Connection, fts: str, words: Sequence[str]) -> set[str]:
+def prefix_words(
+    conn: sqlite3.Connection, fts: str, words: Sequence[str], version: tuple[Any, ...] | None
+) -> set[str]:
     """The words to search as prefixes in this table: 4+ characters and, as typed, in no row
     (one indexed probe each, remembered per brain version like ``document_frequencies``)."""
     prefixed: set[str] = set()
     probe = f"select 1 from [{fts}] where [{fts}] match ? limit 1"
-    version = brain_version(conn)
     for word in words:
         if len(word) < MIN_PREFIX_CHARS:
             continue
@@ -121,13 +122,16 @@ def _remembered(key: tuple[Any, ...], count: Callable[[], int]) -> int:
 
 
 def document_frequencies(
-    conn: sqlite3.Connection, fts: str, plan: QueryPlan, prefixed: set[str]
+    conn: sqlite3.Connection,
+    fts: str,
+    plan: QueryPlan,
+    prefixed: set[str],
+    version: tuple[Any, ...] | None,
 ) -> dict[str, int]:
     """How many rows of the table hold each search term (any of its words): the rarity behind
     BM25's weights. Counted once per brain version (``brain_version``) and word."""
     found: dict[str, int] = {}
     sql = f"select count(*) from [{fts}] where [{fts}] match ?"
-    version = brain_version(conn)
     for term in plan.search_terms:
         match = " OR ".join(quote_term(w) if w in prefixed else quote_word(w) for w in term.words)
         found[term.name] = _remembered(
@@ -148,9 +152,10 @@ class TableSurvey:
 
 def survey_table(conn: sqlite3.Connection, fts: str, table: str, plan: QueryPlan) -> TableSurvey:
     """``TableSurvey`` of one table for the plan's search words."""
-    prefixed = prefix_words(conn, fts, plan.search_words)
+    version = brain_version(conn)  # the key both caches are kept under
+    prefixed = prefix_words(conn, fts, plan.search_words, version)
     rows = conn.execute(f"select max(rowid) from [{table}]").fetchone()[0] or 0
-    found = document_frequencies(conn, fts, plan, prefixed)
+    found = document_frequencies(conn, fts, plan, prefixed, version)
     return TableSurvey(rows, frozenset(prefixed), found)
 
 

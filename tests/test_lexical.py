@@ -20,17 +20,29 @@ def test_document_frequencies_are_counted_again_after_any_write(tmp_path):
         add_item(conn, "manual:1", "manual", title="zeta", text="zeta lattice")
     plan = plan_query("zeta lattice")
     reader = sqlite3.connect(path)
-    assert lexical.document_frequencies(reader, "items_fts", plan, set()) == {
+    assert lexical.document_frequencies(
+        reader, "items_fts", plan, set(), lexical.brain_version(reader)
+    ) == {
         "zeta": 1,
         "lattice": 1,
     }
     with conn:
         add_item(conn, "manual:2", "manual", title="zeta again", text="zeta")
-    assert lexical.document_frequencies(reader, "items_fts", plan, set())["zeta"] == 2
+    assert (
+        lexical.document_frequencies(
+            reader, "items_fts", plan, set(), lexical.brain_version(reader)
+        )["zeta"]
+        == 2
+    )
     conn.execute("pragma wal_checkpoint(truncate)")
     with conn:
         add_item(conn, "manual:3", "manual", title="zeta thrice", text="zeta")
-    assert lexical.document_frequencies(reader, "items_fts", plan, set())["zeta"] == 3
+    assert (
+        lexical.document_frequencies(
+            reader, "items_fts", plan, set(), lexical.brain_version(reader)
+        )["zeta"]
+        == 3
+    )
 
 
 def test_keyword_questions_put_rows_holding_every_keyword_first():
