@@ -21,7 +21,7 @@ from typing import Any
 
 from datasette.app import Datasette
 
-from .conftest import DATASETTE_1
+from .helpers import DATASETTE_1
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "screenshots"

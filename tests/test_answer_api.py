@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from datasette.cli import cli
 from datasette.utils import StartupError
 
-from .conftest import DATASETTE_1, actor_cookies, make_datasette, web_config
 from .fake_models import INVENTED, KEY_ENV, FakeKeyModelAsync, fake_models
+from .helpers import DATASETTE_1, actor_cookies, make_datasette, web_config
 
 QUESTION = "espresso grinder"
 MODEL_SECRET = "sk-model-SECRET-9f8e7d"

@@ -16,8 +16,8 @@ import pytest
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 
 from .browser import PAGE_PLUGINS, no_horizontal_overflow, serve, shot
-from .conftest import BRAVE_KEY, EXA_KEY, build_fixture_brain
 from .fake_models import INVENTED
+from .helpers import BRAVE_KEY, EXA_KEY, build_fixture_brain
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE_MODEL_PLUGIN = f"""

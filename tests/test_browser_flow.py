@@ -16,7 +16,7 @@ import pytest
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 
 from .browser import PAGE_PLUGINS, no_horizontal_overflow, serve, shot
-from .conftest import BRAVE_KEY, DATASETTE_1, EXA_KEY, build_fixture_brain
+from .helpers import BRAVE_KEY, DATASETTE_1, EXA_KEY, build_fixture_brain
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from markupsafe import escape
 
-from .conftest import actor_cookies, web_datasette, web_pack
+from .helpers import actor_cookies, web_datasette, web_pack
 
 QUESTION = "espresso extraction"
 

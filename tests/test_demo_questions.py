@@ -6,7 +6,7 @@ import pytest
 
 from datasette_dbrain_websearch.demo import DEMO_QUESTIONS, build_demo_brain
 
-from .conftest import make_datasette
+from .helpers import make_datasette
 
 VERDICTS = {
     "enough": "enough_evidence",

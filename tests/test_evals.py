@@ -26,10 +26,8 @@ from datasette_dbrain_websearch.evals import (
 from datasette_dbrain_websearch.providers.base import SearchRequest
 from datasette_dbrain_websearch.providers.replay import ReplayError, ReplayProvider
 
-from .conftest import actor_cookies
 from .fake_models import fake_models
-from .test_promote import csrf
-from .test_web_search import ask, web_ds
+from .helpers import actor_cookies, ask, csrf, web_ds
 
 SHIPPED = Path(__file__).resolve().parent.parent / "evals" / "demo.json"
 LATTICE = "https://en.wikipedia.org/wiki/Lattice_QCD"

@@ -10,7 +10,7 @@ from datasette_dbrain_websearch.brain import excerpt_fields
 from datasette_dbrain_websearch.excerpts import best_excerpt, mark
 from datasette_dbrain_websearch.schema import sync_item_fts
 
-from .conftest import NOW, add_item, make_datasette
+from .helpers import NOW, add_item, make_datasette
 
 
 def test_mark_escapes_text_and_marks_terms():

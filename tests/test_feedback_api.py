@@ -5,9 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from .conftest import actor_cookies, make_datasette
-from .test_promote import csrf
-from .test_web_search import ask, web_ds
+from .helpers import actor_cookies, ask, csrf, make_datasette, web_ds
 
 
 async def mark(ds, run_id, feedback, actor="root"):

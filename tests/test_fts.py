@@ -20,7 +20,7 @@ from datasette_dbrain_websearch.fts import (
     trim_token,
 )
 
-from .conftest import add_item, make_datasette
+from .helpers import add_item, make_datasette
 
 
 def test_trim_token_strips_only_the_ends():

@@ -11,16 +11,20 @@ import pytest
 from datasette_dbrain_websearch import traces
 from datasette_dbrain_websearch.providers import Provider, ProviderError, WebResult
 
-from .conftest import (
+from .helpers import (
     BRAVE_KEY,
     actor_cookies,
+    ask,
+    csrf,
     db_rows,
     make_datasette,
+    post_json,
+    promoting_ds,
     registered,
     web_config,
+    web_ds,
+    web_run,
 )
-from .test_promote import csrf, post_json, promoting_ds, web_run
-from .test_web_search import ask, web_ds
 
 
 class LeakyProvider(Provider):
@@ -97,7 +101,7 @@ async def test_hostile_post_bodies_are_400(brain, fake, body):
 
 
 async def test_promoting_into_a_brain_without_sources_is_409(tmp_path, fake):
-    from .conftest import build_fixture_brain
+    from .helpers import build_fixture_brain
 
     path = tmp_path / "items_only.db"
     build_fixture_brain(path)
@@ -124,7 +128,7 @@ async def test_promoting_into_a_brain_without_sources_is_409(tmp_path, fake):
 
 
 async def test_per_database_stream_searches_that_brain(brain, tmp_path, fake):
-    from .conftest import build_fixture_brain
+    from .helpers import build_fixture_brain
 
     other = tmp_path / "other.db"
     build_fixture_brain(other)
@@ -144,7 +148,7 @@ async def test_per_database_stream_searches_that_brain(brain, tmp_path, fake):
 
 
 async def test_refined_runs_keep_the_parent_brain_and_filters(brain, tmp_path, fake):
-    from .conftest import build_fixture_brain
+    from .helpers import build_fixture_brain
 
     first = tmp_path / "aaa.db"
     build_fixture_brain(first)
@@ -196,7 +200,7 @@ async def test_redirect_targets_with_control_characters_are_refused(brain, fake)
 def test_retention_has_a_hard_ceiling(tmp_path, monkeypatch):
     from datasette_dbrain_websearch import runs_db
 
-    from .test_traces import INSERT_RUN
+    from .helpers import INSERT_RUN
 
     monkeypatch.setattr(traces, "MAX_RUNS", 3)
     path = tmp_path / "runs.db"

@@ -17,8 +17,15 @@ from datasette_dbrain_websearch.brain_access import BUSY_WAIT_MS, TimeBudget, re
 from datasette_dbrain_websearch.errors import BUSY_MESSAGE, ResearchError
 from datasette_dbrain_websearch.views.common import MAX_BODY
 
-from .conftest import actor_cookies, build_fixture_brain, make_datasette, web_config
-from .test_promote import csrf, promoting_ds, web_run
+from .helpers import (
+    actor_cookies,
+    build_fixture_brain,
+    csrf,
+    make_datasette,
+    promoting_ds,
+    web_config,
+    web_run,
+)
 
 CHUNK = 64 * 1024
 

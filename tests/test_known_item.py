@@ -26,9 +26,8 @@ from datasette_dbrain_websearch.schema import create_brain_schema
 from datasette_dbrain_websearch.tools import shared as tools
 from datasette_dbrain_websearch.urls import normalize_url
 
-from .conftest import NOW, actor_cookies, add_item, add_source, make_datasette, registered
-from .conftest import web_config as base_web_config
-from .test_promote import csrf
+from .helpers import NOW, actor_cookies, add_item, add_source, csrf, make_datasette, registered
+from .helpers import web_config as base_web_config
 
 PAGE_URL = "https://tokio.rs/blog/2019-10-scheduler"
 PAGE_KEY = normalize_url(PAGE_URL).source_key

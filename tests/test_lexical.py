@@ -8,7 +8,7 @@ from datasette_dbrain_websearch import lexical
 from datasette_dbrain_websearch.fts import plan_query
 from datasette_dbrain_websearch.schema import create_brain_schema
 
-from .conftest import add_item
+from .helpers import add_item
 
 
 def test_document_frequencies_are_counted_again_after_any_write(tmp_path):

@@ -25,7 +25,7 @@ from datasette_dbrain_websearch.tools.shared import PARAMETERS, trimmed_texts
 from datasette_dbrain_websearch.urls import normalize_url
 
 from .browser import SECRET, serve
-from .conftest import (
+from .helpers import (
     BRAVE_KEY,
     SOURCE_URLS,
     build_fixture_brain,

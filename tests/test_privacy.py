@@ -15,9 +15,7 @@ from datasette.plugins import pm
 from datasette_dbrain_websearch import runs_db, traces
 from datasette_dbrain_websearch.pack import new_run_id
 
-from .conftest import actor_cookies, make_datasette, web_config
-from .test_promote import csrf, promoting_ds
-from .test_workspace import attr
+from .helpers import actor_cookies, attr, csrf, make_datasette, promoting_ds, web_config
 
 INSERT_RUN = (
     f"insert into {runs_db.RUNS_TABLE} values (?, ?, ?, 'json', 'brain', ?, ?, 'never', 0, 0, "

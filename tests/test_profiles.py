@@ -9,7 +9,7 @@ import pytest
 from datasette_dbrain_websearch.config import ConfigError, Settings
 from datasette_dbrain_websearch.profiles import apply_profile, boosts, profile_for
 
-from .test_web_search import ask, web_ds
+from .helpers import ask, web_ds
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 

@@ -7,10 +7,6 @@ import hashlib
 import re
 import socket
 import sqlite3
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
@@ -20,40 +16,22 @@ from datasette_dbrain_websearch.providers import Provider, WebResult
 from datasette_dbrain_websearch.schema import create_retrieval_triggers, source_fts_row
 from datasette_dbrain_websearch.urls import normalize_url
 
-from .conftest import DATASETTE_1, actor_cookies, db_rows, make_datasette, registered, web_config
+from .helpers import (
+    DATASETTE_1,
+    GRANT_PROMOTE,
+    actor_cookies,
+    csrf,
+    db_rows,
+    make_datasette,
+    post_json,
+    promoting_ds,
+    registered,
+    serve_article,
+    web_config,
+    web_run,
+)
 
 RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z$")
-GRANT_ROOT = {"dbrain-promote": {"id": "root"}}
-
-
-async def promoting_ds(brain, fake, **external):
-    ds = make_datasette(
-        [str(brain[0])], plugin_config=web_config(fake, **external), permissions=GRANT_ROOT
-    )
-    await ds.invoke_startup()
-    return ds
-
-
-async def csrf(ds, cookies):
-    """Cookies and headers a JSON POST needs: 0.65 wants the ds_csrftoken double submit."""
-    page = await ds.client.get("/-/research", cookies=cookies)
-    token = page.cookies.get("ds_csrftoken")
-    if not token:
-        return cookies, {}, ""
-    return {**cookies, "ds_csrftoken": token}, {"x-csrftoken": token}, token
-
-
-async def web_run(ds, q="lattice qcd", **params):
-    root = actor_cookies(ds, "root")
-    response = await ds.client.get(
-        "/-/research.json", params={"q": q, "external": "always", **params}, cookies=root
-    )
-    return response.json()
-
-
-async def post_json(ds, body, actor="root"):
-    cookies, headers, _ = await csrf(ds, actor_cookies(ds, actor) if actor else {})
-    return await ds.client.post("/-/research/promote", json=body, cookies=cookies, headers=headers)
 
 
 async def test_promotion_writes_a_dbrain_source_column_by_column(brain, fake):
@@ -240,7 +218,7 @@ async def test_form_promotion_redirects_back_with_a_message(brain, fake):
 
 async def test_immutable_brain_answers_409(brain, fake):
     ds = make_datasette(
-        [], immutables=[str(brain[0])], plugin_config=web_config(fake), permissions=GRANT_ROOT
+        [], immutables=[str(brain[0])], plugin_config=web_config(fake), permissions=GRANT_PROMOTE
     )
     await ds.invoke_startup()
     pack = await web_run(ds)
@@ -284,38 +262,6 @@ async def test_dbrain_retrieval_triggers_keep_working(brain, fake):
         brain[0], "select * from retrieval_parent_projections where parent_source_key = ?", [key]
     )
     assert pending and pending[0]["status"] == "pending"
-
-
-ARTICLE = b"""<!doctype html><html><head><title>Lattice gauge theory, explained</title>
-<meta name="description" content="A gentle introduction."></head><body><nav>Home | About</nav>
-<article><h1>Lattice gauge theory, explained</h1>
-<p>Lattice QCD puts quarks and gluons on a four-dimensional grid of spacetime points so that
-the strong force can be computed numerically on supercomputers.</p>
-<p>The continuum limit is reached by shrinking the lattice spacing and extrapolating.</p>
-</article><footer>Copyright</footer></body></html>"""
-
-
-@contextmanager
-def serve_article() -> Iterator[str]:
-    """The article on a loopback HTTP server, for as long as the block runs; yields its URL."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self):
-            self.send_response(200)
-            self.send_header("Content-Type", "text/html; charset=utf-8")
-            self.send_header("Content-Length", str(len(ARTICLE)))
-            self.end_headers()
-            self.wfile.write(ARTICLE)
-
-        def log_message(self, *args):
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/lattice-article"
-    finally:
-        server.shutdown()
 
 
 @pytest.fixture

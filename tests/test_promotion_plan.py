@@ -25,8 +25,17 @@ from datasette_dbrain_websearch.schema import (
 )
 from datasette_dbrain_websearch.urls import normalize_url
 
-from .conftest import SOURCE_URLS, actor_cookies, add_source, db_rows, registered
-from .test_promote import post_json, promoting_ds, serve_article, web_run
+from .helpers import (
+    SOURCE_URLS,
+    actor_cookies,
+    add_source,
+    db_rows,
+    post_json,
+    promoting_ds,
+    registered,
+    serve_article,
+    web_run,
+)
 
 PROVIDER_TEXT = "Quasicrystals tile the plane without repeating; their diffraction is sharp."
 RAW_URL = "http://www.Example.net/labs/../notes/?utm_source=feed&b=2&a=1#top"

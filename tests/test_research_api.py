@@ -12,7 +12,7 @@ import pytest
 
 from datasette_dbrain_websearch import traces
 
-from .conftest import make_datasette
+from .helpers import make_datasette
 
 
 async def get(ds, path, **params):

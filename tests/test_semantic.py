@@ -15,8 +15,16 @@ from datasette.cli import cli
 
 from datasette_dbrain_websearch.schema import create_brain_schema, create_retrieval_triggers
 
-from .conftest import add_item, add_source, db_rows, make_datasette, web_config
-from .test_promote import GRANT_ROOT, post_json, web_run
+from .helpers import (
+    GRANT_PROMOTE,
+    add_item,
+    add_source,
+    db_rows,
+    make_datasette,
+    post_json,
+    web_config,
+    web_run,
+)
 
 pytest.importorskip("wordllama", reason="the [semantic] extra is not installed")
 
@@ -200,7 +208,7 @@ async def test_promoted_sources_are_indexed_when_written(brain, fake):
     plugin_db = path.parent / "research_runs.db"
     before = db_rows(plugin_db, "select count(*) as n from dbrain_websearch_embeddings")[0]["n"]
     config = {**web_config(fake), "semantic": {"model": "wordllama"}}
-    ds = make_datasette([str(path)], plugin_config=config, permissions=GRANT_ROOT)
+    ds = make_datasette([str(path)], plugin_config=config, permissions=GRANT_PROMOTE)
     await ds.invoke_startup()
     pack = await web_run(ds)
     row = pack["external_evidence"][0]

@@ -12,13 +12,7 @@ from datasette.cli import cli
 
 from datasette_dbrain_websearch import runs_db, traces
 
-from .conftest import BRAVE_KEY, EXA_KEY, actor_cookies, make_datasette
-from .test_web_search import ask, web_ds
-
-INSERT_RUN = (
-    f"insert into {runs_db.RUNS_TABLE} values (?, ?, ?, 'json', 'brain', 'q', '', 'never', 0, 0, "
-    "'', 'no_evidence', 0, 0, '', 1, '{}')"
-)
+from .helpers import BRAVE_KEY, EXA_KEY, INSERT_RUN, actor_cookies, ask, make_datasette, web_ds
 
 
 def plugin_db_rows(brain_path, sql, params=()):

@@ -9,38 +9,23 @@ import time
 
 import pytest
 from click.testing import CliRunner
-from datasette.app import Datasette
 from datasette.cli import cli
 from datasette.utils import StartupError
 
 from datasette_dbrain_websearch.providers import Provider, WebResult
 
-from .conftest import (
+from .helpers import (
     BRAVE_KEY,
     DATASETTE_1,
     EXA_KEY,
     actor_cookies,
+    ask,
     make_datasette,
+    provider_requests,
     registered,
     web_config,
+    web_ds,
 )
-
-
-async def web_ds(brain, fake, **external) -> Datasette:
-    ds = make_datasette([str(brain[0])], plugin_config=web_config(fake, **external))
-    await ds.invoke_startup()
-    return ds
-
-
-async def ask(ds, actor="root", **params) -> tuple[int, dict]:
-    cookies = actor_cookies(ds, actor) if actor else {}
-    response = await ds.client.get("/-/research.json", params=params, cookies=cookies)
-    assert BRAVE_KEY not in response.text and EXA_KEY not in response.text
-    return response.status_code, response.json()
-
-
-def provider_requests(fake, provider=None):
-    return [r for r in fake.requests if provider is None or r.provider == provider]
 
 
 def codes(pack):
@@ -634,7 +619,7 @@ async def test_only_providers_that_answered_get_credit(brain, fake):
 async def test_a_brain_named_research_runs_never_receives_plugin_tables(tmp_path, fake):
     import sqlite3
 
-    from .conftest import build_fixture_brain
+    from .helpers import build_fixture_brain
 
     path = tmp_path / "research_runs.db"
     build_fixture_brain(path)

@@ -8,13 +8,16 @@ import html
 import re
 import urllib.parse
 
-from .conftest import actor_cookies, make_datasette
-from .test_promote import csrf, promoting_ds
-from .test_web_search import ask, provider_requests, web_ds
-
-
-def attr(page: str, pattern: str) -> str:
-    return html.unescape(re.search(pattern, page).group(1))
+from .helpers import (
+    actor_cookies,
+    ask,
+    attr,
+    csrf,
+    make_datasette,
+    promoting_ds,
+    provider_requests,
+    web_ds,
+)
 
 
 async def get_page(ds, actor="root", **params):
