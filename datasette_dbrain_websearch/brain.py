@@ -261,30 +261,82 @@ def hydrate(conn: sqlite3.Connection, hits: list[Hit], shape: BrainShape) -> Non
             hit.row = rows.get(hit.id, {"id": hit.id})
 
 
-def row_facts(kind: str, row: Mapping[str, Any]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Facts:
     """What a brain row says about itself (title, URL, type, tags, who and when), named as the
     pack names it, so an evidence row, a linked page and a fetched source read their columns
-    alike."""
-    url = row.get("canonical_url", "")
-    facts: dict[str, Any] = {
-        "title": row.get("title") or row.get("article_title") or url or row.get("source_key", ""),
-        "url": url,
-        "source_type": row.get("source_type", ""),
-        "user_tags": split_tags(row.get("user_tags", "")),
-        "note_path": row.get("note_path", ""),
-    }
-    if kind == "item":
-        facts["author"] = row.get("author_name") or row.get("author_handle", "")
-        facts["published_at"] = row.get("published_at", "")
-        facts["saved_at"] = row.get("saved_at") or row.get("imported_at", "")
-    else:
-        facts["domain"] = row.get("domain", "")
-        facts["published_at"] = ""
-        facts["saved_at"] = row.get("created_at", "")
-        facts["extracted_at"] = row.get("extracted_at", "")
-        facts["extract_status"] = row.get("extract_status", "")
-        facts["summarized_at"] = row.get("summarized_at", "")
-    return facts
+    alike. Items and sources say different things: ``to_json`` writes each kind's fields."""
+
+    kind: str
+    title: str
+    url: str
+    source_type: str
+    user_tags: list[str]
+    note_path: str
+    published_at: str
+    saved_at: str
+    author: str = ""  # items
+    domain: str = ""  # sources, from here on
+    extracted_at: str = ""
+    extract_status: str = ""
+    summarized_at: str = ""
+
+    @classmethod
+    def from_row(cls, kind: str, row: Mapping[str, Any]) -> Facts:
+        url = row.get("canonical_url", "")
+        common = {
+            "kind": kind,
+            "title": row.get("title")
+            or row.get("article_title")
+            or url
+            or row.get("source_key", ""),
+            "url": url,
+            "source_type": row.get("source_type", ""),
+            "user_tags": split_tags(row.get("user_tags", "")),
+            "note_path": row.get("note_path", ""),
+        }
+        if kind == "item":
+            return cls(
+                **common,
+                author=row.get("author_name") or row.get("author_handle", ""),
+                published_at=row.get("published_at", ""),
+                saved_at=row.get("saved_at") or row.get("imported_at", ""),
+            )
+        return cls(
+            **common,
+            domain=row.get("domain", ""),
+            published_at="",
+            saved_at=row.get("created_at", ""),
+            extracted_at=row.get("extracted_at", ""),
+            extract_status=row.get("extract_status", ""),
+            summarized_at=row.get("summarized_at", ""),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        facts: dict[str, Any] = {
+            "title": self.title,
+            "url": self.url,
+            "source_type": self.source_type,
+            "user_tags": list(self.user_tags),
+            "note_path": self.note_path,
+        }
+        if self.kind == "item":
+            facts.update(author=self.author, published_at=self.published_at, saved_at=self.saved_at)
+            return facts
+        facts.update(
+            domain=self.domain,
+            published_at=self.published_at,
+            saved_at=self.saved_at,
+            extracted_at=self.extracted_at,
+            extract_status=self.extract_status,
+            summarized_at=self.summarized_at,
+        )
+        return facts
+
+
+def row_facts(kind: str, row: Mapping[str, Any]) -> dict[str, Any]:
+    """A brain row's ``Facts`` as the pack writes them."""
+    return Facts.from_row(kind, row).to_json()
 
 
 def excerpt_fields(kind: str, row: dict[str, Any]) -> list[tuple[str, str, str]]:

@@ -13,9 +13,10 @@ Modelled on dbrain's judge (``internal/researchrun/judge.go``): the first rule t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .config import JudgeThresholds
+from .display import plural
 
 NO_EVIDENCE = "no_evidence"
 WEAK_EVIDENCE = "weak_evidence"
@@ -30,7 +31,7 @@ class Verdict:
     message: str
     inputs: dict
 
-    def as_dict(self) -> dict:
+    def to_json(self) -> dict:
         return {
             "verdict": self.verdict,
             "reason": self.reason,
@@ -162,3 +163,53 @@ def combined(brain: Verdict, web: dict) -> dict:
         "reason": f"web:{web['reason']}" if stronger else f"brain:{brain.reason}",
         "message": f"Your brain: {LABELS[brain.verdict]} \u00b7 Web: {web['summary']}",
     }
+
+
+def with_web_findings(
+    brain: Verdict, local_rows: int, web_ran: bool, web_rows: int, surfaced: int
+) -> Verdict:
+    """The brain's verdict, its message saying what the web search changed for the brain:
+    pages it pointed to that the brain already holds, and what it found when the brain had
+    no row."""
+    message = brain.message
+    if surfaced:
+        message += (
+            f" The web search pointed to {plural(surfaced, 'more page')} already in your brain "
+            '(marked "also found by").'
+        )
+    if not local_rows and web_ran:
+        message += (
+            f" The web search found {plural(web_rows, 'row')} outside your brain."
+            if web_rows
+            else " The web search found nothing usable outside your brain (see warnings)."
+        )
+    return replace(brain, message=message)
+
+
+@dataclass(frozen=True)
+class RunVerdict:
+    """The pack's ``judge``: the brain's verdict (its message says what the web changed), the
+    web's rows judged alone, and the run's verdict over both."""
+
+    brain: Verdict
+    web: dict
+    combined: dict
+
+    def to_json(self) -> dict:
+        return {**self.brain.to_json(), "web": self.web, "combined": self.combined}
+
+
+def run_verdict(
+    brain: Verdict,
+    query_terms: Sequence[str],
+    web_matched: Sequence[Sequence[str]],
+    web_ran: bool,
+    thresholds: JudgeThresholds,
+    local_rows: int,
+    surfaced: int,
+) -> RunVerdict:
+    """The run's verdict once the web stage is over (``web_matched``: the web rows' matched
+    terms, in order)."""
+    web = web_part(query_terms, web_matched, web_ran, thresholds)
+    reported = with_web_findings(brain, local_rows, web_ran, len(web_matched), surfaced)
+    return RunVerdict(reported, web, combined(brain, web))

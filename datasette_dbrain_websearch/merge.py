@@ -6,18 +6,15 @@ from two FTS tables, or ranks from two web providers, never have to be compared 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .display import plural
 from .excerpts import best_excerpt
 
 if TYPE_CHECKING:
     from .external import ExternalHit
 
 RRF_K = 60
-NEEDS_EXTRACTION = "local_source_needs_extraction"
 
 
 def rrf_contribution(rank: int, k: int = RRF_K) -> float:
@@ -196,32 +193,3 @@ def provider_excerpt(
                 "evidence_role": excerpt.role,
             }
     return None
-
-
-def needs_extraction(page: Mapping[str, Any]) -> bool:
-    """A local source the web also found, whose text dbrain has not extracted (a source row,
-    or the ``linked_source`` shown inside an item's row)."""
-    return (
-        page.get("kind") == "source"
-        and bool(page.get("also_found_by"))
-        and page.get("extract_status", "") != "ok"
-    )
-
-
-def extraction_warning(evidence: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """``local_source_needs_extraction``, naming each such page, or None when there is none."""
-    held = [page for row in evidence for page in (row, row.get("linked_source") or {})]
-    pages = [page for page in held if needs_extraction(page)]
-    if not pages:
-        return None
-    named = "; ".join(
-        f"“{row['title']}” ({row['url']}, extract status: {row.get('extract_status') or 'pending'})"
-        for row in pages
-    )
-    return {
-        "code": NEEDS_EXTRACTION,
-        "message": f"The web search found {plural(len(pages), 'page')} your brain holds but "
-        f"dbrain has not extracted: {named}. Until dbrain extracts a page, your brain has little "
-        "or none of its text; the text shown with it is marked as the web provider's.",
-        "source_keys": [row["source_key"] for row in pages],
-    }

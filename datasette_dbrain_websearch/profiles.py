@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from .pack import LocalRow, Signal, WebRow
 from .urls import try_normalize_url
 
 STRONG = 0.004
@@ -150,18 +151,21 @@ def profile_for(name: str, config: Mapping[str, Mapping[str, Any]] | None = None
     return Profile("general")
 
 
-def _published(row: Mapping[str, Any]) -> datetime | None:
-    value = str(row.get("published_at") or "")[:10]
+def _published(published_at: str) -> datetime | None:
+    value = published_at[:10]
     try:
         return datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=UTC)
     except ValueError:
         return None
 
 
-def boosts(row: Mapping[str, Any], profile: Profile, now: datetime) -> list[dict[str, Any]]:
-    """The profile's signals for one evidence row (local or web)."""
-    url = try_normalize_url(str(row.get("canonical_url") or row.get("url") or ""))
-    domain = url.domain if url else str(row.get("domain") or "")
+def boosts(
+    page_url: str, published_at: str, profile: Profile, now: datetime, domain: str = ""
+) -> list[Signal]:
+    """The profile's signals for one evidence row (local or web): its URL (else its
+    ``domain``) and publication date decide them."""
+    url = try_normalize_url(page_url)
+    domain = url.domain if url else domain
     path = (url.canonical_url.split(domain, 1)[-1] if url else "").lower()
     signals = [
         {
@@ -172,7 +176,7 @@ def boosts(row: Mapping[str, Any], profile: Profile, now: datetime) -> list[dict
         for rule in profile.rules
         if rule.matches(domain, path)
     ]
-    published = _published(row)
+    published = _published(published_at)
     if profile.recency_days and published is not None:
         age = (now - published).days
         if 0 <= age <= profile.recency_days:
@@ -188,8 +192,8 @@ def boosts(row: Mapping[str, Any], profile: Profile, now: datetime) -> list[dict
 
 
 def apply_profile(
-    local: list[dict[str, Any]],
-    external: list[dict[str, Any]],
+    local: list[LocalRow],
+    external: list[WebRow],
     profile: Profile,
     now: datetime | None = None,
 ) -> None:
@@ -201,12 +205,13 @@ def apply_profile(
     if not profile.rules and not profile.recency_days:
         return
     now = now or datetime.now(UTC)
+    rows: list[LocalRow] | list[WebRow]
     for rows in (local, external):
         for row in rows:
-            signals = boosts(row, profile, now)
+            signals = boosts(row.url, row.published_at, profile, now, row.domain)
             if signals:
-                row["retrieval"]["signals"].extend(signals)
-                row["retrieval"]["score"] = round(
-                    row["retrieval"]["score"] + sum(s["weight"] for s in signals), 6
+                row.retrieval.signals.extend(signals)
+                row.retrieval.score = round(
+                    row.retrieval.score + sum(s["weight"] for s in signals), 6
                 )
-        rows.sort(key=lambda r: -r["retrieval"]["score"])
+        rows.sort(key=lambda r: -r.retrieval.score)

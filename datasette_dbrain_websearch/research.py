@@ -1,41 +1,34 @@
-"""One research run: options -> local retrieval -> judge -> pack.
+"""One research run, as a straight sequence of typed stages: the brain's rows (``LocalStage``)
+-> the judge's verdict -> the web (``WebPart``) -> the merge and profile -> the ``Pack`` ->
+the answer.
 
-The same function serves the page, the JSON API and the CLI, so every surface shows the same
-evidence for the same question; ``options`` checks the request first.
+The same function serves the page, the JSON API, the CLI, the agent tools and the evals (all
+through ``service`` but the evals), so every surface shows the same evidence for the same
+question; ``options`` checks the request first.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .admission import Gate, ungated
-from .answer import AnswerAccess, Passage, answer_stage, disabled
+from .answer import AnswerAccess, Passage, answer_stage
 from .brain import FTS_TABLE, Hit, passage_text, sources_by_url
 from .brain_access import LIGHT_PROGRESS_OPS, PROGRESS_OPS, ExecuteFn, TimeBudget
 from .config import ExternalSettings, Settings
-from .display import plural
 from .errors import ResearchError
+from .evidence import RowUrl, credit_local, extraction_warning, local_row, web_row
 from .external import ALL, WebStage, decide, is_current_state, web_query
 from .fts import QueryPlan, plan_query
-from .judge import judge
+from .judge import judge, run_verdict
 from .merge import MergedResult, MergeOutcome, merge_external
 from .options import Options
-from .pack import (
-    RowUrl,
-    build_pack,
-    credit_local,
-    evidence_row,
-    external_row,
-    merged_ranking,
-    new_run_id,
-    row_keys,
-    run_verdicts,
-)
+from .pack import LocalRow, Pack, WebRow, WebSearch, new_run_id
 from .profiles import apply_profile, profile_for
-from .providers.base import Provider, redact
+from .providers.base import Provider
 from .reading import PageReader, read_targets
 from .retrieval import LocalResult, Survey, narrow, question_cost, retrieve, survey
 from .semantic import (
@@ -70,6 +63,37 @@ class WebAccess:
         return {name: p.label for name, p in self.providers.items()}
 
 
+@dataclass
+class LocalStage:
+    """What the brain gave: the rows, the plan they were searched with, the semantic lane's
+    state, spelling corrections and the warnings and timings of the local search."""
+
+    plan: QueryPlan
+    result: LocalResult
+    rows: list[LocalRow]
+    semantic_lane: dict[str, Any]
+    lane: SemanticLane | None
+    corrections: list[Correction]
+    warnings: list[dict[str, Any]]
+    timings_ms: dict[str, float]
+
+
+@dataclass
+class WebPart:
+    """What the web stage gave: the pack's web parts, the passages the answer reads from web
+    rows, and the local hits it brought back (pages the brain holds that local search
+    missed)."""
+
+    search: WebSearch
+    rows: list[WebRow] = field(default_factory=list)
+    queries: list[dict[str, Any]] = field(default_factory=list)
+    merge_decisions: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    passages: dict[str, Passage] = field(default_factory=dict)
+    surfaced: list[Hit] = field(default_factory=list)
+
+
 async def research(
     execute_fn: ExecuteFn,
     database: str,
@@ -82,9 +106,9 @@ async def research(
     semantic_index: str | None = None,
     gate: Gate | None = None,
     requester: str | None = None,
-) -> dict[str, Any]:
-    """Run one research pass (local, then the web when allowed, then an answer when asked for)
-    and return the pack.
+) -> Pack:
+    """Run one research pass and return the typed pack: the brain's rows, the verdict on
+    them, the web when allowed, the merge, then an answer when asked for.
 
     ``progress`` (optional) is awaited with a small dict as each stage starts or ends, so a
     surface can show live progress; it never changes the result. ``semantic_index`` is the
@@ -95,6 +119,91 @@ async def research(
     started = time.perf_counter()
     run_id = new_run_id()
     web = web or WebAccess(False, {})
+    _check_providers(options, settings)
+    budget = TimeBudget(settings.time_limit_ms, database)
+    local_query = budget.bind(execute_fn)
+    await emit({"stage": "local", "status": "started", "message": "Searching your brain"})
+    local = await _local_stage(
+        local_query, budget, options, settings, database, row_url, semantic_index, gate, requester
+    )
+    judge_started = time.perf_counter()
+    brain = judge(
+        rows_found=len(local.rows),
+        exact_hits=local.result.exact_count,
+        query_terms=local.plan.query_terms,
+        top_matched=[r.retrieval.matched_terms for r in local.rows],
+        thresholds=settings.judge,
+        common_words=local.plan.common_words,
+    )
+    await emit(
+        {
+            "stage": "local",
+            "status": "done",
+            "count": len(local.rows),
+            "message": f"Local dbrain evidence: {len(local.rows)} rows ({local.result.mode})",
+        }
+    )
+    await emit(
+        {"stage": "judge", "status": "done", "verdict": brain.verdict, "message": brain.message}
+    )
+    timings = {**local.timings_ms, "judge": _ms(judge_started)}
+    web_part = await _web(
+        local_query, options, settings, local.plan, brain.verdict, local.rows, row_url, web, emit,
+        run_id,
+    )  # fmt: skip
+    apply_profile(local.rows, web_part.rows, profile_for(options.profile, settings.profiles))
+    unextracted = extraction_warning(local.rows)
+    pack = Pack(
+        run_id=run_id,
+        question=options.question,
+        database=database,
+        plan=local.plan,
+        local=local.result,
+        limit=options.limit,
+        filters=options.filters.active(),
+        profile=options.profile,
+        semantic_lane=local.semantic_lane,
+        evidence=local.rows,
+        verdict=run_verdict(
+            brain,
+            local.plan.query_terms,
+            [r.retrieval.matched_terms for r in web_part.rows],
+            web_part.search.ran,
+            settings.judge,
+            local_rows=len(local.result.hits),
+            surfaced=len(web_part.surfaced),
+        ),
+        web_search=web_part.search,
+        web_rows=web_part.rows,
+        web_queries=web_part.queries,
+        merge_decisions=web_part.merge_decisions,
+        warnings=[*local.warnings, *web_part.warnings, *([unextracted] if unextracted else [])],
+        timings_ms={**timings, **web_part.timings_ms},
+        did_you_mean=_did_you_mean(options.question, local.corrections),
+        secrets=tuple(settings.secrets()),
+    )
+    if options.answer:
+        passages = {
+            **web_part.passages,
+            **_local_passages([*local.result.hits, *web_part.surfaced]),
+        }
+        pack.answer, answer_warnings = await answer_stage(
+            pack,
+            passages,
+            settings.answer,
+            answering or AnswerAccess(),
+            web.labels,
+            emit,
+            local.lane.similarity if local.lane is not None else None,
+        )
+        pack.warnings.extend(answer_warnings)
+        pack.timings_ms["answer"] = pack.answer.timings_ms["total"]
+    pack.timings_ms["total"] = _ms(started)
+    return pack
+
+
+def _check_providers(options: Options, settings: Settings) -> None:
+    """Refuse a provider this Datasette does not offer before anything runs."""
     configured = settings.external.providers
     unknown = [p for p in options.external.providers if p != ALL and p not in configured]
     if unknown:
@@ -103,17 +212,29 @@ async def research(
             f"{', '.join(configured)} or 'all' (external_search.providers).",
             code="unknown_provider",
         )
+
+
+async def _local_stage(
+    local_query: ExecuteFn,
+    budget: TimeBudget,
+    options: Options,
+    settings: Settings,
+    database: str,
+    row_url: RowUrl,
+    semantic_index: str | None,
+    gate: Gate | None,
+    requester: str | None,
+) -> LocalStage:
+    """Plan the question, survey what it would cost, wait for its turn, search the brain and
+    shape the rows."""
     plan = plan_query(options.question, options.syntax).expanded(options.expand)
-    await emit({"stage": "local", "status": "started", "message": "Searching your brain"})
     if gate is not None:
         await gate.refuse_shed(requester)
-    budget = TimeBudget(settings.time_limit_ms, database)
-    local_query = budget.bind(execute_fn)
     surveyed: Survey = {}
     surveying = time.perf_counter()
     if plan.syntax != "raw" and options.ranking != "dbrain":
         surveyed = await local_query(lambda conn: survey(conn, plan, options.filters))
-    surveyed_ms = (time.perf_counter() - surveying) * 1000
+    surveyed_ms = _ms(surveying)
     plan = narrow(plan, surveyed)
     cost = question_cost(plan, surveyed, options.ranking)
     turn = (
@@ -125,12 +246,33 @@ async def research(
         budget.charge(admitted.waited_s)
         budget.yielding = admitted.should_yield
         budget.progress_ops = PROGRESS_OPS if cost.heavy else LIGHT_PROGRESS_OPS
-        local, semantic_lane, lane, corrections = await local_query(
+        result, semantic_lane, lane, corrections = await local_query(
             lambda conn: _local(conn, options, settings, plan, database, semantic_index, surveyed)
         )
     budget.yielding, budget.progress_ops = None, PROGRESS_OPS
-    plan = plan.searched(local.prefixed)
-    warnings = list(local.warnings)
+    plan = plan.searched(result.prefixed)
+    return LocalStage(
+        plan=plan,
+        result=result,
+        rows=[local_row(h, plan, row_url, settings.excerpt_chars) for h in result.hits],
+        semantic_lane=semantic_lane,
+        lane=lane,
+        corrections=corrections,
+        warnings=[*result.warnings, *_local_warnings(plan, result, semantic_lane)],
+        timings_ms={
+            "local_survey": round(surveyed_ms, 3),
+            "local_turn": round(admitted.waited_s * 1000, 3),
+            **{f"local_{k}": v for k, v in result.timings_ms.items() if k != "local"},
+            "local": result.timings_ms["local"],
+        },
+    )
+
+
+def _local_warnings(
+    plan: QueryPlan, result: LocalResult, semantic_lane: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """What the person should know about how their question was searched."""
+    warnings: list[dict[str, Any]] = []
     if plan.dropped:
         warnings.append(
             {
@@ -148,117 +290,42 @@ async def research(
                 f"{plan.truncated_terms} more were ignored.",
             }
         )
-    if not local.kinds_searched:
+    if not result.kinds_searched:
         warnings.append(
             {
                 "code": "nothing_to_search",
                 "message": "This database has no searchable table for the chosen kind.",
             }
         )
-    evidence = [evidence_row(h, plan, row_url, settings.excerpt_chars) for h in local.hits]
-    judge_started = time.perf_counter()
-    verdict = judge(
-        rows_found=len(evidence),
-        exact_hits=local.exact_count,
-        query_terms=plan.query_terms,
-        top_matched=[e["retrieval"]["matched_terms"] for e in evidence],
-        thresholds=settings.judge,
-        common_words=plan.common_words,
-    )
-    await emit(
-        {
-            "stage": "local",
-            "status": "done",
-            "count": len(evidence),
-            "message": f"Local dbrain evidence: {len(evidence)} rows ({local.mode})",
-        }
-    )
-    await emit(
-        {"stage": "judge", "status": "done", "verdict": verdict.verdict, "message": verdict.message}
-    )
-    timings = {
-        "local_survey": round(surveyed_ms, 3),
-        "local_turn": round(admitted.waited_s * 1000, 3),
-        **{f"local_{k}": v for k, v in local.timings_ms.items() if k != "local"},
-        "local": local.timings_ms["local"],
-        "judge": round((time.perf_counter() - judge_started) * 1000, 3),
+    return warnings
+
+
+def _did_you_mean(question: str, corrections: list[Correction]) -> dict[str, Any] | None:
+    if not corrections:
+        return None
+    return {
+        "question": corrected(question, corrections),
+        "corrections": [c.as_dict() for c in corrections],
     }
-    web_part = await _web(
-        local_query, options, settings, plan, verdict.verdict, evidence, row_url, web, emit, run_id
-    )
-    warnings.extend(web_part.pop("warnings"))
-    apply_profile(
-        evidence, web_part["external_evidence"], profile_for(options.profile, settings.profiles)
-    )
-    web_part["ranking"] = merged_ranking(
-        evidence,
-        web_part["external_evidence"],
-        web_part["external_search"]["current_state_question"],
-    )
-    timings.update(web_part.pop("timings_ms"))
-    passages = web_part.pop("passages", {})
-    verdict_dict = verdict.as_dict()
-    credited = web_part.pop("surfaced_local_rows", [])
-    surfaced = len(credited)
-    if surfaced:
-        verdict_dict["message"] += (
-            f" The web search pointed to {plural(surfaced, 'more page')} already in your brain "
-            '(marked "also found by").'
+
+
+def _local_passages(hits: list[Hit]) -> dict[str, Passage]:
+    """What the answer reads from each local row: an item shown with its linked page answers
+    from both, each cited by its own key (the row shows the sentence either way)."""
+    return {
+        part.row.get("source_key", ""): Passage(
+            part.row.get("source_key", ""),
+            "local",
+            passage_text(part.kind, part.row),
+            part.row.get("title", ""),
         )
-    if not local.hits and web_part["external_search"]["ran"]:
-        found = len(web_part["external_evidence"])
-        verdict_dict["message"] += (
-            f" The web search found {plural(found, 'row')} outside your brain."
-            if found
-            else " The web search found nothing usable outside your brain (see warnings)."
-        )
-    pack = build_pack(
-        run_id=run_id,
-        question=options.question,
-        database=database,
-        plan=plan,
-        local=local,
-        evidence=evidence,
-        verdict=verdict_dict,
-        limit=options.limit,
-        filters=options.filters.active(),
-        warnings=warnings,
-        timings_ms=timings,
-        web=web_part,
-        profile=options.profile,
-        semantic_lane=semantic_lane,
-    )
-    pack["judge"].update(run_verdicts(pack, verdict, settings.judge))
-    pack["did_you_mean"] = (
-        {
-            "question": corrected(options.question, corrections),
-            "corrections": [c.as_dict() for c in corrections],
-        }
-        if corrections
-        else None
-    )
-    pack["answer"] = disabled()
-    if options.answer:
-        for hit in [*local.hits, *credited]:
-            # An item shown with its linked page answers from both, each cited by its own key
-            # (the row shows the sentence either way).
-            for part in hit.parts():
-                key = part.row.get("source_key", "")
-                text = passage_text(part.kind, part.row)
-                passages[key] = Passage(key, "local", text, part.row.get("title", ""))
-        pack["answer"], answer_warnings = await answer_stage(
-            pack,
-            passages,
-            settings.answer,
-            answering or AnswerAccess(),
-            web.labels,
-            emit,
-            lane.similarity if lane is not None else None,
-        )
-        warnings.extend(answer_warnings)
-        timings["answer"] = pack["answer"]["timings_ms"]["total"]
-    timings["total"] = round((time.perf_counter() - started) * 1000, 3)
-    return scrub(pack, settings.secrets())
+        for hit in hits
+        for part in hit.parts()
+    }
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 3)
 
 
 def _local(
@@ -327,36 +394,30 @@ async def _web(
     settings: Settings,
     plan: QueryPlan,
     verdict: str,
-    evidence: list[dict[str, Any]],
+    local_rows: list[LocalRow],
     row_url: RowUrl,
     web: WebAccess,
     emit: Progress,
     run_id: str,
-) -> dict[str, Any]:
-    """The external stage and the merge; returns the pack's web parts (always present)."""
+) -> WebPart:
+    """The web stage and the merge: the web's rows, and its credit on the brain's rows for
+    pages the brain holds (added to ``local_rows`` when local search missed them)."""
     ext = settings.external
     request = options.external
     decision = decide(request.mode, ext, web.permitted, verdict, web.cross_site)
     current = is_current_state(options.question)
-    part: dict[str, Any] = {
-        "external_search": {
-            "mode": request.mode,
-            "requested": request.mode != "never",
-            "ran": False,
-            "providers": [],
-            "skipped_reason": decision.skipped_reason,
-            "current_state_question": current,
-            "sites": list(request.sites),
-            "not_sites": list(request.not_sites),
-        },
-        "external_evidence": [],
-        "external_queries": [],
-        "warnings": [decision.warning] if decision.warning else [],
-        "timings_ms": {},
-        "merge_decisions": [],
-    }
+    part = WebPart(
+        WebSearch(
+            mode=request.mode,
+            current_state_question=current,
+            sites=list(request.sites),
+            not_sites=list(request.not_sites),
+            skipped_reason=decision.skipped_reason,
+        ),
+        warnings=[decision.warning] if decision.warning else [],
+    )
     if current and not decision.run:
-        part["warnings"].append(
+        part.warnings.append(
             {
                 "code": "current_state_question",
                 "message": "This question asks how things are now; your brain may be out of "
@@ -374,17 +435,17 @@ async def _web(
         )
         return part
     if not web_query(plan):
-        part["warnings"].append(
+        part.warnings.append(
             {
                 "code": "external_query_empty",
                 "message": "The question has no words to send to a web search provider.",
             }
         )
-        part["external_search"]["skipped_reason"] = "empty_query"
+        part.search.skipped_reason = "empty_query"
         return part
     policy = request.domain_policy(ext)
     if policy.refused_sites:
-        part["warnings"].append(
+        part.warnings.append(
             {
                 "code": "site_not_allowed",
                 "message": f"Left out of the web search: {', '.join(policy.refused_sites)}, "
@@ -392,9 +453,9 @@ async def _web(
             }
         )
     if policy.nothing_allowed:
-        part["external_search"]["skipped_reason"] = "sites_not_allowed"
+        part.search.skipped_reason = "sites_not_allowed"
         return part
-    part["external_search"]["ran"] = True
+    part.search.ran = True
     await emit({"stage": "web", "status": "started", "message": "Searching the web"})
     web_started = time.monotonic()
     try:
@@ -403,7 +464,7 @@ async def _web(
         )
         outcome = await stage.run(request, plan)
     except Exception as exc:  # the last line of defence: local results always survive
-        part["warnings"].append(
+        part.warnings.append(
             {
                 "code": "provider_failed",
                 "provider": "",
@@ -413,41 +474,37 @@ async def _web(
         )
         return part
     labels = web.labels
-    part["external_search"]["providers"] = list(dict.fromkeys(outcome.providers_answered))
-    part["external_search"]["returned"] = [
+    part.search.providers = list(dict.fromkeys(outcome.providers_answered))
+    part.search.returned = [
         {"provider": h.provider, "rank": h.rank, "url": h.result.url, "title": h.result.title[:200]}
         for h in outcome.hits
         if h.rank <= MAX_RETURNED_PER_PROVIDER
     ]
-    part["external_queries"] = outcome.queries
-    part["warnings"].extend(outcome.warnings)
-    part["timings_ms"].update(outcome.timings_ms)
+    part.queries = outcome.queries
+    part.warnings.extend(outcome.warnings)
+    part.timings_ms.update(outcome.timings_ms)
     urls = sorted({h.url.canonical_url for h in outcome.hits})
     held = await execute_fn(lambda conn: sources_by_url(conn, urls, options.filters))
     merged = merge_external(outcome.hits, set(held), policy, request.count)
-    part["surfaced_local_rows"] = _credit_local_sources(
-        evidence, held, merged, plan, row_url, settings, labels
-    )
+    part.surfaced = _credit_local_sources(local_rows, held, merged, plan, row_url, settings, labels)
     pages = await _read_pages(part, merged, request.read, web, ext, run_id, web_started, emit)
     text_chars = ext.max_tokens * 4 // max(1, len(merged.rows))
-    part["external_evidence"] = [
-        external_row(
-            r, plan, settings.excerpt_chars, text_chars, labels, pages.get(r.canonical_url, "")
-        )
+    part.rows = [
+        web_row(r, plan, settings.excerpt_chars, text_chars, labels, pages.get(r.canonical_url, ""))
         for r in merged.rows
     ]
     # The answer reads a read page whole (within PAGE_CHARS), else what the provider gave.
-    part["passages"] = {
-        row["source_key"]: Passage(
-            row["source_key"],
+    part.passages = {
+        row.source_key: Passage(
+            row.source_key,
             "external",
             pages.get(result.canonical_url)
-            or "\n".join(dict.fromkeys(t for t in (_snippet(result), row["text"]) if t)),
-            row["title"],
+            or "\n".join(dict.fromkeys(t for t in (_snippet(result), row.text) if t)),
+            row.title,
         )
-        for result, row in zip(merged.rows, part["external_evidence"], strict=True)
+        for result, row in zip(merged.rows, part.rows, strict=True)
     }
-    part["merge_decisions"] = outcome.decisions + merged.decisions
+    part.merge_decisions = outcome.decisions + merged.decisions
     await emit(
         {
             "stage": "merge",
@@ -458,7 +515,7 @@ async def _web(
         }
     )
     if outcome.rejected_urls:
-        part["warnings"].append(
+        part.warnings.append(
             {
                 "code": "external_url_rejected",
                 "message": f"{outcome.rejected_urls} web result(s) had URLs dbrain cannot store "
@@ -466,7 +523,7 @@ async def _web(
             }
         )
     if merged.dropped_by_domain:
-        part["warnings"].append(
+        part.warnings.append(
             {
                 "code": "external_domain_filtered",
                 "message": f"{merged.dropped_by_domain} web result(s) were dropped: from "
@@ -477,7 +534,7 @@ async def _web(
 
 
 async def _read_pages(
-    part: dict[str, Any],
+    part: WebPart,
     merged: MergeOutcome,
     count: int,
     web: WebAccess,
@@ -494,9 +551,9 @@ async def _read_pages(
     await emit({"stage": "read", "status": "started", "message": f"Reading {len(urls)} pages"})
     reader = PageReader(ext, web.cache_db, web.actor_id, run_id)
     outcome = await reader.read(urls, ext.timeout - (time.monotonic() - web_started))
-    part["warnings"].extend(outcome.warnings)
-    part["timings_ms"]["read"] = outcome.elapsed_ms
-    part["external_search"]["read"] = [
+    part.warnings.extend(outcome.warnings)
+    part.timings_ms["read"] = outcome.elapsed_ms
+    part.search.read = [
         {"url": p.url, "read": p.ok, "cached": p.cached, **({"error": p.error} if p.error else {})}
         for p in outcome.pages.values()
     ]
@@ -513,7 +570,7 @@ async def _read_pages(
 
 
 def _credit_local_sources(
-    evidence: list[dict[str, Any]],
+    local_rows: list[LocalRow],
     held: dict[str, Hit | None],
     merged: MergeOutcome,
     plan: QueryPlan,
@@ -529,15 +586,14 @@ def _credit_local_sources(
         if source is None:  # held, but outside this request's filters
             continue
         key = source.row.get("source_key")
-        row = next((r for r in evidence if r["source_key"] == key), None)
-        row = row or next((r for r in evidence if key in row_keys(r)), None)
+        row = next((r for r in local_rows if r.source_key == key), None)
+        row = row or next((r for r in local_rows if key in r.keys), None)
         if row is None:
-            row = evidence_row(source, plan, row_url, settings.excerpt_chars)
-            evidence.append(row)
+            row = local_row(source, plan, row_url, settings.excerpt_chars)
+            local_rows.append(row)
             added.append(source)
         # When the page is shown inside the item that links to it, the credit says so.
-        linked_key = "" if row["source_key"] == key else key
-        credit_local(row, hits, labels, settings.excerpt_chars, linked_key)
+        credit_local(row, hits, labels, settings.excerpt_chars, linked=row.source_key != key)
     return added
 
 
@@ -547,16 +603,3 @@ def _snippet(result: MergedResult) -> str:
 
 async def _silent(event: dict[str, Any]) -> None:
     """The default progress listener: nobody is watching."""
-
-
-def scrub(value: Any, secrets: list[str]) -> Any:
-    """Remove secret values from every string in the pack (a last line of defence)."""
-    if not secrets:
-        return value
-    if isinstance(value, str):
-        return redact(value, secrets)
-    if isinstance(value, list):
-        return [scrub(v, secrets) for v in value]
-    if isinstance(value, dict):
-        return {k: scrub(v, secrets) for k, v in value.items()}
-    return value

@@ -178,7 +178,7 @@ async def run_research(
     if model_permitted is None:
         wants_model = options.answer and settings.answer.synthesizer == "llm"
         model_permitted = wants_model and await may(datasette, actor, LLM_ANSWER)
-    pack = await research(
+    typed = await research(
         reader(db),
         database,
         options,
@@ -191,7 +191,7 @@ async def run_research(
         gate=gate_for(datasette),
         requester=requester,
     )
-    pack.update(lineage or {})
+    pack = {**typed.to_json(), **(lineage or {})}
     await traces.record(
         datasette, pack, surface=surface, actor=actor, permitted=web.permitted, wait=wait_for_trace
     )

@@ -16,7 +16,7 @@ import shutil
 import sqlite3
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -27,7 +27,10 @@ from datasette.app import Datasette
 from datasette.plugins import pm
 
 from datasette_dbrain_websearch import runs_db
+from datasette_dbrain_websearch.brain import Facts
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
+from datasette_dbrain_websearch.excerpts import Excerpt
+from datasette_dbrain_websearch.pack import LocalRow, Retrieval, WebRow
 from datasette_dbrain_websearch.schema import create_brain_schema, sync_item_fts, sync_source_fts
 from datasette_dbrain_websearch.urls import normalize_url
 
@@ -411,3 +414,46 @@ INSERT_RUN = (
     f"insert into {runs_db.RUNS_TABLE} values (?, ?, ?, 'json', 'brain', 'q', '', 'never', 0, 0, "
     "'', 'no_evidence', 0, 0, '', 1, '{}')"
 )
+
+
+def typed_local_row(
+    key: str,
+    matched: Sequence[str] = (),
+    missing: Sequence[str] = (),
+    *,
+    exact: bool = False,
+    score: float = 0.0,
+    url: str = "",
+    published_at: str = "",
+    saved_at: str = "",
+) -> LocalRow:
+    """A brain row as research builds it, with only what a unit test sets."""
+    facts = Facts("item", key, url, "", [], "", published_at, saved_at)
+    lanes = [{"name": "exact_lookup"}] if exact else [{"name": "lexical"}]
+    return LocalRow(
+        source_key=key,
+        facts=facts,
+        excerpt=Excerpt("", "", "", "", ()),
+        row_url="",
+        retrieval=Retrieval(score, score, lanes, [], list(matched), list(missing)),
+    )
+
+
+def typed_web_row(
+    key: str, matched: Sequence[str] = (), *, score: float = 0.0, url: str = ""
+) -> WebRow:
+    """A web row as research builds it, with only what a unit test sets."""
+    return WebRow(
+        source_key=key,
+        canonical_url=url,
+        provider_url=url,
+        title=key,
+        domain="",
+        excerpt=Excerpt("", "", "", "", ()),
+        text="",
+        published_at="",
+        author="",
+        depth="snippet",
+        providers=["brave"],
+        retrieval=Retrieval(score, score, [], [], list(matched), []),
+    )

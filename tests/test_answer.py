@@ -9,6 +9,10 @@ from datasette_dbrain_websearch.answer.model import Labelled, allot, build_promp
 from datasette_dbrain_websearch.answer.stage import choose_rows
 from datasette_dbrain_websearch.answer.text import split_sentences
 from datasette_dbrain_websearch.answer.verify import RunKeys, verify
+from datasette_dbrain_websearch.judge import RunVerdict, Verdict
+from datasette_dbrain_websearch.pack import WebSearch
+
+from .helpers import typed_local_row, typed_web_row
 
 LOCAL = "src:0123456789ab"
 NOTE = "apple-note:espresso-1"
@@ -218,11 +222,11 @@ def test_extractive_answer_skips_a_sentence_that_repeats_the_title():
 
 
 def test_web_rows_keep_a_third_of_the_answer_evidence():
-    local = [{"origin": "dbrain_corpus", "source_key": f"l{i}"} for i in range(20)]
-    web = [{"origin": "outside_dbrain_corpus", "source_key": f"w{i}"} for i in range(5)]
-    chosen = [r["source_key"] for r in choose_rows(local + web, 12)]
+    local = [typed_local_row(f"l{i}") for i in range(20)]
+    web = [typed_web_row(f"w{i}") for i in range(5)]
+    chosen = [r.source_key for r in choose_rows(local + web, 12)]
     assert chosen == [f"l{i}" for i in range(8)] + [f"w{i}" for i in range(4)]
-    assert [r["source_key"] for r in choose_rows(local[:3] + web, 12)] == ["l0", "l1", "l2"] + [
+    assert [r.source_key for r in choose_rows(local[:3] + web, 12)] == ["l0", "l1", "l2"] + [
         f"w{i}" for i in range(5)
     ]
 
@@ -231,21 +235,28 @@ def test_web_rows_keep_a_third_of_the_answer_evidence():
 # Gaps and what the web added (hand-checked)
 
 
-def row(key, origin, matched, lanes=(), **extra):
-    return {
-        "source_key": key,
-        "origin": origin,
-        "retrieval": {"matched_terms": matched, "lanes": [{"name": n} for n in lanes]},
-        **extra,
-    }
+def searched(ran=False, skipped_reason="", providers=(), current_state=False) -> WebSearch:
+    return WebSearch(
+        mode="always" if ran else "never",
+        current_state_question=current_state,
+        sites=[],
+        not_sites=[],
+        skipped_reason=skipped_reason,
+        ran=ran,
+        providers=list(providers),
+    )
+
+
+def verdicts(before: str, after: str) -> RunVerdict:
+    return RunVerdict(Verdict(before, "", "", {}), {}, {"verdict": after})
 
 
 def test_gaps_name_uncovered_terms_the_brains_date_and_a_failed_web_lane():
     local = [
-        row("l1", "dbrain_corpus", ["heat", "pump"], published_at="2025-11-02T08:00:00Z"),
-        row("l2", "dbrain_corpus", ["heat"], saved_at="2026-03-15T10:00:00Z", published_at=""),
+        typed_local_row("l1", ["heat", "pump"], published_at="2025-11-02T08:00:00Z"),
+        typed_local_row("l2", ["heat"], saved_at="2026-03-15T10:00:00Z"),
     ]
-    web = {"ran": True, "providers": [], "current_state_question": True, "mode": "always"}
+    web = searched(ran=True, current_state=True)
     gaps = find_gaps(
         ("latest", "heat", "pump", "rebate"), local, [], web, "weak_evidence", ["l1"], []
     )
@@ -260,23 +271,23 @@ def test_gaps_name_uncovered_terms_the_brains_date_and_a_failed_web_lane():
 
 
 def test_web_skipped_is_a_gap_only_when_the_brain_is_not_enough():
-    web = {"ran": False, "skipped_reason": "mode_never"}
-    local = [row("l1", "dbrain_corpus", ["heat"])]
+    web = searched(skipped_reason="mode_never")
+    local = [typed_local_row("l1", ["heat"])]
     assert find_gaps(("heat",), local, [], web, "enough_evidence", ["l1"], []) == []
     weak = find_gaps(("heat",), local, [], web, "weak_evidence", ["l1"], [])
     assert [(g["code"], g["reason"]) for g in weak] == [("web_unavailable", "mode_never")]
-    denied = {"ran": False, "skipped_reason": "not_permitted"}
+    denied = searched(skipped_reason="not_permitted")
     assert find_gaps(("heat",), local, [], denied, "enough_evidence", ["l1"], [])[0]["reason"] == (
         "not_permitted"
     )
-    enough = {"ran": False, "skipped_reason": "local_evidence_enough"}
+    enough = searched(skipped_reason="local_evidence_enough")
     assert find_gaps(("heat",), local, [], enough, "enough_evidence", ["l1"], []) == []
 
 
 def test_a_row_the_question_names_exactly_covers_its_terms():
-    exact = row("src:1", "dbrain_corpus", [], lanes=("exact_lookup",))
+    exact = typed_local_row("src:1", exact=True)
     terms = ("https://sqlite.org/fts5.html",)
-    assert find_gaps(terms, [exact], [], {"ran": False}, "enough_evidence", ["src:1"], []) == []
+    assert find_gaps(terms, [exact], [], searched(), "enough_evidence", ["src:1"], []) == []
 
 
 def test_extractive_answer_of_an_exact_lookup_takes_the_rows_leading_claims():
@@ -294,25 +305,24 @@ def test_extractive_answer_of_an_exact_lookup_takes_the_rows_leading_claims():
 
 
 def test_an_answer_resting_on_web_rows_alone_says_so():
-    web_rows = [row("w1", "outside_dbrain_corpus", ["lattice"])]
-    web = {"ran": True, "providers": ["brave"]}
+    web_rows = [typed_web_row("w1", ["lattice"])]
+    web = searched(ran=True, providers=["brave"])
     gaps = find_gaps(("lattice",), [], web_rows, web, "no_evidence", [], ["w1"])
     assert [g["code"] for g in gaps] == ["external_only"]
 
 
 def test_web_contribution_compares_local_only_with_merged():
     ranked = [
-        row("l1", "dbrain_corpus", ["heat"]),
-        row("w1", "outside_dbrain_corpus", ["heat", "rebate"]),
-        row("w2", "outside_dbrain_corpus", ["rebate"]),
+        typed_local_row("l1", ["heat"]),
+        typed_web_row("w1", ["heat", "rebate"]),
+        typed_web_row("w2", ["rebate"]),
     ]
-    verdicts = {"verdict": "weak_evidence", "combined": {"verdict": "enough_evidence"}}
     sentences = [{"citations": ["l1"]}, {"citations": ["w1", "l1"]}, {"citations": []}]
     out = web_contribution(
         ("heat", "rebate"),
         ranked,
-        verdicts,
-        {"ran": True},
+        verdicts("weak_evidence", "enough_evidence"),
+        searched(ran=True),
         sentences,
         ["w1", "w2"],
     )

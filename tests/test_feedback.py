@@ -56,7 +56,7 @@ def make_pack(question: str, terms: list[str], local: list, web: list, **plan) -
 
 
 def rust_pack() -> dict:
-    """Local rows first, then web rows, as merged_ranking orders them."""
+    """Local rows first, then web rows, as the pack's reading order has them."""
     return make_pack(
         "rust async",
         ["rust", "async"],

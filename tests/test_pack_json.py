@@ -23,8 +23,6 @@ from datasette_dbrain_websearch.demo import build_demo_brain
 from datasette_dbrain_websearch.providers import Provider, WebResult
 
 from .helpers import (
-    BRAVE_KEY,
-    EXA_KEY,
     SOURCE_URLS,
     actor_cookies,
     make_datasette,
@@ -148,20 +146,22 @@ async def test_pack_json_is_unchanged(demo, fake, name):
 async def test_merged_pack_json_is_unchanged(brain, fake):
     """Two providers over the test brain: held pages credited (one never extracted), a page
     both found, a local row the web brought back."""
-    with registered(Scripted("scripted", SCRIPTED["scripted"])):
-        with registered(Scripted("echo", SCRIPTED["echo"])):
-            ds = make_datasette(
-                [str(brain[0])], plugin_config=web_config(fake, providers=["scripted", "echo"])
-            )
-            response = await ds.client.get(
-                "/-/research.json",
-                params={
-                    "q": "pending espresso crema",
-                    "external": "always",
-                    "provider": "all",
-                    "answer": "1",
-                },
-                cookies=actor_cookies(ds, "root"),
-            )
+    with (
+        registered(Scripted("scripted", SCRIPTED["scripted"])),
+        registered(Scripted("echo", SCRIPTED["echo"])),
+    ):
+        ds = make_datasette(
+            [str(brain[0])], plugin_config=web_config(fake, providers=["scripted", "echo"])
+        )
+        response = await ds.client.get(
+            "/-/research.json",
+            params={
+                "q": "pending espresso crema",
+                "external": "always",
+                "provider": "all",
+                "answer": "1",
+            },
+            cookies=actor_cookies(ds, "root"),
+        )
     assert response.status_code == 200, response.text
     assert_pinned("merged", response.json())

@@ -9,19 +9,9 @@ import pytest
 from datasette_dbrain_websearch.config import ConfigError, Settings
 from datasette_dbrain_websearch.profiles import apply_profile, boosts, profile_for
 
-from .helpers import ask, web_ds
+from .helpers import ask, typed_local_row, typed_web_row, web_ds
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
-
-
-def row(url, score=0.01, published=""):
-    return {
-        "source_key": url,
-        "url": url,
-        "canonical_url": url,
-        "published_at": published,
-        "retrieval": {"score": score, "signals": [], "lanes": [], "missing_terms": []},
-    }
 
 
 @pytest.mark.parametrize(
@@ -37,38 +27,48 @@ def row(url, score=0.01, published=""):
     ],
 )
 def test_profile_signals(profile, url, signal):
-    names = [s["name"] for s in boosts(row(url), profile_for(profile), NOW)]
+    names = [s["name"] for s in boosts(url, "", profile_for(profile), NOW)]
     assert signal in names
-    assert boosts(row(url), profile_for("general"), NOW) == []
+    assert boosts(url, "", profile_for("general"), NOW) == []
 
 
 def test_news_favours_recent_pages():
     news = profile_for("news")
-    fresh = boosts(row("https://a.example/x", published="2026-11-28"), news, NOW)
-    month = boosts(row("https://a.example/y", published="2026-11-05"), news, NOW)
-    old = boosts(row("https://a.example/z", published="2025-01-01"), news, NOW)
+    fresh = boosts("https://a.example/x", "2026-11-28", news, NOW)
+    month = boosts("https://a.example/y", "2026-11-05", news, NOW)
+    old = boosts("https://a.example/z", "2025-01-01", news, NOW)
     assert fresh[0]["name"] == "profile_recency" and fresh[0]["weight"] > month[0]["weight"]
     assert old == []
 
 
 def test_apply_profile_reorders_but_keeps_exact_hits_first():
-    exact = row("https://blog.example/exact", score=1.016)
-    local = [exact, row("https://blog.example/a", 0.016), row("https://github.com/o/r", 0.0155)]
-    web = [row("https://blog.example/w", 0.016), row("https://docs.rs/tokio", 0.0150)]
+    def local_row(url, score):
+        return typed_local_row(url, url=url, score=score)
+
+    exact = local_row("https://blog.example/exact", 1.016)
+    local = [
+        exact,
+        local_row("https://blog.example/a", 0.016),
+        local_row("https://github.com/o/r", 0.0155),
+    ]
+    web = [
+        typed_web_row("w", url="https://blog.example/w", score=0.016),
+        typed_web_row("t", url="https://docs.rs/tokio", score=0.0150),
+    ]
     apply_profile(local, web, profile_for("coding"), NOW)
-    assert [r["url"] for r in local] == [
+    assert [r.url for r in local] == [
         "https://blog.example/exact",
         "https://github.com/o/r",
         "https://blog.example/a",
     ]
-    assert [r["url"] for r in web] == ["https://docs.rs/tokio", "https://blog.example/w"]
-    assert local[1]["retrieval"]["signals"][0]["name"] == "profile_source_repository"
+    assert [r.url for r in web] == ["https://docs.rs/tokio", "https://blog.example/w"]
+    assert local[1].retrieval.signals[0]["name"] == "profile_source_repository"
 
 
 def test_config_extends_profile_lists():
     settings = Settings.from_config({"profiles": {"coding": {"docs": ["wiki.internal.example"]}}})
     coding = profile_for("coding", settings.profiles)
-    names = [s["name"] for s in boosts(row("https://wiki.internal.example/x"), coding, NOW)]
+    names = [s["name"] for s in boosts("https://wiki.internal.example/x", "", coding, NOW)]
     assert names == ["profile_official_docs"]
     with pytest.raises(ConfigError) as info:
         Settings.from_config({"profiles": {"coding": {"doc": []}}})

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import pytest
 
 from datasette_dbrain_websearch.config import ConfigError, Settings, literal_secrets
+from datasette_dbrain_websearch.evidence import web_key
 from datasette_dbrain_websearch.external import (
     Decision,
     decide,
@@ -16,7 +17,7 @@ from datasette_dbrain_websearch.external import (
 )
 from datasette_dbrain_websearch.fts import plan_query
 from datasette_dbrain_websearch.merge import DomainPolicy, merge_external
-from datasette_dbrain_websearch.pack import external_key, merged_ranking
+from datasette_dbrain_websearch.pack import reading_order
 from datasette_dbrain_websearch.providers.base import (
     SearchRequest,
     WebResult,
@@ -36,6 +37,8 @@ from datasette_dbrain_websearch.providers.brave import (
 from datasette_dbrain_websearch.providers.exa import identified_results, published_window
 from datasette_dbrain_websearch.providers.searxng import accept_language, published_at
 from datasette_dbrain_websearch.urls import site_domain
+
+from .helpers import typed_local_row, typed_web_row
 
 ENABLED = Settings.from_config({"external_search": {"enabled": True}}).external
 
@@ -355,30 +358,23 @@ def test_site_filters_name_domains_as_web_rows_write_them(value, domain):
     assert site_domain(value) == domain
 
 
-def test_external_key_formula():
+def test_web_key_formula():
     import hashlib
 
     url = "https://example.com/a"
-    assert (
-        external_key("brave", url) == "ext:brave:" + hashlib.sha256(url.encode()).hexdigest()[:12]
-    )
+    assert web_key("brave", url) == "ext:brave:" + hashlib.sha256(url.encode()).hexdigest()[:12]
 
 
-def row(key, origin="dbrain_corpus", missing=(), exact=False):
-    lanes = [{"name": "exact_lookup"}] if exact else [{"name": "lexical"}]
-    return {
-        "source_key": key,
-        "origin": origin,
-        "retrieval": {"lanes": lanes, "missing_terms": list(missing)},
-    }
-
-
-def test_merged_ranking_puts_web_after_local_unless_current_state():
-    local = [row("exact", exact=True), row("strong"), row("weak", missing=["x"])]
-    web = [row("ext:brave:1", origin="outside_dbrain_corpus")]
-    normal = [e["source_key"] for e in merged_ranking(local, web, current_state=False)]
+def test_reading_order_puts_web_after_local_unless_current_state():
+    local = [
+        typed_local_row("exact", exact=True),
+        typed_local_row("strong"),
+        typed_local_row("weak", missing=["x"]),
+    ]
+    web = [typed_web_row("ext:brave:1")]
+    normal = [r.source_key for r in reading_order(local, web, current_state=False)]
     assert normal == ["exact", "strong", "weak", "ext:brave:1"]
-    current = [e["source_key"] for e in merged_ranking(local, web, current_state=True)]
+    current = [r.source_key for r in reading_order(local, web, current_state=True)]
     assert current == ["exact", "strong", "ext:brave:1", "weak"]
 
 

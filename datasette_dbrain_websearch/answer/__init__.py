@@ -6,6 +6,6 @@ the answer cannot say and what the web added.
 """
 
 from .extractive import Passage
-from .stage import AnswerAccess, answer_stage, disabled
+from .stage import AnswerAccess, answer_stage
 
-__all__ = ["AnswerAccess", "Passage", "answer_stage", "disabled"]
+__all__ = ["AnswerAccess", "Passage", "answer_stage"]

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..judge import ENOUGH_EVIDENCE
-from ..pack import is_exact
+from ..judge import ENOUGH_EVIDENCE, RunVerdict
+from ..pack import LocalRow, Row, WebRow, WebSearch
 
 SKIPPED = {
     "disabled": "web search is turned off in this Datasette's config",
@@ -20,27 +20,25 @@ SKIPPED = {
     "mode_never": "External web was set to Off",
 }
 
-Row = Mapping[str, Any]
-
 
 def covered_terms(rows: Sequence[Row], terms: Sequence[str]) -> set[str]:
     """The question terms some row mentions; a row the question names exactly covers all."""
-    if any(is_exact(row) for row in rows):
+    if any(row.is_exact for row in rows):
         return set(terms)
-    return {t for row in rows for t in row["retrieval"]["matched_terms"]}
+    return {t for row in rows for t in row.retrieval.matched_terms}
 
 
-def newest_local_date(local: Sequence[Row]) -> str:
+def newest_local_date(local: Sequence[LocalRow]) -> str:
     """The newest date among local rows (published, else saved), as YYYY-MM-DD."""
-    dates = [str(r.get("published_at") or r.get("saved_at") or "")[:10] for r in local]
+    dates = [(r.published_at or r.saved_at)[:10] for r in local]
     return max((d for d in dates if d), default="")
 
 
 def find_gaps(
     terms: Sequence[str],
-    local: Sequence[Row],
-    external: Sequence[Row],
-    web: Mapping[str, Any],
+    local: Sequence[LocalRow],
+    external: Sequence[WebRow],
+    web: WebSearch,
     local_verdict: str,
     cited_local: Sequence[str],
     cited_external: Sequence[str],
@@ -56,7 +54,7 @@ def find_gaps(
                 "terms": missing,
             }
         )
-    if web.get("current_state_question") and local:
+    if web.current_state_question and local:
         newest = newest_local_date(local)
         if newest:
             gaps.append(
@@ -81,11 +79,11 @@ def find_gaps(
 
 
 def web_unavailable(
-    web: Mapping[str, Any], local_verdict: str, found_web_rows: bool
+    web: WebSearch, local_verdict: str, found_web_rows: bool
 ) -> dict[str, Any] | None:
     """A web lane that failed, or was skipped while the brain's evidence is not enough."""
-    if web.get("ran"):
-        if web.get("providers") or found_web_rows:
+    if web.ran:
+        if web.providers or found_web_rows:
             return None
         return {
             "code": "web_unavailable",
@@ -93,7 +91,7 @@ def web_unavailable(
             "message": "The web search failed (see warnings); the answer rests on your brain "
             "alone.",
         }
-    reason = web.get("skipped_reason", "")
+    reason = web.skipped_reason
     if reason not in SKIPPED or (reason == "mode_never" and local_verdict == ENOUGH_EVIDENCE):
         return None
     return {
@@ -106,29 +104,29 @@ def web_unavailable(
 def web_contribution(
     terms: Sequence[str],
     ranked: Sequence[Row],
-    verdicts: Mapping[str, Any],
-    web: Mapping[str, Any],
+    verdict: RunVerdict,
+    web: WebSearch,
     sentences: Sequence[Mapping[str, Any]],
     external_keys: Sequence[str],
 ) -> dict[str, Any]:
     """The local-only state beside the merged one: the brain's verdict and the run's combined
-    one (``verdicts`` is the pack's ``judge``), newly covered terms, web rows, answer sentences
-    that cite the web. ``ranked`` is every row in the pack's reading order."""
-    local = [r for r in ranked if r["origin"] == "dbrain_corpus"]
-    external = [r for r in ranked if r["origin"] != "dbrain_corpus"]
+    one, newly covered terms, web rows, answer sentences that cite the web. ``ranked`` is every
+    row in the pack's reading order."""
+    local = [r for r in ranked if isinstance(r, LocalRow)]
+    external = [r for r in ranked if isinstance(r, WebRow)]
     web_keys = set(external_keys)
     citing = [
         n for n, s in enumerate(sentences, start=1) if any(k in web_keys for k in s["citations"])
     ]
     before_terms = covered_terms(local, terms)
     return {
-        "web_searched": bool(web.get("ran")),
-        "verdict_before": verdicts["verdict"],
-        "verdict_after": verdicts["combined"]["verdict"],
+        "web_searched": web.ran,
+        "verdict_before": verdict.brain.verdict,
+        "verdict_after": verdict.combined["verdict"],
         "terms_newly_covered": [
             t for t in terms if t not in before_terms and t in covered_terms(external, terms)
         ],
         "web_rows_kept": len(external),
-        "local_rows_also_found_on_web": sum(1 for r in local if r.get("also_found_by")),
+        "local_rows_also_found_on_web": sum(1 for r in local if r.also_found_by),
         "sentences_citing_web": citing,
     }

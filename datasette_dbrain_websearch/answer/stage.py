@@ -14,7 +14,7 @@ from typing import Any
 from ..config import AnswerSettings
 from ..display import plural
 from ..fts import matched_terms
-from ..pack import is_exact, row_keys
+from ..pack import Answer, LocalRow, Pack, Row
 from .extractive import Passage, Similarity, extract
 from .gaps import find_gaps, web_contribution
 from .model import Labelled, ModelFailure, ask_model, build_prompt, resolve_model, split_reply
@@ -22,7 +22,6 @@ from .verify import RunKeys, Verified, verify, without_unsupported
 
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
 EXTRACTIVE = "extractive"
-LOCAL_ORIGIN = "dbrain_corpus"
 
 
 @dataclass(frozen=True)
@@ -35,62 +34,31 @@ class AnswerAccess:
     actor: dict | None = None
 
 
-def disabled() -> dict[str, Any]:
-    """The pack's ``answer`` when none was asked for (same shape, nothing in it)."""
-    return _answer("disabled", "", "No answer was asked for (answer=1 writes one).")
-
-
-def _answer(status: str, synthesizer: str, message: str, **fields: Any) -> dict[str, Any]:
-    return {
-        "status": status,
-        "synthesizer": synthesizer,
-        "via": "",
-        "message": message,
-        "text": "",
-        "sentences": [],
-        "removed_sentences": [],
-        "draft": "",
-        "citations": {"local": [], "external": []},
-        "rejected_citations": [],
-        "gaps": [],
-        "conflicts": {"status": "not_assessed", "items": []},
-        "web_contribution": {},
-        "evidence": {},
-        "timings_ms": {},
-        **fields,
-    }
-
-
-def ranked_rows(pack: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Every evidence row (local and web) in the pack's reading order."""
-    return [pack[entry["list"]][entry["index"]] for entry in pack["ranking"]]
-
-
-def choose_rows(ranked: list[dict[str, Any]], most: int) -> list[dict[str, Any]]:
+def choose_rows(ranked: list[Row], most: int) -> list[Row]:
     """Up to ``most`` rows for the answer, brain rows first, in reading order. Web rows keep at
     least a third of the places when the run found some, so asking the web is never for
     nothing."""
-    local = [r for r in ranked if r["origin"] == LOCAL_ORIGIN]
-    external = [r for r in ranked if r["origin"] != LOCAL_ORIGIN]
+    local = [r for r in ranked if isinstance(r, LocalRow)]
+    external = [r for r in ranked if not isinstance(r, LocalRow)]
     web_places = min(len(external), max(most // 3, most - len(local)))
     return local[: most - web_places] + external[:web_places]
 
 
-def _label(row: Mapping[str, Any], labels: Mapping[str, str]) -> str:
-    if row["origin"] == LOCAL_ORIGIN:
-        facts = [f"{row['kind']} ({row['source_type']})" if row["source_type"] else row["kind"]]
-        date = row.get("published_at") or row.get("saved_at") or ""
+def _label(row: Row, labels: Mapping[str, str]) -> str:
+    if isinstance(row, LocalRow):
+        facts = [f"{row.kind} ({row.source_type})" if row.source_type else row.kind]
+        date = row.published_at or row.saved_at
         if date:
             facts.append(f"dated {date[:10]}")
         where = "FROM THE USER'S BRAIN"
     else:
-        names = " + ".join(labels.get(p, p) for p in row["providers"])
-        facts = [f"web result from {names}, not saved", row.get("domain", "")]
-        if row.get("published_at"):
-            facts.append(f"published {row['published_at'][:10]}")
+        names = " + ".join(labels.get(p, p) for p in row.providers)
+        facts = [f"web result from {names}, not saved", row.domain]
+        if row.published_at:
+            facts.append(f"published {row.published_at[:10]}")
         where = "OUTSIDE THE USER'S BRAIN"
     facts = [f for f in facts if f]
-    return f"{where}; {'; '.join(facts)}; title: {row['title']}"
+    return f"{where}; {'; '.join(facts)}; title: {row.title}"
 
 
 def _summary(verified: Verified) -> str:
@@ -123,20 +91,21 @@ class Draft:
 
 
 async def answer_stage(
-    pack: Mapping[str, Any],
+    pack: Pack,
     passages: Mapping[str, Passage],
     settings: AnswerSettings,
     access: AnswerAccess,
     labels: Mapping[str, str],
     emit: Progress,
     similarity: Similarity | None = None,
-) -> tuple[dict[str, Any], list[dict[str, str]]]:
-    """The pack's ``answer`` and the warnings the stage adds. ``similarity`` (the semantic
-    lane's, when it ran) scores the offline answer's sentences by meaning too."""
+) -> tuple[Answer, list[dict[str, str]]]:
+    """The pack's ``answer`` over the run's rows and the warnings the stage adds.
+    ``similarity`` (the semantic lane's, when it ran) scores the offline answer's sentences by
+    meaning too."""
     started = time.perf_counter()
     warnings: list[dict[str, str]] = []
-    ranked = ranked_rows(pack)
-    terms = pack["query_plan"]["query_terms"]
+    ranked = pack.ranked()
+    terms = list(pack.plan.query_terms)
     use_model = settings.synthesizer == "llm"
     if use_model and not access.model_permitted:
         use_model = False
@@ -150,21 +119,21 @@ async def answer_stage(
     rows = choose_rows(ranked, settings.max_evidence)
     pairs = [(p, row) for rank, row in enumerate(rows) for p in _passages(row, rank, passages)]
     chosen = [p for p, _ in pairs]
-    local = tuple(key for r in pack["evidence"] for key in row_keys(r))
+    local = tuple(key for r in pack.evidence for key in r.keys)
     keys = RunKeys(
         local=local,
-        external=tuple(r["source_key"] for r in pack["external_evidence"]),
+        external=tuple(r.source_key for r in pack.web_rows),
         passages={
             # A linked page (shown inside its item's row) is cited by its own text.
             **{k: f"{p.title}\n{p.text}" for k, p in passages.items() if k in local},
-            **{r["source_key"]: f"{r['title']}\n{r['excerpt']}" for r in ranked},
+            **{r.source_key: f"{r.title}\n{r.excerpt.text}" for r in ranked},
             **{p.key: f"{p.title}\n{p.text}" for p in chosen},
         },
     )
     await emit({"stage": "answer", "status": "started", "message": "Writing an answer"})
     synthesis_started = time.perf_counter()
     if use_model:
-        draft = await _ask(pack["question"], pairs, settings, access, labels, emit)
+        draft = await _ask(pack.question, pairs, settings, access, labels, emit)
     else:
         draft = Draft(
             EXTRACTIVE,
@@ -177,27 +146,22 @@ async def answer_stage(
         verified = without_unsupported(verified, keys)
     gaps = find_gaps(
         terms,
-        pack["evidence"],
-        pack["external_evidence"],
-        pack["external_search"],
-        pack["judge"]["combined"]["verdict"],
+        pack.evidence,
+        pack.web_rows,
+        pack.web_search,
+        pack.verdict.combined["verdict"],
         verified.local,
         verified.external,
     )
     contribution = web_contribution(
-        terms,
-        ranked,
-        pack["judge"],
-        pack["external_search"],
-        verified.sentences,
-        keys.external,
+        terms, ranked, pack.verdict, pack.web_search, verified.sentences, keys.external
     )
     verification_ms = _ms(verification_started)
     missing = [t for t in terms if t not in matched_terms(terms, [p.text for p in chosen])]
     status, message = _outcome(draft, verified, bool(rows), missing)
     if status == "failed":
         warnings.append({"code": "answer_failed", "message": message})
-    answer = _answer(
+    answer = Answer(
         status,
         draft.synthesizer,
         message,
@@ -224,7 +188,7 @@ async def answer_stage(
 
 async def _ask(
     question: str,
-    pairs: list[tuple[Passage, dict[str, Any]]],
+    pairs: list[tuple[Passage, Row]],
     settings: AnswerSettings,
     access: AnswerAccess,
     labels: Mapping[str, str],
@@ -315,17 +279,17 @@ def _conflicts(draft: Draft, verified: Verified) -> dict[str, Any]:
     return {"status": "not_assessed", "items": [], "reason": reason}
 
 
-def _passages(row: Mapping[str, Any], rank: int, passages: Mapping[str, Passage]) -> list[Passage]:
+def _passages(row: Row, rank: int, passages: Mapping[str, Passage]) -> list[Passage]:
     """The texts a row answers from: its own and, for an item shown with its linked page, the
     page's (cited by the page's key, which points at the same row)."""
-    origin = "local" if row["origin"] == LOCAL_ORIGIN else "external"
+    origin = "local" if isinstance(row, LocalRow) else "external"
     found = []
-    for n, key in enumerate(row_keys(row)):
+    for n, key in enumerate(row.keys):
         passage = passages.get(key)
-        text = passage.text if passage and passage.text else ("" if n else row.get("excerpt", ""))
-        title = passage.title if passage and passage.title else row["title"]
+        text = passage.text if passage and passage.text else ("" if n else row.excerpt.text)
+        title = passage.title if passage and passage.title else row.title
         if text:
-            found.append(Passage(key, origin, text, title, is_exact(row), rank))
+            found.append(Passage(key, origin, text, title, row.is_exact, rank))
     return found
 
 

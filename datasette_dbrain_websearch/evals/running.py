@@ -110,7 +110,7 @@ async def _run_one(item: _Prepared, execute_fn: Any, database: str, row_url: Any
     k = item.options.limit
     started = time.perf_counter()
     try:
-        pack = await research(
+        typed = await research(
             execute_fn,
             database,
             item.options,
@@ -119,6 +119,7 @@ async def _run_one(item: _Prepared, execute_fn: Any, database: str, row_url: Any
             web,
             answering=AnswerAccess(model_permitted=True),
         )
+        pack = typed.to_json()
     except ResearchError as exc:
         latency = round((time.perf_counter() - started) * 1000, 1)
         reason = f"research failed ({exc.code}): {exc.message}"

@@ -321,6 +321,20 @@ def redact(text: str, secrets: Sequence[str]) -> str:
     return pattern.sub("***", text) if pattern is not None else text
 
 
+def scrub(value: Any, secrets: Sequence[str]) -> Any:
+    """``redact`` every string inside a JSON-shaped value (a pack, a progress event): the last
+    line of defence, whatever a provider or model echoed."""
+    if not secrets:
+        return value
+    if isinstance(value, str):
+        return redact(value, secrets)
+    if isinstance(value, list):
+        return [scrub(v, secrets) for v in value]
+    if isinstance(value, dict):
+        return {k: scrub(v, secrets) for k, v in value.items()}
+    return value
+
+
 @functools.lru_cache(maxsize=64)
 def _secrets_pattern(secrets: tuple[str, ...]) -> re.Pattern[str] | None:
     forms = {form for s in secrets for form in (s, quote(s, safe=""), quote_plus(s, safe=""))}
