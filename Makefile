@@ -86,9 +86,13 @@ demo-reset: $(VENV)/.installed
 	$(VENV)/bin/datasette dbrain-demo demo/brain.db --force
 	$(VENV)/bin/datasette dbrain-websearch index demo/brain.db
 
+# The pages with parts generated from the code (cog blocks): `make docs` writes them.
+GENERATED_DOCS := docs/configuration.md docs/development.md docs/cli.md docs/json-api.md
+
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/cog --check -I scripts $(GENERATED_DOCS)
 
 test-stable: $(VENV)/.installed
 	@$(VENV)/bin/python -c "import datasette.version as v; print('== Datasette', v.__version__)"
@@ -109,11 +113,10 @@ browser-deps:
 
 test: lint browser-deps test-stable test-alpha
 
-# The README's configuration reference, generated from config.OPTIONS (a test checks it).
+# The docs' generated parts: the configuration reference, the module map, the commands' help
+# and an example pack, each from the code it documents (`make lint` checks them).
 docs: $(VENV)/.installed
-	$(VENV)/bin/datasette dbrain-websearch config-reference --write docs/configuration.md
-	$(VENV)/bin/python scripts/module_map.py --write docs/development.md
-	$(VENV)/bin/python scripts/cli_help.py --write docs/cli.md
+	$(VENV)/bin/cog -r -I scripts $(GENERATED_DOCS)
 
 # The eval set expects the demo brain as built (promoting into demo/brain.db changes answers).
 eval: $(VENV)/.installed

@@ -334,21 +334,11 @@ def register(cli: click.Group) -> None:
         )
 
     @dbrain_websearch.command(name="config-reference")
-    @click.option(
-        "--write",
-        type=click.Path(exists=True, dir_okay=False),
-        help="Rewrite the reference between its markers in this file (docs/configuration.md)",
-    )
-    def config_reference(write: str | None) -> None:
+    def config_reference() -> None:
         """Print every configuration key with its type, default and limits (Markdown)."""
-        from .config import reference_markdown, with_reference
+        from .config import reference_markdown
 
-        if write is None:
-            click.echo(reference_markdown())
-            return
-        path = Path(write)
-        path.write_text(with_reference(path.read_text()))
-        click.echo(f"Rewrote the configuration reference in {write}")
+        click.echo(reference_markdown())
 
     @dbrain_websearch.command(name="token")
     @click.argument("actor_id")

@@ -856,10 +856,6 @@ def literal_secrets(raw: Any, path: str = "") -> list[str]:
     return found
 
 
-REFERENCE_START = (
-    "<!-- config-reference: generated from config.OPTIONS by `make docs`; do not edit -->"
-)
-REFERENCE_END = "<!-- /config-reference -->"
 _KINDS = {
     "integer": "integer",
     "number": "number",
@@ -909,10 +905,3 @@ def reference_markdown() -> str:
             f"{_allowed(option)} | {doc} |"
         )
     return "\n".join(lines)
-
-
-def with_reference(text: str) -> str:
-    """``text`` (docs/configuration.md) with the generated reference between its markers."""
-    start = text.index(REFERENCE_START) + len(REFERENCE_START)
-    end = text.index(REFERENCE_END, start)
-    return f"{text[:start]}\n{reference_markdown()}\n{text[end:]}"

@@ -1,18 +1,15 @@
 """The commands' help in docs/cli.md, generated from the commands themselves (click), so the
 page cannot drift from what ``--help`` prints.
 
-    python scripts/cli_help.py              # print the block
-    python scripts/cli_help.py --write docs/cli.md
+    python scripts/cli_help.py       # print the block
+    make docs                        # write it into docs/cli.md (cog)
 """
 
 from __future__ import annotations
 
-import generated
 from click.testing import CliRunner
 from datasette.cli import cli
 
-START = "<!-- cli-help: generated from the commands by `make docs`; do not edit -->"
-END = "<!-- /cli-help -->"
 COMMANDS = (
     ["dbrain-research"],
     ["dbrain-demo"],
@@ -40,10 +37,5 @@ def block() -> str:
     return "\n\n".join(parts)
 
 
-def with_block(text: str) -> str:
-    """``text`` with the block between the markers replaced by the current one."""
-    return generated.with_block(text, START, END, block())
-
-
 if __name__ == "__main__":
-    generated.main(__doc__.splitlines()[0], block, START, END)
+    print(block())

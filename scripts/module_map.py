@@ -1,8 +1,8 @@
 """The module map in docs/development.md, generated from the package itself: one row per
 module, saying what it is in its docstring's first sentence, so the map cannot drift.
 
-    python scripts/module_map.py            # print the table
-    python scripts/module_map.py --write docs/development.md
+    python scripts/module_map.py     # print the table
+    make docs                        # write it into docs/development.md (cog)
 """
 
 from __future__ import annotations
@@ -11,11 +11,7 @@ import ast
 import re
 from pathlib import Path
 
-import generated
-
 PACKAGE = Path(__file__).resolve().parent.parent / "datasette_dbrain_websearch"
-START = "<!-- module-map: generated from the modules' docstrings by `make docs`; do not edit -->"
-END = "<!-- /module-map -->"
 
 
 def first_sentence(docstring: str) -> str:
@@ -40,10 +36,5 @@ def table() -> str:
     return "\n".join(["| module | what it is |", "|---|---|", *rows])
 
 
-def with_table(text: str) -> str:
-    """``text`` with the block between the markers replaced by the current one."""
-    return generated.with_block(text, START, END, table())
-
-
 if __name__ == "__main__":
-    generated.main(__doc__.splitlines()[0], table, START, END)
+    print(table())

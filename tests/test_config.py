@@ -8,13 +8,10 @@ from datasette.cli import cli
 
 from datasette_dbrain_websearch.config import (
     OPTIONS,
-    REFERENCE_END,
-    REFERENCE_START,
     ConfigError,
     Settings,
     parse_external,
     reference_markdown,
-    with_reference,
 )
 
 
@@ -93,9 +90,8 @@ def test_invalid_answer_config_names_the_key(raw, fragment):
 CONFIG_DOCS = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
 
 
-def test_the_configuration_reference_is_generated_from_the_definitions():
+def test_the_configuration_reference_documents_every_option():
     text = CONFIG_DOCS.read_text()
-    assert with_reference(text) == text, "run `make docs` to regenerate the reference"
     for option in OPTIONS:
         assert f"| `{option.path}` |" in text
 
@@ -146,19 +142,10 @@ def test_every_bounded_option_accepts_its_limits_and_refuses_beyond(option):
     assert option.path.replace("<provider>", "brave") in str(info.value)
 
 
-def test_config_reference_command_prints_the_table(tmp_path):
+def test_config_reference_command_prints_the_table():
     result = CliRunner().invoke(cli, ["dbrain-websearch", "config-reference"])
     assert result.exit_code == 0 and result.output.strip() == reference_markdown()
-    readme = tmp_path / "README.md"
-    readme.write_text(f"intro\n{REFERENCE_START}\nstale\n{REFERENCE_END}\nrest\n")
-    result = CliRunner().invoke(
-        cli, ["dbrain-websearch", "config-reference", "--write", str(readme)]
-    )
-    assert result.exit_code == 0
-    assert (
-        readme.read_text()
-        == f"intro\n{REFERENCE_START}\n{reference_markdown()}\n{REFERENCE_END}\nrest\n"
-    )
+    assert "| `external_search.count` | integer | 5 |" in result.output
 
 
 def test_a_provider_without_a_key_takes_dbrains_from_the_environment():
