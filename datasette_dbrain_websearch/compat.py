@@ -109,18 +109,17 @@ async def with_stored_keys(datasette: Any, settings: Settings, actor_id: str = "
     missing = {
         provider: name
         for provider, name in STORED_KEYS.items()
-        if not str(settings.external.options_for(provider).get("api_key") or "").strip()
+        if not str(settings.web.options_for(provider).get("api_key") or "").strip()
     }
-    if not missing or not settings.external.enabled:
+    if not missing or not settings.web.enabled:
         return settings
     try:
         from datasette_secrets import get_secret
     except ImportError:
         return settings
-    options = dict(settings.external.provider_options)
+    options = dict(settings.web.provider_options)
     for provider, name in missing.items():
         key = await get_secret(datasette, name, actor_id or None)
         if key and key.strip():
             options[provider] = {**options.get(provider, {}), "api_key": key.strip()}
-    external = replace(settings.external, provider_options=options)
-    return replace(settings, external=external)
+    return replace(settings, web=replace(settings.web, provider_options=options))

@@ -25,7 +25,7 @@ MODES = ("never", "on_weak", "always")
 MODE_ALIASES = {"on_weak_local_evidence": "on_weak"}
 
 
-def external_mode(value: str) -> str:
+def web_mode(value: str) -> str:
     """A mode as given by a request or config, with dbrain's long name folded to ``on_weak``."""
     value = value.strip().lower()
     return MODE_ALIASES.get(value, value)
@@ -36,7 +36,7 @@ RANKINGS = ("bm25", "dbrain")
 # The offline model this package registers with llm (the ``[semantic]`` extra installs it).
 DEFAULT_EMBEDDING_MODEL = "wordllama"
 FRESHNESS_RE = re.compile(r"^(pd|pw|pm|py|\d{4}-\d{2}-\d{2}to\d{4}-\d{2}-\d{2})$")
-MAX_EXTERNAL_COUNT = 10
+MAX_WEB_COUNT = 10
 SECRET_KEYS = ("api_key",)
 # dbrain's own names for the providers' keys (its External Search plan, seed 000), read in this
 # order when a provider's ``api_key`` is unset or resolves empty, so keys set for dbrain need not
@@ -418,7 +418,7 @@ def _children(spec: str) -> set[str]:
 
 
 # The external_search keys that are not provider blocks (a provider may have any other name).
-_EXTERNAL_KEYS = {
+_WEB_KEYS = {
     o.path.split(".")[1]
     for o in OPTIONS
     if o.path.startswith("external_search.") and o.checked_by == "config"
@@ -538,7 +538,7 @@ PRICE_PER_CALL = {"brave": 0.005, "exa": 0.005}
 
 
 @dataclass(frozen=True)
-class ExternalSettings:
+class WebSettings:
     """The ``external_search`` block. Nothing leaves the machine unless ``enabled``."""
 
     enabled: bool = False
@@ -546,7 +546,7 @@ class ExternalSettings:
     providers: tuple[str, ...] = ("brave",)
     freshness: str = ""
     count: int = 5
-    max_count: int = MAX_EXTERNAL_COUNT
+    max_count: int = MAX_WEB_COUNT
     max_tokens: int = 8192
     timeout: float = 20.0
     allow_domains: tuple[str, ...] = ()
@@ -583,11 +583,11 @@ class ExternalSettings:
         return [secret for secret in found if secret]
 
 
-def parse_external(raw: Any, environ: Mapping[str, str] | None = None) -> ExternalSettings:
+def parse_web(raw: Any, environ: Mapping[str, str] | None = None) -> WebSettings:
     """Validate the ``external_search`` block. Provider blocks are any other mapping keys;
     a provider without a key takes dbrain's from ``environ`` (the process environment)."""
     mappings = {k for k, v in (raw or {}).items() if isinstance(v, Mapping)}
-    provider_names = mappings - _EXTERNAL_KEYS
+    provider_names = mappings - _WEB_KEYS
     block = _Block(raw, "external_search", extra=provider_names)
     freshness = block.string("freshness")
     if freshness and not FRESHNESS_RE.match(freshness):
@@ -599,9 +599,9 @@ def parse_external(raw: Any, environ: Mapping[str, str] | None = None) -> Extern
     providers = block.strings("providers")
     if not providers:
         raise ConfigError(f"{PLUGIN_NAME}: 'external_search.providers' must name a provider")
-    return ExternalSettings(
+    return WebSettings(
         enabled=block.bool("enabled"),
-        default_mode=block.choice("default_mode", fold=lambda v: external_mode(str(v))),
+        default_mode=block.choice("default_mode", fold=lambda v: web_mode(str(v))),
         providers=providers,
         freshness=freshness,
         count=block.int("count", high=max_count),
@@ -731,7 +731,7 @@ class Settings:
     excerpt_chars: int = 240
     time_limit_ms: int = 3000
     judge: JudgeThresholds = field(default_factory=JudgeThresholds)
-    external: ExternalSettings = field(default_factory=ExternalSettings)
+    web: WebSettings = field(default_factory=WebSettings)
     traces_database: str = ""
     profiles: Mapping[str, Mapping[str, tuple[str, ...]]] = field(default_factory=dict)
     feedback: RocchioSettings = field(default_factory=lambda: RocchioSettings())
@@ -741,7 +741,7 @@ class Settings:
 
     def secrets(self) -> list[str]:
         """Every configured secret value (provider keys, the model key), for redaction."""
-        return [*self.external.secrets(), *([self.answer.api_key] if self.answer.api_key else [])]
+        return [*self.web.secrets(), *([self.answer.api_key] if self.answer.api_key else [])]
 
     @classmethod
     def from_config(cls, raw: Mapping[str, Any] | None) -> Settings:
@@ -761,7 +761,7 @@ class Settings:
                 min_term_coverage=judge.number("min_term_coverage"),
                 top_k=judge.int("top_k"),
             ),
-            external=parse_external(block.raw.get("external_search")),
+            web=parse_web(block.raw.get("external_search")),
             traces_database=block.string("traces_database"),
             profiles=_profiles(block.raw.get("profiles")),
             feedback=_rocchio(block.raw.get("feedback")),

@@ -14,10 +14,10 @@ from typing import Any
 from .brain import FTS_TABLE, TABLE, Facts, Hit, excerpt_fields
 from .display import plural
 from .excerpts import best_excerpt
-from .external import ExternalHit
 from .fts import QueryPlan
-from .merge import RRF_K, MergedResult, external_score, provider_excerpt, rrf_contribution
+from .merge import RRF_K, MergedResult, provider_excerpt, rrf_contribution, web_score
 from .pack import Lane, LinkedPage, LocalRow, Retrieval, Signal, WebRow
+from .web import WebHit
 
 EXACT_WEIGHT = 1.0
 NEEDS_EXTRACTION = "local_source_needs_extraction"
@@ -178,7 +178,7 @@ def _add_linked(
     )
 
 
-def _web_lane(hit: ExternalHit, store: str) -> Lane:
+def _web_lane(hit: WebHit, store: str) -> Lane:
     return {
         "name": "external_search",
         "status": "used",
@@ -251,7 +251,7 @@ def web_row(
         signals.append(
             {"name": "external_multi_provider", "detail": f"found by {names}", "weight": 0.0}
         )
-    fused = round(external_score(result), 6)
+    fused = round(web_score(result), 6)
     return WebRow(
         source_key=web_key(result.first.provider, result.canonical_url),
         canonical_url=result.canonical_url,
@@ -276,7 +276,7 @@ def web_row(
 
 
 def credit_local(
-    row: LocalRow, hits: list[ExternalHit], labels: dict, excerpt_chars: int, linked: bool
+    row: LocalRow, hits: list[WebHit], labels: dict, excerpt_chars: int, linked: bool
 ) -> None:
     """A web hit for a page the brain holds: the local row gains the lane, not a twin.
 

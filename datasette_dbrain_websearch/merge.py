@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .excerpts import best_excerpt
 
 if TYPE_CHECKING:
-    from .external import ExternalHit
+    from .web import WebHit
 
 RRF_K = 60
 
@@ -28,14 +28,14 @@ class MergedResult:
 
     canonical_url: str
     domain: str
-    hits: list[ExternalHit]
+    hits: list[WebHit]
 
     @property
     def providers(self) -> list[str]:
         return list(dict.fromkeys(h.provider for h in self.hits))
 
     @property
-    def first(self) -> ExternalHit:
+    def first(self) -> WebHit:
         return self.hits[0]
 
 
@@ -44,7 +44,7 @@ class MergeOutcome:
     """External rows to show, local sources to credit, and every decision taken."""
 
     rows: list[MergedResult] = field(default_factory=list)
-    collapsed: dict[str, list[ExternalHit]] = field(default_factory=dict)
+    collapsed: dict[str, list[WebHit]] = field(default_factory=dict)
     decisions: list[dict[str, Any]] = field(default_factory=list)
     dropped_by_domain: int = 0
 
@@ -99,7 +99,7 @@ class DomainPolicy:
         return ""
 
 
-def group_by_url(hits: list[ExternalHit]) -> list[MergedResult]:
+def group_by_url(hits: list[WebHit]) -> list[MergedResult]:
     """Merge hits for the same canonical URL across providers, keeping first-seen order."""
     merged: dict[str, MergedResult] = {}
     for hit in hits:
@@ -110,13 +110,13 @@ def group_by_url(hits: list[ExternalHit]) -> list[MergedResult]:
     return list(merged.values())
 
 
-def external_score(result: MergedResult) -> float:
+def web_score(result: MergedResult) -> float:
     """RRF over the providers' ranks: a page two providers agree on outranks either alone."""
     return sum(rrf_contribution(hit.rank) for hit in result.hits)
 
 
-def merge_external(
-    hits: list[ExternalHit],
+def merge_web(
+    hits: list[WebHit],
     local_urls: set[str],
     policy: DomainPolicy,
     budget: int,
@@ -159,7 +159,7 @@ def merge_external(
             )
             continue
         outcome.rows.append(result)
-    outcome.rows.sort(key=lambda r: (-external_score(r), r.first.rank, r.canonical_url))
+    outcome.rows.sort(key=lambda r: (-web_score(r), r.first.rank, r.canonical_url))
     for result in outcome.rows[budget:]:
         outcome.decisions.append({"decision": "dropped_by_budget", "url": result.canonical_url})
     outcome.rows = outcome.rows[:budget]
@@ -167,7 +167,7 @@ def merge_external(
 
 
 def provider_excerpt(
-    hits: list[ExternalHit], terms: list[str], excerpt_chars: int
+    hits: list[WebHit], terms: list[str], excerpt_chars: int
 ) -> dict[str, Any] | None:
     """The provider's text for a page the brain holds but has not extracted, kept apart.
 

@@ -11,13 +11,13 @@ from datetime import date
 from typing import Any
 
 from .brain import Filters
-from .config import FRESHNESS_RE, MODES, RANKINGS, Settings, external_mode
+from .config import FRESHNESS_RE, MODES, RANKINGS, Settings, web_mode
 from .errors import ResearchError
-from .external import ALL, ExternalRequest
 from .profiles import PROFILE_NAMES
 from .providers.base import clean
 from .reading import MAX_READ
 from .urls import site_domain
+from .web import ALL, WebRequest
 
 MAX_QUESTION_CHARS = 20_000
 
@@ -42,7 +42,7 @@ class Options:
     limit: int
     syntax: str
     filters: Filters
-    external: ExternalRequest
+    web: WebRequest
     profile: str = "general"
     answer: bool = False
     ranking: str = "bm25"
@@ -171,7 +171,7 @@ def parse_options(params: Params, settings: Settings) -> Options:
         limit=limit,
         syntax=syntax,
         filters=filters,
-        external=parse_external_request(params, settings),
+        web=parse_web_request(params, settings),
         profile=profile,
         answer=_bool(params, "answer", settings.answer.default),
         expand=expand,
@@ -196,11 +196,11 @@ def run_params(pack: Mapping[str, Any]) -> Params:
     return params
 
 
-def parse_external_request(params: Params, settings: Settings) -> ExternalRequest:
+def parse_web_request(params: Params, settings: Settings) -> WebRequest:
     """``external``, ``provider`` (repeatable, or ``all``), ``freshness`` (or ``custom`` with
     ``freshness_since`` and ``freshness_until``), ``external_count``, ``site``, ``not_site``."""
-    ext = settings.external
-    mode = external_mode(param(params, "external")) or ext.default_mode
+    ext = settings.web
+    mode = web_mode(param(params, "external")) or ext.default_mode
     if mode not in MODES:
         raise ResearchError(
             "external must be 'never', 'on_weak' (or 'on_weak_local_evidence') or 'always'.",
@@ -229,7 +229,7 @@ def parse_external_request(params: Params, settings: Settings) -> ExternalReques
             code="bad_freshness",
         )
     count = _int(params, "external_count", ext.count, ext.max_count, "bad_external_count")
-    return ExternalRequest(
+    return WebRequest(
         mode=mode,
         providers=providers,
         freshness=freshness,

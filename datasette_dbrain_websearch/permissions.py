@@ -16,7 +16,7 @@ from .config import Settings
 RESEARCH = "dbrain-research"
 
 
-EXTERNAL = "dbrain-external-search"
+WEB_SEARCH = "dbrain-external-search"
 
 
 PROMOTE = "dbrain-promote"
@@ -30,7 +30,7 @@ USAGE = "dbrain-view-usage"
 
 ACTIONS = {
     RESEARCH: "Search a dbrain brain and read its research page and JSON API",
-    EXTERNAL: "Let a research run call web search providers (Brave, Exa, SearXNG, ...)",
+    WEB_SEARCH: "Let a research run call web search providers (Brave, Exa, SearXNG, ...)",
     PROMOTE: "Write chosen web results into a brain as dbrain sources",
     LLM_ANSWER: "Let a research run send its evidence to a language model to write the answer",
     USAGE: "See the web search providers' calls, errors and estimated spend",
@@ -59,16 +59,16 @@ def actions() -> list[Any]:
             resource_class=DatabaseResource,
             also_requires="view-database",
         ),
-        Action(name=EXTERNAL, description=ACTIONS[EXTERNAL]),
+        Action(name=WEB_SEARCH, description=ACTIONS[WEB_SEARCH]),
         Action(name=PROMOTE, description=ACTIONS[PROMOTE]),
         Action(name=LLM_ANSWER, description=ACTIONS[LLM_ANSWER]),
         Action(name=USAGE, description=ACTIONS[USAGE]),
     ]
 
 
-def external_granted(datasette: Any, actor: dict | None) -> bool:
+def web_granted(datasette: Any, actor: dict | None) -> bool:
     """The plugin config's ``external_search.allow`` block matches this actor."""
-    allow = Settings.from_datasette(datasette).external.allow
+    allow = Settings.from_datasette(datasette).web.allow
     return allow is not None and bool(actor_matches_allow(actor, allow))
 
 
@@ -78,7 +78,7 @@ def llm_answer_granted(datasette: Any, actor: dict | None) -> bool:
     return allow is not None and bool(actor_matches_allow(actor, allow))
 
 
-GRANTS = {EXTERNAL: external_granted, LLM_ANSWER: llm_answer_granted}
+GRANTS = {WEB_SEARCH: web_granted, LLM_ANSWER: llm_answer_granted}
 
 
 PLUGIN_DB_ACTIONS = ("view-database", "view-table", "view-query", "execute-sql")
@@ -107,7 +107,7 @@ def permission_sql(datasette: Any, actor: dict | None, action: str) -> Any:
     if action in GRANTS and GRANTS[action](datasette, actor):
         from datasette.permissions import PermissionSQL
 
-        block = "external_search" if action == EXTERNAL else "answer"
+        block = "external_search" if action == WEB_SEARCH else "answer"
         return PermissionSQL.allow(reason=f"{block}.allow in plugin config")
     name = plugin_database_name(datasette)
     if action in PLUGIN_DB_ACTIONS and name and not may_view_plugin_database(actor):

@@ -193,7 +193,7 @@ def boosts(
 
 def apply_profile(
     local: list[LocalRow],
-    external: list[WebRow],
+    web: list[WebRow],
     profile: Profile,
     now: datetime | None = None,
 ) -> None:
@@ -206,7 +206,7 @@ def apply_profile(
         return
     now = now or datetime.now(UTC)
     rows: list[LocalRow] | list[WebRow]
-    for rows in (local, external):
+    for rows in (local, web):
         for row in rows:
             signals = boosts(row.url, row.published_at, profile, now, row.domain)
             if signals:

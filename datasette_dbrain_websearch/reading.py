@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from . import ledger, runs_db
-from .config import ExternalSettings
+from .config import WebSettings
 from .fetch import FetchResult, extractor_missing, fetch_page
 from .providers.base import WebResult
 
@@ -69,7 +69,7 @@ class PageReader:
 
     def __init__(
         self,
-        settings: ExternalSettings,
+        settings: WebSettings,
         cache_db: Any | None,
         actor_id: str = "",
         run_id: str = "",

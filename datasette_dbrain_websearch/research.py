@@ -18,13 +18,12 @@ from .admission import Gate, ungated
 from .answer import AnswerAccess, Passage, answer_stage
 from .brain import FTS_TABLE, Hit, passage_text, sources_by_url
 from .brain_access import LIGHT_PROGRESS_OPS, PROGRESS_OPS, ExecuteFn, TimeBudget
-from .config import ExternalSettings, Settings
+from .config import Settings, WebSettings
 from .errors import ResearchError
 from .evidence import RowUrl, credit_local, extraction_warning, local_row, web_row
-from .external import ALL, WebStage, decide, is_current_state, web_query
 from .fts import QueryPlan, plan_query
 from .judge import judge, run_verdict
-from .merge import MergedResult, MergeOutcome, merge_external
+from .merge import MergedResult, MergeOutcome, merge_web
 from .options import Options
 from .pack import LocalRow, Pack, WebRow, WebSearch, new_run_id
 from .profiles import apply_profile, profile_for
@@ -39,6 +38,7 @@ from .semantic import (
     semantic_warnings,
 )
 from .spelling import Correction, corrected, suggest
+from .web import ALL, WebStage, decide, is_current_state, web_query
 
 MAX_RETURNED_PER_PROVIDER = 10  # URLs and titles each provider returned, kept for the trace
 
@@ -204,8 +204,8 @@ async def research(
 
 def _check_providers(options: Options, settings: Settings) -> None:
     """Refuse a provider this Datasette does not offer before anything runs."""
-    configured = settings.external.providers
-    unknown = [p for p in options.external.providers if p != ALL and p not in configured]
+    configured = settings.web.providers
+    unknown = [p for p in options.web.providers if p != ALL and p not in configured]
     if unknown:
         raise ResearchError(
             f"Unknown provider {', '.join(unknown)}; this Datasette offers "
@@ -402,8 +402,8 @@ async def _web(
 ) -> WebPart:
     """The web stage and the merge: the web's rows, and its credit on the brain's rows for
     pages the brain holds (added to ``local_rows`` when local search missed them)."""
-    ext = settings.external
-    request = options.external
+    ext = settings.web
+    request = options.web
     decision = decide(request.mode, ext, web.permitted, verdict, web.cross_site)
     current = is_current_state(options.question)
     part = WebPart(
@@ -485,7 +485,7 @@ async def _web(
     part.timings_ms.update(outcome.timings_ms)
     urls = sorted({h.url.canonical_url for h in outcome.hits})
     held = await execute_fn(lambda conn: sources_by_url(conn, urls, options.filters))
-    merged = merge_external(outcome.hits, set(held), policy, request.count)
+    merged = merge_web(outcome.hits, set(held), policy, request.count)
     part.surfaced = _credit_local_sources(local_rows, held, merged, plan, row_url, settings, labels)
     pages = await _read_pages(part, merged, request.read, web, ext, run_id, web_started, emit)
     text_chars = ext.max_tokens * 4 // max(1, len(merged.rows))
@@ -538,7 +538,7 @@ async def _read_pages(
     merged: MergeOutcome,
     count: int,
     web: WebAccess,
-    ext: ExternalSettings,
+    ext: WebSettings,
     run_id: str,
     web_started: float,
     emit: Progress,

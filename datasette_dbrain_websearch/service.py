@@ -29,7 +29,7 @@ from .errors import ResearchError, sqlite_error
 from .feedback import RocchioWeights, apply_feedback, refine_query, row_urls, validate_marks
 from .options import param, parse_options, run_params
 from .pack import row_keys
-from .permissions import EXTERNAL, LLM_ANSWER, RESEARCH, can
+from .permissions import LLM_ANSWER, RESEARCH, WEB_SEARCH, can
 from .promote import promote, promoted_in_run
 from .providers import registered_providers
 from .research import Progress, WebAccess, research
@@ -106,7 +106,7 @@ async def web_access(datasette: Any, actor: dict | None, cross_site: bool = Fals
     """May this actor reach the web, through which providers, with which cache (``cross_site``:
     another site sent this browser request, ``views.common.cross_site_with_cookie``)."""
     return WebAccess(
-        permitted=await may(datasette, actor, EXTERNAL),
+        permitted=await may(datasette, actor, WEB_SEARCH),
         providers=registered_providers(datasette),
         cache_db=plugin_database(datasette),
         actor_id=actor_id_of(actor),
@@ -172,7 +172,7 @@ async def run_research(
     ``wait_for_trace=False`` returns before the trace is written (see ``then_settle``).
     """
     options = parse_options(params, settings)
-    if options.external.mode != "never":
+    if options.web.mode != "never":
         settings = await with_stored_keys(datasette, settings, actor_id_of(actor))
     db = datasette.get_database(database)
     if model_permitted is None:
@@ -278,7 +278,7 @@ async def write_promotion(
             trace,
             promotion,
             actor_id_of(actor),
-            settings.external.fetch_allow_networks,
+            settings.web.fetch_allow_networks,
             settings.semantic.model,
             write_options(brain, request),
         )

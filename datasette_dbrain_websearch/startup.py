@@ -37,14 +37,14 @@ def check_and_prepare(datasette: Any) -> Any:
                 "0.65 publishes its config at /-/metadata.json. Use an environment variable "
                 'instead, e.g. api_key: {"$env": "BRAVE_SEARCH_API_KEY"}.'
             )
-    if settings.external.enabled:
+    if settings.web.enabled:
         providers = registered_providers(datasette)
-        for name in settings.external.providers:
+        for name in settings.web.providers:
             provider = providers.get(name)
             reason = (
                 "no such provider is installed"
                 if provider is None
-                else provider.unavailable_reason(settings.external.options_for(name))
+                else provider.unavailable_reason(settings.web.options_for(name))
             )
             if reason:
                 log.warning("dbrain-websearch: provider %s is unavailable: %s", name, reason)

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from .external import BUDGET_EXHAUSTED
 from .judge import NO_EVIDENCE
 from .runs_db import EVENTS_TABLE, FEEDBACK_TABLE, RUNS_TABLE, bounded_write, plugin_database
 from .schema import sqlite_database
+from .web import BUDGET_EXHAUSTED
 
 TRACE_SCHEMA = "research_trace.v1"
 PROVIDERS_FAILED = "providers_failed"
@@ -130,12 +130,12 @@ def events_for(pack: dict[str, Any], started: datetime) -> list[dict[str, Any]]:
                 local_ms + timings.get(f"external_{provider}", 0.0),
                 response,
             )
-        external_done = local_ms + timings.get("external", 0.0)
+        web_done = local_ms + timings.get("external", 0.0)
         for decision in pack["merge_decisions"]:
-            add("external_result_deduped", external_done, decision)
+            add("external_result_deduped", web_done, decision)
         add(
             "external_evidence_selected",
-            external_done,
+            web_done,
             {
                 "rows": [
                     {
@@ -149,7 +149,7 @@ def events_for(pack: dict[str, Any], started: datetime) -> list[dict[str, Any]]:
         )
         add(
             "external_merge_completed",
-            external_done,
+            web_done,
             {
                 "external_rows": len(pack["external_evidence"]),
                 "local_rows_credited": sum(1 for r in pack["evidence"] if r.get("also_found_by")),
@@ -213,7 +213,7 @@ def answer_metrics(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_trace(
-    pack: dict[str, Any], *, surface: str, actor_id: str, external_permitted: bool
+    pack: dict[str, Any], *, surface: str, actor_id: str, web_permitted: bool
 ) -> dict[str, Any]:
     """``research_trace.v1`` for a finished run (pure)."""
     started = run_started(pack["run_id"])
@@ -227,7 +227,7 @@ def build_trace(
         "actor_id": actor_id,
         "started_at": iso(started),
         "completed_at": iso(completed),
-        "permissions": {"external_search": external_permitted},
+        "permissions": {"external_search": web_permitted},
         "events": events_for(pack, started),
         "metrics": {
             "verdict": pack["judge"]["verdict"],
@@ -489,7 +489,7 @@ async def record(
     run_id = pack["run_id"]
     pack["trace_url"] = run_path(datasette, run_id)
     actor_id = str((actor or {}).get("id") or "")
-    trace = build_trace(pack, surface=surface, actor_id=actor_id, external_permitted=permitted)
+    trace = build_trace(pack, surface=surface, actor_id=actor_id, web_permitted=permitted)
     if not wait:
         task = asyncio.ensure_future(_save_logged(db, run_id, *_serialized(trace)))
         pending = _PENDING.setdefault(db, {})

@@ -19,7 +19,7 @@ NOTE = "apple-note:espresso-1"
 WEB = "ext:brave:a1b2c3d4e5f6"
 KEYS = RunKeys(
     local=(LOCAL, NOTE),
-    external=(WEB,),
+    web=(WEB,),
     passages={
         LOCAL: "Heat pumps\nCold climate heat pumps keep working at minus 25 degrees.",
         NOTE: "Espresso notes\nThe grinder matters more than the machine.",
@@ -49,7 +49,7 @@ def test_a_sentence_whose_only_citation_is_invented_is_unsupported():
     assert out.sentences[0]["citations"] == []
     assert out.sentences[0]["supported"] is False
     assert out.sentences[0]["support"]["reason"] == "no_citation"
-    assert out.local == [] and out.external == []
+    assert out.local == [] and out.web == []
 
 
 def test_local_and_external_citations_are_split():
@@ -59,7 +59,7 @@ def test_local_and_external_citations_are_split():
         f"The grinder matters more than the machine [{NOTE}]."
     )
     assert out.local == [LOCAL, NOTE]
-    assert out.external == [WEB]
+    assert out.web == [WEB]
     assert [s["citations"] for s in out.sentences] == [[LOCAL], [WEB], [NOTE]]
     assert all(s["supported"] for s in out.sentences)
 

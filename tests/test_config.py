@@ -10,7 +10,7 @@ from datasette_dbrain_websearch.config import (
     OPTIONS,
     ConfigError,
     Settings,
-    parse_external,
+    parse_web,
     reference_markdown,
 )
 
@@ -151,17 +151,17 @@ def test_config_reference_command_prints_the_table():
 def test_a_provider_without_a_key_takes_dbrains_from_the_environment():
     raw = {"enabled": True, "brave": {"api_key": None, "count": 3}}
     environ = {"DBRAIN_BRAVE_SEARCH_API_KEY": " dbrain-brave ", "DBRAIN_EXA_API_KEY": "dbrain-exa"}
-    external = parse_external(raw, environ)
+    external = parse_web(raw, environ)
     assert external.options_for("brave") == {"api_key": "dbrain-brave", "count": 3}
     assert external.options_for("exa") == {"api_key": "dbrain-exa"}
     assert sorted(external.secrets()) == ["dbrain-brave", "dbrain-exa"]  # so they are redacted
     # dbrain reads the plain name first, as the plugin's own examples name it.
     both = {"BRAVE_SEARCH_API_KEY": "plain", "DBRAIN_BRAVE_SEARCH_API_KEY": "prefixed"}
-    assert parse_external(raw, both).options_for("brave")["api_key"] == "plain"
+    assert parse_web(raw, both).options_for("brave")["api_key"] == "plain"
 
 
 def test_a_configured_key_wins_over_the_environment():
     raw = {"brave": {"api_key": "from-config"}}
-    external = parse_external(raw, {"BRAVE_SEARCH_API_KEY": "from-environment"})
+    external = parse_web(raw, {"BRAVE_SEARCH_API_KEY": "from-environment"})
     assert external.options_for("brave")["api_key"] == "from-config"
-    assert parse_external({}, {"BRAVE_SEARCH_API_KEY": "  "}).options_for("brave") == {}
+    assert parse_web({}, {"BRAVE_SEARCH_API_KEY": "  "}).options_for("brave") == {}

@@ -287,7 +287,7 @@ async def test_dbrain_plans_mode_name_is_accepted(brain, fake):
     pack = await ask(ds, q="espresso", external="on_weak_local_evidence")
     assert pack["external_search"]["mode"] == "on_weak"
     settings = Settings.from_config({"external_search": {"default_mode": "on_weak_local_evidence"}})
-    assert settings.external.default_mode == "on_weak"
+    assert settings.web.default_mode == "on_weak"
 
 
 @pytest.mark.parametrize(

@@ -8,15 +8,8 @@ import pytest
 
 from datasette_dbrain_websearch.config import ConfigError, Settings, literal_secrets
 from datasette_dbrain_websearch.evidence import web_key
-from datasette_dbrain_websearch.external import (
-    Decision,
-    decide,
-    is_current_state,
-    normalize_hits,
-    web_query,
-)
 from datasette_dbrain_websearch.fts import plan_query
-from datasette_dbrain_websearch.merge import DomainPolicy, merge_external
+from datasette_dbrain_websearch.merge import DomainPolicy, merge_web
 from datasette_dbrain_websearch.pack import reading_order
 from datasette_dbrain_websearch.providers.base import (
     SearchRequest,
@@ -37,10 +30,17 @@ from datasette_dbrain_websearch.providers.brave import (
 from datasette_dbrain_websearch.providers.exa import identified_results, published_window
 from datasette_dbrain_websearch.providers.searxng import accept_language, published_at
 from datasette_dbrain_websearch.urls import site_domain
+from datasette_dbrain_websearch.web import (
+    Decision,
+    decide,
+    is_current_state,
+    normalize_hits,
+    web_query,
+)
 
 from .helpers import typed_local_row, typed_web_row
 
-ENABLED = Settings.from_config({"external_search": {"enabled": True}}).external
+ENABLED = Settings.from_config({"external_search": {"enabled": True}}).web
 
 
 def test_plain_text_strips_markup_and_entities():
@@ -245,7 +245,7 @@ def test_decide_follows_mode_and_verdict(mode, enabled, permitted, verdict, expe
 
 
 def test_decide_names_why_it_refused():
-    disabled = decide("always", Settings().external, True, "no_evidence")
+    disabled = decide("always", Settings().web, True, "no_evidence")
     assert (disabled.run, disabled.warning["code"]) == (False, "external_search_disabled")
     denied = decide("always", ENABLED, False, "no_evidence")
     assert (denied.run, denied.warning["code"]) == (False, "external_search_not_permitted")
@@ -287,7 +287,7 @@ def test_merge_collapses_merges_filters_and_budgets():
         ],
     )
     exa, _ = hit_list("exa", ["https://b.example/2", "https://c.example/3"])
-    outcome = merge_external(
+    outcome = merge_web(
         brave + exa,
         local_urls={"https://sqlite.org/fts5.html"},
         policy=DomainPolicy(block=("spam.example",)),
@@ -307,7 +307,7 @@ def test_allow_domains_keep_only_listed_domains_and_subdomains():
         "brave",
         ["https://docs.python.org/3/", "https://python.org/x", "https://evil.example/python.org"],
     )
-    outcome = merge_external(hits, set(), DomainPolicy(allow=("python.org",)), 10)
+    outcome = merge_web(hits, set(), DomainPolicy(allow=("python.org",)), 10)
     assert [r.domain for r in outcome.rows] == ["docs.python.org", "python.org"]
 
 
@@ -388,7 +388,7 @@ def test_external_config_validation():
                 "brave": {"api_key": "k1", "endpoint": "web_search"},
             }
         }
-    ).external
+    ).web
     assert (ext.providers, ext.count, ext.secrets()) == (("exa", "brave"), 7, ["k1"])
     assert "k1" not in repr(ext)
     for bad, fragment in [
@@ -413,8 +413,8 @@ def test_literal_secrets_are_found_but_env_values_are_not():
 async def test_parallel_results_keep_the_configured_provider_order():
     import asyncio
 
-    from datasette_dbrain_websearch.external import ExternalRequest, WebStage
     from datasette_dbrain_websearch.providers import Provider
+    from datasette_dbrain_websearch.web import WebRequest, WebStage
 
     class Timed(Provider):
         def __init__(self, name, delay):
@@ -426,10 +426,10 @@ async def test_parallel_results_keep_the_configured_provider_order():
 
     settings = Settings.from_config(
         {"external_search": {"enabled": True, "providers": ["slow", "fast"], "cache_ttl": 0}}
-    ).external
+    ).web
     providers = {"slow": Timed("slow", 0.05), "fast": Timed("fast", 0.0)}
     stage = WebStage(settings, providers, None)
-    outcome = await stage.run(ExternalRequest("always", ("all",)), plan_query("same page"))
+    outcome = await stage.run(WebRequest("always", ("all",)), plan_query("same page"))
     # "fast" answered first, but "slow" is configured first: it leads everywhere.
     assert [h.provider for h in outcome.hits] == ["slow", "fast"]
     assert outcome.providers_answered == ["slow", "fast"]

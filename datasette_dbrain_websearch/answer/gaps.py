@@ -37,15 +37,15 @@ def newest_local_date(local: Sequence[LocalRow]) -> str:
 def find_gaps(
     terms: Sequence[str],
     local: Sequence[LocalRow],
-    external: Sequence[WebRow],
+    web_rows: Sequence[WebRow],
     web: WebSearch,
     local_verdict: str,
     cited_local: Sequence[str],
-    cited_external: Sequence[str],
+    cited_web: Sequence[str],
 ) -> list[dict[str, Any]]:
     """The answer's gaps, each ``{code, message, ...}``, in a fixed order."""
     gaps: list[dict[str, Any]] = []
-    missing = [t for t in terms if t not in covered_terms([*local, *external], terms)]
+    missing = [t for t in terms if t not in covered_terms([*local, *web_rows], terms)]
     if missing:
         gaps.append(
             {
@@ -64,10 +64,10 @@ def find_gaps(
                     "date": newest,
                 }
             )
-    unavailable = web_unavailable(web, local_verdict, bool(external))
+    unavailable = web_unavailable(web, local_verdict, bool(web_rows))
     if unavailable:
         gaps.append(unavailable)
-    if cited_external and not cited_local:
+    if cited_web and not cited_local:
         gaps.append(
             {
                 "code": "external_only",
@@ -107,16 +107,16 @@ def web_contribution(
     verdict: RunVerdict,
     web: WebSearch,
     sentences: Sequence[Mapping[str, Any]],
-    external_keys: Sequence[str],
+    web_keys: Sequence[str],
 ) -> dict[str, Any]:
     """The local-only state beside the merged one: the brain's verdict and the run's combined
     one, newly covered terms, web rows, answer sentences that cite the web. ``ranked`` is every
     row in the pack's reading order."""
     local = [r for r in ranked if isinstance(r, LocalRow)]
-    external = [r for r in ranked if isinstance(r, WebRow)]
-    web_keys = set(external_keys)
+    web_rows = [r for r in ranked if isinstance(r, WebRow)]
+    web_cited = set(web_keys)
     citing = [
-        n for n, s in enumerate(sentences, start=1) if any(k in web_keys for k in s["citations"])
+        n for n, s in enumerate(sentences, start=1) if any(k in web_cited for k in s["citations"])
     ]
     before_terms = covered_terms(local, terms)
     return {
@@ -124,9 +124,9 @@ def web_contribution(
         "verdict_before": verdict.brain.verdict,
         "verdict_after": verdict.combined["verdict"],
         "terms_newly_covered": [
-            t for t in terms if t not in before_terms and t in covered_terms(external, terms)
+            t for t in terms if t not in before_terms and t in covered_terms(web_rows, terms)
         ],
-        "web_rows_kept": len(external),
+        "web_rows_kept": len(web_rows),
         "local_rows_also_found_on_web": sum(1 for r in local if r.also_found_by),
         "sentences_citing_web": citing,
     }

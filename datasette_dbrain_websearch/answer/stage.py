@@ -39,9 +39,9 @@ def choose_rows(ranked: list[Row], most: int) -> list[Row]:
     least a third of the places when the run found some, so asking the web is never for
     nothing."""
     local = [r for r in ranked if isinstance(r, LocalRow)]
-    external = [r for r in ranked if not isinstance(r, LocalRow)]
-    web_places = min(len(external), max(most // 3, most - len(local)))
-    return local[: most - web_places] + external[:web_places]
+    web = [r for r in ranked if not isinstance(r, LocalRow)]
+    web_places = min(len(web), max(most // 3, most - len(local)))
+    return local[: most - web_places] + web[:web_places]
 
 
 def _label(row: Row, labels: Mapping[str, str]) -> str:
@@ -122,7 +122,7 @@ async def answer_stage(
     local = tuple(key for r in pack.evidence for key in r.keys)
     keys = RunKeys(
         local=local,
-        external=tuple(r.source_key for r in pack.web_rows),
+        web=tuple(r.source_key for r in pack.web_rows),
         passages={
             # A linked page (shown inside its item's row) is cited by its own text.
             **{k: f"{p.title}\n{p.text}" for k, p in passages.items() if k in local},
@@ -151,10 +151,10 @@ async def answer_stage(
         pack.web_search,
         pack.verdict.combined["verdict"],
         verified.local,
-        verified.external,
+        verified.web,
     )
     contribution = web_contribution(
-        terms, ranked, pack.verdict, pack.web_search, verified.sentences, keys.external
+        terms, ranked, pack.verdict, pack.web_search, verified.sentences, keys.web
     )
     verification_ms = _ms(verification_started)
     missing = [t for t in terms if t not in matched_terms(terms, [p.text for p in chosen])]
@@ -170,7 +170,7 @@ async def answer_stage(
         sentences=verified.sentences,
         removed_sentences=verified.removed,
         draft=draft.text,
-        citations={"local": verified.local, "external": verified.external},
+        citations={"local": verified.local, "external": verified.web},
         rejected_citations=verified.rejected,
         gaps=gaps,
         conflicts=_conflicts(draft, verified),

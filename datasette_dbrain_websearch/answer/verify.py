@@ -33,7 +33,7 @@ class RunKeys:
     """The keys a run retrieved, by origin, and the text each row can support claims with."""
 
     local: tuple[str, ...]
-    external: tuple[str, ...]
+    web: tuple[str, ...]
     passages: Mapping[str, str] = field(default_factory=dict)
     _stems: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
     _sentences: dict[str, list[tuple[str, frozenset[str]]]] = field(
@@ -61,7 +61,7 @@ class RunKeys:
     def origin(self, key: str) -> str:
         if key in self.local:
             return "local"
-        return "external" if key in self.external else ""
+        return "external" if key in self.web else ""
 
 
 @dataclass
@@ -71,7 +71,7 @@ class Verified:
     sentences: list[dict[str, Any]]
     rejected: list[dict[str, Any]]
     local: list[str]
-    external: list[str]
+    web: list[str]
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     dropped_conflicts: list[dict[str, Any]] = field(default_factory=list)
     removed: list[dict[str, Any]] = field(default_factory=list)  # unsupported, taken out
@@ -91,7 +91,7 @@ def without_unsupported(verified: Verified, keys: RunKeys) -> Verified:
         sentences=kept,
         rejected=verified.rejected,
         local=[k for k in cited if keys.origin(k) == "local"],
-        external=[k for k in cited if keys.origin(k) == "external"],
+        web=[k for k in cited if keys.origin(k) == "external"],
         conflicts=verified.conflicts,
         dropped_conflicts=verified.dropped_conflicts,
         removed=[s for s in verified.sentences if not s["supported"]],
@@ -225,7 +225,7 @@ def verify(
         sentences=sentences,
         rejected=rejected,
         local=[k for k in cited_keys if keys.origin(k) == "local"],
-        external=[k for k in cited_keys if keys.origin(k) == "external"],
+        web=[k for k in cited_keys if keys.origin(k) == "external"],
     )
     for line in conflicts or []:
         text, cited, refused = read_markers(line, keys)

@@ -40,9 +40,9 @@ class _Prepared:
 
 def case_settings(base: Mapping[str, Any], case: Case) -> Settings:
     """The plugin config with web search on, the case's providers, and no cache."""
-    external = dict(base.get("external_search") or {})
-    external.update(enabled=True, providers=list(case.providers), cache_ttl=0, default_mode="never")
-    return Settings.from_config({**base, "external_search": external})
+    web = dict(base.get("external_search") or {})
+    web.update(enabled=True, providers=list(case.providers), cache_ttl=0, default_mode="never")
+    return Settings.from_config({**base, "external_search": web})
 
 
 def replay_providers(case: Case) -> dict[str, ReplayProvider]:

@@ -191,7 +191,7 @@ def research_description(datasette: Any) -> str:
     """What the research tool does, and when it may reach the web and through which providers
     (the design's rule: an agent must never trigger a web search by accident)."""
     settings = readable_settings(datasette)
-    if settings is not None and not settings.external.enabled:
+    if settings is not None and not settings.web.enabled:
         web = "Web search is turned off on this Datasette: external other than never fails."
     else:
         web = (
@@ -200,7 +200,7 @@ def research_description(datasette: Any) -> str:
         )
         if settings is not None:
             labels = provider_labels(datasette)
-            web += " (through " + " → ".join(labels.get(n, n) for n in settings.external.providers)
+            web += " (through " + " → ".join(labels.get(n, n) for n in settings.web.providers)
             web += ")"
         web += (
             "; both need the dbrain-external-search permission, and a call that may not search "
@@ -239,7 +239,7 @@ def may_reach_web(datasette: Any) -> bool:
     it is true whenever some call could search the web: when the config enables web search
     (and, while the config cannot be read, to be safe)."""
     settings = readable_settings(datasette)
-    return settings is None or settings.external.enabled
+    return settings is None or settings.web.enabled
 
 
 @dataclass(frozen=True)
@@ -289,7 +289,7 @@ class ResearchQuery:
 def web_refusal(settings: Settings, actor: dict | None) -> ResearchError:
     """Why this call may not search the web, and what to do instead."""
     instead = " Call again with external='never' to research the brain only."
-    if not settings.external.enabled:
+    if not settings.web.enabled:
         return ResearchError(
             "Web search is turned off on this Datasette (external_search.enabled is false), "
             "so the web was not searched." + instead,
@@ -323,7 +323,7 @@ async def research(
     params = query.params()
     options = parse_options(params, settings)
     web = await web_access(datasette, actor)
-    if options.external.mode != "never" and not (settings.external.enabled and web.permitted):
+    if options.web.mode != "never" and not (settings.web.enabled and web.permitted):
         raise web_refusal(settings, actor)
     pack = await run_research(datasette, actor, database, params, settings, web, surface)
     compact = compact_pack(pack, web.labels, link)

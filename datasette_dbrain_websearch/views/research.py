@@ -157,7 +157,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
             ("academic", "Academic: papers, preprints"),
             ("news", "News: recent first"),
         ],
-        "external": external_controls(settings, web, params),
+        "external": web_controls(settings, web, params),
         "web_offer": web_offer(
             settings,
             web,
@@ -223,9 +223,9 @@ FRESHNESS_LABELS = [
 ]
 
 
-def external_controls(settings: Settings, web: WebAccess, params: dict) -> dict[str, Any]:
+def web_controls(settings: Settings, web: WebAccess, params: dict) -> dict[str, Any]:
     """What the page's "Search the web too" controls show for this actor and config."""
-    ext = settings.external
+    ext = settings.web
     labels = web.labels
     order = " → ".join(labels.get(n, n) for n in ext.providers)
     freshness = (params.get("freshness") or [ext.freshness])[-1]
@@ -255,7 +255,7 @@ def web_offer(
 ) -> dict[str, Any]:
     """The one-click "Search the web" for a run whose brain evidence is missing, weak or maybe
     out of date; for those who may not search the web, why not and how to get it."""
-    ext = settings.external
+    ext = settings.web
     if not ext.enabled:
         return {"show": False, "url": "", "reason": ""}
     order = " → ".join(web.labels.get(n, n) for n in ext.providers)
@@ -390,7 +390,7 @@ def research_menu_links(datasette: Any, actor: dict | None):
         except ResearchError:  # a busy brain must not break every Datasette page
             return []
         links = [{"href": research_path(datasette, None, False), "label": "Research"}]
-        if settings.external.enabled and await may(datasette, actor, USAGE):
+        if settings.web.enabled and await may(datasette, actor, USAGE):
             links.append(
                 {"href": datasette.urls.path("/-/research/usage"), "label": "Web search usage"}
             )

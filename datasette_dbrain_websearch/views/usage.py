@@ -49,7 +49,7 @@ async def usage_view(request: Any, datasette: Any) -> Response:
     db = plugin_database(datasette)
     now = datetime.now(UTC)
     days = await ledger.usage(db, DAYS, now) if db is not None else []
-    names = list(dict.fromkeys([*settings.external.providers, *(d["provider"] for d in days)]))
+    names = list(dict.fromkeys([*settings.web.providers, *(d["provider"] for d in days)]))
     labels = {name: p.label for name, p in registered_providers(datasette).items()}
     labels[reading.LEDGER_NAME] = "Page reads"
     for day in days:
@@ -57,7 +57,7 @@ async def usage_view(request: Any, datasette: Any) -> Response:
     providers = []
     for name in names:
         spent = await ledger.spent(db, name, now) if db is not None else ledger.Spent()
-        budget = settings.external.budgets.get(name)
+        budget = settings.web.budgets.get(name)
         providers.append(
             {
                 "provider": name,
@@ -66,7 +66,7 @@ async def usage_view(request: Any, datasette: Any) -> Response:
                 "usd_this_month": round(spent.usd_this_month, 4),
                 "daily_calls_cap": budget.daily_calls if budget else 0,
                 "monthly_usd_cap": budget.monthly_usd if budget else 0.0,
-                "price_per_call": settings.external.price_per_call(name),
+                "price_per_call": settings.web.price_per_call(name),
                 "over_budget": bool(ledger.over_budget(labels.get(name, name), budget, spent)),
             }
         )

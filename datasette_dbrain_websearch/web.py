@@ -1,4 +1,4 @@
-"""The external (web) stage of a research run: decide, call providers, normalize.
+"""The web stage of a research run: decide, call providers, normalize.
 
 ``decide`` is the policy gate (pure): the web is searched only when the request's mode asks for
 it, the config enables it, the actor holds ``dbrain-external-search``, another site did not send
@@ -22,7 +22,7 @@ import certifi
 import httpx
 
 from . import ledger, runs_db
-from .config import ExternalSettings
+from .config import WebSettings
 from .fetch import public_host
 from .fts import CURRENT_STATE_WORDS, QueryPlan
 from .judge import ENOUGH_EVIDENCE
@@ -53,7 +53,7 @@ CURRENT_STATE_PHRASES = ("as of now", "right now", "this week", "this month")
 
 
 @dataclass(frozen=True)
-class ExternalRequest:
+class WebRequest:
     """What one request asks of the web stage (from ``external=``, ``provider=`` ...)."""
 
     mode: str
@@ -64,7 +64,7 @@ class ExternalRequest:
     sites: tuple[str, ...] = ()  # only results from these domains (``site=``)
     not_sites: tuple[str, ...] = ()  # never results from these (``not_site=``)
 
-    def domain_policy(self, settings: ExternalSettings) -> DomainPolicy:
+    def domain_policy(self, settings: WebSettings) -> DomainPolicy:
         """The config's domain lists narrowed by this question's sites."""
         return DomainPolicy(
             settings.allow_domains, settings.block_domains, self.sites, self.not_sites
@@ -79,7 +79,7 @@ class Decision:
 
 
 @dataclass(frozen=True)
-class ExternalHit:
+class WebHit:
     """One provider result whose URL passed dbrain's normalization."""
 
     provider: str
@@ -93,7 +93,7 @@ class ExternalHit:
 class WebOutcome:
     """What the web stage did: hits, the calls made, warnings and timings."""
 
-    hits: list[ExternalHit] = field(default_factory=list)
+    hits: list[WebHit] = field(default_factory=list)
     providers_answered: list[str] = field(default_factory=list)
     queries: list[dict[str, Any]] = field(default_factory=list)
     reserved: list[int] = field(default_factory=list)  # ledger places held under budgets
@@ -112,7 +112,7 @@ def is_current_state(question: str) -> bool:
 
 
 def decide(
-    mode: str, settings: ExternalSettings, permitted: bool, verdict: str, cross_site: bool = False
+    mode: str, settings: WebSettings, permitted: bool, verdict: str, cross_site: bool = False
 ) -> Decision:
     """May this run call any provider? Always returns the reason when it may not."""
     if mode == "never":
@@ -161,7 +161,7 @@ def web_query(plan: QueryPlan) -> str:
 
 
 def provider_order(
-    requested: tuple[str, ...], settings: ExternalSettings, known: Mapping[str, Provider]
+    requested: tuple[str, ...], settings: WebSettings, known: Mapping[str, Provider]
 ) -> tuple[list[str], bool]:
     """Provider names to try and whether to run them in parallel (``provider=all``)."""
     if ALL in requested:
@@ -174,11 +174,11 @@ def normalize_hits(
     results: list[WebResult],
     cached: bool,
     allow_networks: tuple[str, ...] = (),
-) -> tuple[list[ExternalHit], int, list[dict[str, Any]]]:
+) -> tuple[list[WebHit], int, list[dict[str, Any]]]:
     """Canonicalize every URL the dbrain way; URLs dbrain would refuse are dropped and counted,
     and so are pages on loopback, private or link-local hosts (``allow_networks`` excepted):
     a provider, or whoever poisoned its index, must not plant them as evidence or promotions."""
-    hits: list[ExternalHit] = []
+    hits: list[WebHit] = []
     rejected = 0
     not_public: list[dict[str, Any]] = []
     for result in map(clean_result, results):
@@ -196,7 +196,7 @@ def normalize_hits(
                 }
             )
             continue
-        hits.append(ExternalHit(provider, result.rank or len(hits) + 1, result, url, cached))
+        hits.append(WebHit(provider, result.rank or len(hits) + 1, result, url, cached))
     return hits, rejected, not_public
 
 
@@ -205,7 +205,7 @@ class WebStage:
 
     def __init__(
         self,
-        settings: ExternalSettings,
+        settings: WebSettings,
         providers: Mapping[str, Provider],
         cache_db: Any | None,
         emit: Callable[[dict[str, Any]], Awaitable[None]] | None = None,
@@ -240,7 +240,7 @@ class WebStage:
             }
         )
 
-    async def run(self, request: ExternalRequest, plan: QueryPlan) -> WebOutcome:
+    async def run(self, request: WebRequest, plan: QueryPlan) -> WebOutcome:
         started = time.monotonic()
         deadline = started + self.settings.timeout
         names, parallel = provider_order(request.providers, self.settings, self.providers)
