@@ -11,12 +11,36 @@ from typing import Any
 import pytest
 import pytest_asyncio
 from datasette.app import Datasette
+from datasette.plugins import pm
 
 from datasette_dbrain_websearch.config import DBRAIN_KEY_VARIABLES
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.providers.brave import clear_plan_memo
 
 from .helpers import BRAVE_KEY, EXA_KEY, build_fixture_brain, make_datasette
+
+
+@pytest.fixture(autouse=True, scope="session")
+def without_mcp_server():
+    """datasette-mcp builds an MCP server for every Datasette instance (a pydantic model per
+    tool: ~50 ms, a minute over the suite). Tests made in-process do without it; the MCP tests
+    talk to a real ``datasette serve``, and ``with_mcp`` brings it back for one test."""
+    plugin = pm.get_plugin("mcp")
+    if plugin is not None:
+        pm.unregister(name="mcp")
+    yield
+    if plugin is not None:
+        pm.register(plugin, name="mcp")
+
+
+@pytest.fixture
+def with_mcp():
+    """datasette-mcp's routes on the Datasette instances this test makes."""
+    import datasette_mcp
+
+    pm.register(datasette_mcp, name="mcp")
+    yield
+    pm.unregister(name="mcp")
 
 
 @pytest.fixture

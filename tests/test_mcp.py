@@ -302,7 +302,7 @@ async def test_get_source_refuses_web_keys_and_unknown_keys(server):
     assert "No row with the key 'src:ffffffffffff' in brain." in error_text(result)
 
 
-async def test_web_search_turned_off_closes_the_world(brain, fake):
+async def test_web_search_turned_off_closes_the_world(brain, fake, with_mcp):
     """With web search off in the config no call can reach the web: the hint says so, and a
     call that asks for the web is refused with that reason (in-process server, same tools)."""
     import datasette_mcp

@@ -463,7 +463,8 @@ async def test_keys_never_leak_in_any_scenario(brain, fake, caplog):
         ("normal", {}),
         ("server_error", {}),
         ("malformed", {}),
-        ("rate_limited", {}),
+        # A reset past the stage's time: refused at once, not retried (retries: below).
+        ("rate_limited", {"reset_seconds": 60}),
         ("empty", {}),
         ("error_missing_fields", {}),
     ]
