@@ -133,3 +133,19 @@ def headings(path: Path) -> set[str]:
             title = line.lstrip("#").strip().lower()
             found.add(re.sub(r"[^\w\- ]", "", title).replace(" ", "-"))
     return found
+
+
+def documented_form(pattern: str) -> str:
+    """A route's regex as the docs write it: ``/<database>/-/research``, ``.json`` left off."""
+    path = re.sub(r"\(\?P<format>[^)]*\)\??", "", pattern.strip("^$"))
+    return re.sub(r"\(\?P<(\w+)>(?:[^()]|\([^()]*\))*\)", r"<\1>", path)
+
+
+def test_every_route_is_documented():
+    from datasette_dbrain_websearch import register_routes
+
+    routes = [documented_form(pattern) for pattern, _ in register_routes(None)]
+    assert "/-/research/runs/<run_id>/feedback" in routes  # the patterns were read
+    pages = "".join(p.read_text() for p in [README, *sorted(DOCS.glob("*.md"))])
+    missing = [route for route in routes if route not in pages]
+    assert not missing, f"routes no page names: {missing}"
