@@ -45,7 +45,7 @@ async def _run(
     from datasette.app import Datasette
     from datasette.utils import parse_metadata
 
-    from .research import WebAccess
+    from .pipeline import WebAccess
     from .service import run_research, web_access
 
     config = parse_metadata(Path(metadata).read_text()) if metadata else {}

@@ -30,9 +30,9 @@ from .feedback import RocchioWeights, apply_feedback, refine_query, row_urls, va
 from .options import param, parse_options, run_params
 from .pack import row_keys
 from .permissions import LLM_ANSWER, RESEARCH, WEB_SEARCH, can
+from .pipeline import Progress, WebAccess, run_pipeline
 from .promote import promote, promoted_in_run
 from .providers import registered_providers
-from .research import Progress, WebAccess, research
 from .runs_db import feedback_for, plugin_database, save_feedback
 
 log = logging.getLogger("datasette_dbrain_websearch")
@@ -178,7 +178,7 @@ async def run_research(
     if model_permitted is None:
         wants_model = options.answer and settings.answer.synthesizer == "llm"
         model_permitted = wants_model and await may(datasette, actor, LLM_ANSWER)
-    typed = await research(
+    typed = await run_pipeline(
         reader(db),
         database,
         options,

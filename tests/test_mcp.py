@@ -352,3 +352,15 @@ def test_source_texts_share_one_budget_and_end_at_a_word():
     assert extract["truncated"] and extract["chars"] == len(words.strip())
     assert len(extract["text"]) <= 90 and words.startswith(extract["text"] + " ")
     assert (rest["text"], rest["truncated"]) == ("", True)
+
+
+def test_both_tools_build_the_query_from_their_arguments():
+    """MCP's and the agent's research tools hand their arguments (``locals()``) to one
+    constructor: lists left out are empty, names that are not the query's are ignored."""
+    from datasette_dbrain_websearch.tools.shared import ResearchQuery
+
+    query = ResearchQuery.from_call(
+        {"ctx": object(), "question": "tokio", "tags": None, "sites": ["a.example"], "limit": 3}
+    )
+    assert query == ResearchQuery("tokio", limit=3, sites=("a.example",))
+    assert query.params()["site"] == ["a.example"] and query.params()["tag"] == []

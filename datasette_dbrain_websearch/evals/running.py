@@ -13,8 +13,8 @@ from ..answer import AnswerAccess
 from ..config import PLUGIN_NAME, ConfigError, Settings
 from ..errors import ResearchError
 from ..options import Options, parse_options
+from ..pipeline import WebAccess, run_pipeline
 from ..providers.replay import ReplayProvider
-from ..research import WebAccess, research
 from .cases import (
     Case,
     EvalInputError,
@@ -110,7 +110,7 @@ async def _run_one(item: _Prepared, execute_fn: Any, database: str, row_url: Any
     k = item.options.limit
     started = time.perf_counter()
     try:
-        typed = await research(
+        typed = await run_pipeline(
             execute_fn,
             database,
             item.options,

@@ -22,8 +22,8 @@ from .shared import (
     get_source,
     promotion_reply,
     provider_labels,
-    research,
     research_description,
+    tool_research,
 )
 
 
@@ -81,24 +81,9 @@ async def agent_research(
     database: str | None = None,
     export: str = "none",
 ) -> str:
-    query = ResearchQuery(
-        question=question,
-        limit=limit,
-        kind=kind,
-        tags=tags or (),
-        source_types=source_types or (),
-        since=since,
-        until=until,
-        external=external,
-        read=read,
-        sites=sites or (),
-        not_sites=not_sites or (),
-        answer=answer,
-        database=database,
-        export=export,
-    )
+    query = ResearchQuery.from_call(locals())
     try:
-        return json.dumps(await research(datasette, actor, query, AGENT_SURFACE))
+        return json.dumps(await tool_research(datasette, actor, query, AGENT_SURFACE))
     except ResearchError as exc:
         return agent_error(exc)
 

@@ -24,9 +24,9 @@ from .shared import (
     get_source,
     may_reach_web,
     promotion_reply,
-    research,
     research_description,
     same_path,
+    tool_research,
 )
 
 
@@ -73,25 +73,10 @@ def register_mcp(datasette: Any, mcp: Any) -> None:
         database: Annotated[str | None, described("database")] = None,
         export: Annotated[Literal["none", "markdown"], described("export")] = "none",
     ) -> dict[str, Any]:
+        query = ResearchQuery.from_call(locals())
         actor, link = mcp_caller(datasette, ctx)
-        query = ResearchQuery(
-            question=question,
-            limit=limit,
-            kind=kind,
-            tags=tags or (),
-            source_types=source_types or (),
-            since=since,
-            until=until,
-            external=external,
-            read=read,
-            sites=sites or (),
-            not_sites=not_sites or (),
-            answer=answer,
-            database=database,
-            export=export,
-        )
         try:
-            return await research(datasette, actor, query, MCP_SURFACE, link)
+            return await tool_research(datasette, actor, query, MCP_SURFACE, link)
         except ResearchError as exc:
             raise ToolError(refusal_text(exc)) from None
 

@@ -1,9 +1,11 @@
 """What the MCP and agent tools share: the argument schemas, one research call and its
 compact shape, reading a source, and checking a promotion."""
 
+from __future__ import annotations
+
 import sqlite3
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from functools import partial
 from typing import Any
@@ -261,6 +263,17 @@ class ResearchQuery:
     database: str | None = None
     export: str = "none"
 
+    @classmethod
+    def from_call(cls, arguments: Mapping[str, Any]) -> ResearchQuery:
+        """The query from a tool function's arguments (its ``locals()``): each tool declares
+        the parameters in its own framework's way, and both build the query here. A list the
+        caller left out (None) is empty."""
+        names = [f.name for f in fields(cls)]
+        given = {name: arguments[name] for name in names if name in arguments}
+        for name in ("tags", "source_types", "sites", "not_sites"):
+            given[name] = tuple(given.get(name) or ())
+        return cls(**given)
+
     def params(self) -> dict[str, list[str]]:
         """The research page's query parameters for this call (validated by ``parse_options``).
 
@@ -310,7 +323,7 @@ def web_refusal(settings: Settings, actor: dict | None) -> ResearchError:
     )
 
 
-async def research(
+async def tool_research(
     datasette: Any, actor: dict | None, query: ResearchQuery, surface: str, link: Link = same_path
 ) -> dict[str, Any]:
     """Run and save one research for a tool call; returns the compact pack agents read.

@@ -18,8 +18,8 @@ from ..feedback import (
 )
 from ..options import BOOLEAN_VALUES, one_value_each, param
 from ..permissions import PROMOTE, RESEARCH, USAGE
+from ..pipeline import WebAccess
 from ..providers.base import clean, scrub
-from ..research import WebAccess
 from ..runs_db import plugin_database
 from ..service import (
     brain_databases,

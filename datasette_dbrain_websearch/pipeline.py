@@ -1,10 +1,10 @@
-"""One research run, as a straight sequence of typed stages: the brain's rows (``LocalStage``)
--> the judge's verdict -> the web (``WebPart``) -> the merge and profile -> the ``Pack`` ->
-the answer.
+"""The research pipeline: one run as a straight sequence of typed stages, the brain's rows
+(``LocalStage``) -> the judge's verdict -> the web (``WebPart``) -> the merge and profile ->
+the ``Pack`` -> the answer.
 
-The same function serves the page, the JSON API, the CLI, the agent tools and the evals (all
-through ``service`` but the evals), so every surface shows the same evidence for the same
-question; ``options`` checks the request first.
+``run_pipeline`` serves every surface (through ``service.run_research``, which parses the
+request and saves the run) and the evals, so every surface shows the same evidence for the same
+question.
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ class WebPart:
     surfaced: list[Hit] = field(default_factory=list)
 
 
-async def research(
+async def run_pipeline(
     execute_fn: ExecuteFn,
     database: str,
     options: Options,
