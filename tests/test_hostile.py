@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from datasette_dbrain_websearch import brain_access, cost, research
+from datasette_dbrain_websearch import brain_access, cost, pipeline
 from datasette_dbrain_websearch.brain_access import BUSY_WAIT_MS, TimeBudget, reader
 from datasette_dbrain_websearch.errors import BUSY_MESSAGE, ResearchError
 from datasette_dbrain_websearch.views.common import MAX_BODY
@@ -170,7 +170,7 @@ async def test_a_locked_brain_is_a_503_that_says_so_quickly(ds, brain, locked, m
 
 
 async def test_a_brain_locked_mid_run_is_a_503(ds, brain, monkeypatch):
-    real = research.retrieve
+    real = pipeline.retrieve
 
     def retrieve_then_lock(conn, *args, **kwargs):
         other = sqlite3.connect(brain[0], isolation_level=None)
@@ -181,7 +181,7 @@ async def test_a_brain_locked_mid_run_is_a_503(ds, brain, monkeypatch):
             other.execute("rollback")
             other.close()
 
-    monkeypatch.setattr(research, "retrieve", retrieve_then_lock)
+    monkeypatch.setattr(pipeline, "retrieve", retrieve_then_lock)
     response = await ds.client.get("/-/research.json", params={"q": "espresso"})
     assert response.status_code == 503 and response.json()["code"] == "brain_busy"
 
@@ -234,7 +234,7 @@ async def test_heavy_questions_take_turns_and_are_limited_per_requester(brain, m
     requester has one in flight; light questions never wait behind them."""
     ds = make_datasette([str(brain[0])], settings={"num_sql_threads": 3})
     await ds.invoke_startup()
-    real = research.retrieve
+    real = pipeline.retrieve
     inside = threading.Semaphore(0)
     release = threading.Event()
 
@@ -244,7 +244,7 @@ async def test_heavy_questions_take_turns_and_are_limited_per_requester(brain, m
             release.wait(10)
         return real(conn, question, plan, *args, **kwargs)
 
-    monkeypatch.setattr(research, "retrieve", slow_raw)
+    monkeypatch.setattr(pipeline, "retrieve", slow_raw)
     alice, bob = actor_cookies(ds, "alice"), actor_cookies(ds, "bob")
     heavy = {"q": "esp* OR gri*", "syntax": "raw"}
 
@@ -317,7 +317,7 @@ async def test_one_time_limit_covers_every_local_query_of_a_run(brain, fake, mon
         plugin_config={**web_config(fake), "time_limit_ms": limit_ms},
     )
     await ds.invoke_startup()
-    real_retrieve, real_held = research.retrieve, research.sources_by_url
+    real_retrieve, real_held = pipeline.retrieve, pipeline.sources_by_url
 
     def slow_retrieve(conn, *args, **kwargs):
         found = real_retrieve(conn, *args, **kwargs)
@@ -328,10 +328,10 @@ async def test_one_time_limit_covers_every_local_query_of_a_run(brain, fake, mon
         spin(conn, 0.6 * limit_ms / 1000)
         return real_held(conn, *args)
 
-    monkeypatch.setattr(research, "retrieve", slow_retrieve)
+    monkeypatch.setattr(pipeline, "retrieve", slow_retrieve)
     local_only = await ds.client.get("/-/research.json", params={"q": "espresso"})
     assert local_only.status_code == 200
-    monkeypatch.setattr(research, "sources_by_url", slow_held)
+    monkeypatch.setattr(pipeline, "sources_by_url", slow_held)
     root = actor_cookies(ds, "root")
     response = await ds.client.get(
         "/-/research.json", params={"q": "lattice qcd", "external": "always"}, cookies=root

@@ -281,7 +281,7 @@ async def test_a_linked_page_dbrain_never_extracted_shows_the_providers_text_ins
         cookies = actor_cookies(ds, "root")
         pack = (await ds.client.get("/-/research.json", params=params, cookies=cookies)).json()
         html = (await ds.client.get("/-/research", params=params, cookies=cookies)).text
-        compact = await tools.research(
+        compact = await tools.tool_research(
             ds,
             {"id": "root"},
             tools.ResearchQuery("tokio scheduler lifo", external="always"),
