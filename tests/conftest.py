@@ -21,6 +21,30 @@ from .helpers import BRAVE_KEY, EXA_KEY, build_fixture_brain, make_datasette
 
 
 @pytest.fixture(autouse=True, scope="session")
+def plugin_list_read_once():
+    """Datasette lists its plugins (reading each one's package metadata and folders: ~17 ms on
+    1.0a41) twice for every instance; tests make a thousand. The list only changes when a test
+    registers a plugin, so it is read again only then."""
+    import copy
+
+    import datasette.app
+    import datasette.plugins
+
+    read = datasette.plugins.get_plugins
+    memo: dict[frozenset[tuple[int, str | None]], list[dict]] = {}
+
+    def get_plugins() -> list[dict]:
+        key = frozenset((id(plugin), pm.get_name(plugin)) for plugin in pm.get_plugins())
+        if key not in memo:
+            memo[key] = read()
+        return copy.deepcopy(memo[key])
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(datasette.app, "get_plugins", get_plugins)
+        yield
+
+
+@pytest.fixture(autouse=True, scope="session")
 def without_mcp_server():
     """datasette-mcp builds an MCP server for every Datasette instance (a pydantic model per
     tool: ~50 ms, a minute over the suite). Tests made in-process do without it; the MCP tests
