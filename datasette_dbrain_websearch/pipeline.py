@@ -148,9 +148,8 @@ async def run_pipeline(
     )
     timings = {**local.timings_ms, "judge": _ms(judge_started)}
     web_part = await _web(
-        local_query, options, settings, local.plan, brain.verdict, local.rows, row_url, web, emit,
-        run_id,
-    )  # fmt: skip
+        local_query, options, settings, local, brain.verdict, row_url, web, emit, run_id
+    )
     apply_profile(local.rows, web_part.rows, profile_for(options.profile, settings.profiles))
     unextracted = extraction_warning(local.rows)
     pack = Pack(
@@ -392,16 +391,16 @@ async def _web(
     execute_fn: ExecuteFn,
     options: Options,
     settings: Settings,
-    plan: QueryPlan,
+    local: LocalStage,
     verdict: str,
-    local_rows: list[LocalRow],
     row_url: RowUrl,
     web: WebAccess,
     emit: Progress,
     run_id: str,
 ) -> WebPart:
     """The web stage and the merge: the web's rows, and its credit on the brain's rows for
-    pages the brain holds (added to ``local_rows`` when local search missed them)."""
+    pages the brain holds (added to ``local.rows`` when local search missed them)."""
+    plan = local.plan
     ext = settings.web
     request = options.web
     decision = decide(request.mode, ext, web.permitted, verdict, web.cross_site)
@@ -486,7 +485,7 @@ async def _web(
     urls = sorted({h.url.canonical_url for h in outcome.hits})
     held = await execute_fn(lambda conn: sources_by_url(conn, urls, options.filters))
     merged = merge_web(outcome.hits, set(held), policy, request.count)
-    part.surfaced = _credit_local_sources(local_rows, held, merged, plan, row_url, settings, labels)
+    part.surfaced = _credit_local_sources(local.rows, held, merged, plan, row_url, settings, labels)
     pages = await _read_pages(part, merged, request.read, web, ext, run_id, web_started, emit)
     text_chars = ext.max_tokens * 4 // max(1, len(merged.rows))
     part.rows = [
