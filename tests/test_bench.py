@@ -26,16 +26,16 @@ SPEED = {
     "research": (
         "bench_research.py",
         "--size", "600", "--reps", "1", "--questions", "4", "--clients", "4", "--seconds", "1",
-        "--db", "{tmp}/tiny.db",
+        "--no-semantic", "--db", "{tmp}/tiny.db",
     ),
-    "known_item": ("bench_known_item.py", "--size", "3000", "--items", "60"),
+    "known_item": ("bench_known_item.py", "--size", "1500", "--items", "30"),
     "web": ("bench_web.py", "--latency-ms", "20", "--reps", "1"),
     "answer": ("bench_answer.py", "--reps", "1", "--questions", "2"),
     "fairness": (
         "bench_fairness.py",
         "--size", "600", "--hostile", "3", "--seconds", "1", "--db", "{tmp}/tiny.db",
     ),
-    "load": ("bench_load.py", "--clients", "4", "--seconds", "4"),
+    "load": ("bench_load.py", "--clients", "4", "--seconds", "2"),
 }  # fmt: skip
 
 
