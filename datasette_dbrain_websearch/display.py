@@ -220,6 +220,16 @@ def _event_summary(name: str, data: Mapping[str, Any], labels: Mapping[str, str]
     if name == "query_plan_built":
         words = ", ".join(data.get("query_terms") or []) or "no words to search"
         return f"Question read as: {words}"
+    if name == "local_search_admitted":
+        postings = f"reads {int(data.get('postings') or 0):,} postings"
+        heavy = "a heavy question, in turn with the others" if data.get("heavy") else "a light one"
+        waited = float(data.get("waited_ms") or 0)
+        narrowed = ", ".join(data.get("narrowed_terms") or [])
+        return (
+            f"Admitted: {postings}, {heavy}"
+            + (f"; waited {waited:,.0f} ms" if waited >= 1 else "")
+            + (f"; left out of the ranking: {narrowed}" if narrowed else "")
+        )
     if name == "local_search_completed":
         rows = len(data.get("rows", []))
         how = " (rows with some of the words)" if data.get("query_mode") == "relaxed" else ""

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any, TypedDict
 
 from .brain import FTS_TABLE, Facts
+from .cost import Cost
 from .excerpts import Excerpt
 from .fts import QueryPlan
 from .judge import RunVerdict
@@ -373,6 +374,7 @@ class Pack:
     question: str
     database: str
     plan: QueryPlan
+    cost: Cost
     local: LocalResult
     limit: int
     filters: dict[str, Any]
@@ -425,6 +427,13 @@ class Pack:
             "excluded_terms": list(plan.excluded_terms),
             # Common terms left out of the ranking query to keep it fast (``cost``).
             "narrowed_terms": list(plan.dropped),
+            # What admission weighed: the postings the ranking query reads, and whether that
+            # made it heavy (it then took its turn with other heavy questions; ``admission``).
+            "cost": {
+                "postings": self.cost.postings,
+                "heavy": self.cost.heavy,
+                "reason": self.cost.reason,
+            },
             "syntax": plan.syntax,
             "query_mode": local.mode,
             "profile": self.profile,

@@ -19,6 +19,7 @@ from .answer import AnswerAccess, Passage, answer_stage
 from .brain import FTS_TABLE, Hit, passage_text, sources_by_url
 from .brain_access import LIGHT_PROGRESS_OPS, PROGRESS_OPS, ExecuteFn, TimeBudget
 from .config import Settings, WebSettings
+from .cost import Cost
 from .errors import ResearchError
 from .evidence import RowUrl, credit_local, extraction_warning, local_row, web_row
 from .fts import QueryPlan, plan_query
@@ -69,6 +70,7 @@ class LocalStage:
     state, spelling corrections and the warnings and timings of the local search."""
 
     plan: QueryPlan
+    cost: Cost
     result: LocalResult
     rows: list[LocalRow]
     semantic_lane: dict[str, Any]
@@ -157,6 +159,7 @@ async def run_pipeline(
         question=options.question,
         database=database,
         plan=local.plan,
+        cost=local.cost,
         local=local.result,
         limit=options.limit,
         filters=options.filters.active(),
@@ -252,6 +255,7 @@ async def _local_stage(
     plan = plan.searched(result.prefixed)
     return LocalStage(
         plan=plan,
+        cost=cost,
         result=result,
         rows=[local_row(h, plan, row_url, settings.excerpt_chars) for h in result.hits],
         semantic_lane=semantic_lane,

@@ -69,6 +69,16 @@ def events_for(pack: dict[str, Any], started: datetime) -> list[dict[str, Any]]:
             for k in ("text_query", "fts_query", "query_terms", "syntax", "filters", "limit")
         },
     )
+    if "cost" in plan:  # runs saved before the cost was recorded have none
+        add(
+            "local_search_admitted",
+            timings.get("local_survey", 0.0) + timings.get("local_turn", 0.0),
+            {
+                **plan["cost"],
+                "narrowed_terms": plan.get("narrowed_terms", []),
+                "waited_ms": timings.get("local_turn", 0.0),
+            },
+        )
     local_ms = timings.get("local", 0.0)
     add(
         "local_search_completed",

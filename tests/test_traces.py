@@ -35,12 +35,16 @@ async def test_a_json_run_is_saved_and_served_as_a_trace(ds):
     names = [e["name"] for e in trace["events"]]
     assert names == [
         "query_plan_built",
+        "local_search_admitted",
         "local_search_completed",
         "judge",
         "external_search_skipped",
         "evidence_selected",
     ]
-    skipped = trace["events"][3]["data"]
+    admitted = trace["events"][1]["data"]
+    assert admitted["heavy"] is False and admitted["postings"] > 0
+    assert admitted["waited_ms"] == pack["timings_ms"]["local_turn"]
+    skipped = trace["events"][4]["data"]
     assert skipped == {"mode": "never", "reason": "mode_never"}
     assert trace["started_at"] <= trace["completed_at"]
     assert trace["metrics"]["evidence_count"] == 2
@@ -50,6 +54,8 @@ async def test_the_run_page_speaks_plainly(ds):
     """Issue 19: no "brain brain", no "the actor", no reason codes."""
     pack = (await ds.client.get("/-/research.json", params={"q": "espresso grinder"})).json()
     html = (await ds.client.get(pack["trace_url"])).text
+    postings = pack["query_plan"]["cost"]["postings"]
+    assert f"Admitted: reads {postings:,} postings, a light one" in html
     assert f"asked of <code>{pack['database']}</code>" in html
     assert "not used (the request said never)" in html
     assert "whoever asked was" in html
