@@ -70,7 +70,7 @@ class Retrieval:
         }
 
 
-@dataclass
+@dataclass(kw_only=True)
 class HeldPage:
     """What a row of the brain's and the page an item links to share: the row, its facts and
     excerpt, and what the web said of it (``also_found_by``; the provider's own text when
@@ -139,12 +139,12 @@ class HeldPage:
         return notes
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LinkedPage(HeldPage):
     """The page an item links to (``item_source_links``), matched too: shown inside the item's
     row as its ``linked_source``."""
 
-    matched_terms: list[str] = field(default_factory=list)
+    matched_terms: list[str]
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -155,11 +155,11 @@ class LinkedPage(HeldPage):
         }
 
 
-@dataclass
+@dataclass(kw_only=True)
 class LocalRow(HeldPage):
     """One row of the brain (``evidence``), with the page it links to when that matched too."""
 
-    retrieval: Retrieval = field(default_factory=lambda: Retrieval(0.0, 0.0, [], [], [], []))
+    retrieval: Retrieval
     linked: LinkedPage | None = None
 
     origin = LOCAL_ORIGIN
