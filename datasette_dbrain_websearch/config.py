@@ -8,6 +8,7 @@ that is never part of any repr, so a key cannot leak through a log line or a tra
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import os
 import re
@@ -407,14 +408,16 @@ OPTIONS: tuple[Option, ...] = (
 _BY_PATH = {option.path: option for option in OPTIONS}
 
 
-def _children(spec: str) -> set[str]:
-    """The keys a block accepts: the next segment of every option below ``spec``."""
+@functools.cache
+def _children(spec: str) -> frozenset[str]:
+    """The keys a block accepts: the next segment of every option below ``spec`` (the options
+    never change, and every request reads the config)."""
     prefix = f"{spec}." if spec else ""
-    return {
+    return frozenset(
         o.path[len(prefix) :].split(".", 1)[0]
         for o in OPTIONS
         if o.path.startswith(prefix) and not o.path[len(prefix) :].startswith("<")
-    }
+    )
 
 
 # The external_search keys that are not provider blocks (a provider may have any other name).
