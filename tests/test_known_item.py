@@ -22,11 +22,19 @@ from datasette.cli import cli
 from datasette_dbrain_websearch import display
 from datasette_dbrain_websearch.merge import rrf_contribution
 from datasette_dbrain_websearch.providers import Provider, WebResult
-from datasette_dbrain_websearch.schema import create_brain_schema
 from datasette_dbrain_websearch.tools import shared as tools
 from datasette_dbrain_websearch.urls import normalize_url
 
-from .helpers import NOW, actor_cookies, add_item, add_source, csrf, make_datasette, registered
+from .helpers import (
+    NOW,
+    actor_cookies,
+    add_item,
+    add_source,
+    csrf,
+    empty_brain,
+    make_datasette,
+    registered,
+)
 from .helpers import web_config as base_web_config
 
 PAGE_URL = "https://tokio.rs/blog/2019-10-scheduler"
@@ -48,8 +56,8 @@ def linked_brain(tmp_path: Path) -> Path:
     """Bookmarks of pages about the tokio scheduler, each linked to its page (both match), plus
     a note and a page that match alone."""
     path = tmp_path / "brain.db"
+    empty_brain(path)
     conn = sqlite3.connect(path)
-    create_brain_schema(conn)
     with conn:
         bookmark = add_item(
             conn,
@@ -406,8 +414,8 @@ async def test_pages_matching_broadly_do_not_push_saved_items_out(tmp_path):
     among items, so the first ten rows are the items, as in dbrain's own search (plain fusion
     would give the pages every other row and push items 6 to 10 out)."""
     path = tmp_path / "brain.db"
+    empty_brain(path)
     conn = sqlite3.connect(path)
-    create_brain_schema(conn)
     with conn:
         for n in range(100):
             words = "zeta lattice" if n < 12 else "ordinary note"
@@ -434,8 +442,8 @@ async def test_rows_holding_every_keyword_come_before_rows_bm25_prefers(tmp_path
     holding two, though bm25 prefers the short one that repeats its two. dbrain's own order
     (``ranking: dbrain``) is bm25 alone after its relaxed fallback."""
     path = tmp_path / "brain.db"
+    empty_brain(path)
     conn = sqlite3.connect(path)
-    create_brain_schema(conn)
     with conn:
         add_item(conn, "manual:two", "manual", title="alpha beta", text="alpha beta " * 5)
         filler = " ".join(f"word{n}" for n in range(300))

@@ -6,15 +6,14 @@ import sqlite3
 
 from datasette_dbrain_websearch import lexical
 from datasette_dbrain_websearch.fts import plan_query
-from datasette_dbrain_websearch.schema import create_brain_schema
 
-from .helpers import add_item
+from .helpers import add_item, empty_brain
 
 
 def test_document_frequencies_are_counted_again_after_any_write(tmp_path):
     path = tmp_path / "brain.db"
+    empty_brain(path)
     conn = sqlite3.connect(path)
-    create_brain_schema(conn)
     conn.execute("pragma journal_mode = wal")
     with conn:
         add_item(conn, "manual:1", "manual", title="zeta", text="zeta lattice")

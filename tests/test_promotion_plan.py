@@ -19,7 +19,6 @@ from datasette_dbrain_websearch.providers import Provider, WebResult
 from datasette_dbrain_websearch.schema import (
     SOURCE_COLUMNS,
     SOURCES_FTS_COLUMNS,
-    create_brain_schema,
     source_fts_row,
     sync_source_fts,
 )
@@ -30,6 +29,7 @@ from .helpers import (
     actor_cookies,
     add_source,
     db_rows,
+    empty_brain,
     post_json,
     promoting_ds,
     registered,
@@ -363,8 +363,8 @@ async def test_promotion_leaves_the_write_connection_as_it_found_it(brain, scrip
 
 
 def test_sync_source_fts_commits_and_rolls_back_with_its_row(tmp_path):
+    empty_brain(tmp_path / "brain.db")
     conn = sqlite3.connect(tmp_path / "brain.db")
-    create_brain_schema(conn)
     try:
         with pytest.raises(RuntimeError), conn:
             source_id = add_source(conn, "https://example.com/a", title="A", description="B")

@@ -13,13 +13,14 @@ import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
 
-from datasette_dbrain_websearch.schema import create_brain_schema, create_retrieval_triggers
+from datasette_dbrain_websearch.schema import create_retrieval_triggers
 
 from .helpers import (
     GRANT_PROMOTE,
     add_item,
     add_source,
     db_rows,
+    empty_brain,
     make_datasette,
     post_json,
     web_config,
@@ -43,8 +44,8 @@ def coffee_brain(tmp_path: Path) -> Path:
     """A grinder note that never says "mill", a cocktail note bm25 prefers for "espresso"
     (short, the word twice), and other notes."""
     path = tmp_path / "brain.db"
+    empty_brain(path)
     conn = sqlite3.connect(path)
-    create_brain_schema(conn)
     with conn:
         add_item(
             conn,
