@@ -77,6 +77,12 @@ def write_options(database: Any, request: Any) -> dict[str, Any]:
     return {"request": request} if accepts and request is not None else {}
 
 
+def write_opens_transaction(database: Any) -> bool:
+    """Datasette 1.0's ``execute_write_fn`` begins the transaction before the function runs
+    (unless given ``transaction=False``); 0.65's leaves it to the function."""
+    return "transaction" in inspect.signature(database.execute_write_fn).parameters
+
+
 # datasette-secrets' names for the providers' keys (its convention on Datasette 1.0).
 STORED_KEYS = {"brave": "BRAVE_SEARCH_API_KEY", "exa": "EXA_API_KEY"}
 KEY_PAGES = {

@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 
 import sqlite_utils
 
+from .compat import write_opens_transaction
 from .errors import busy_timeout
 from .providers.base import WebResult
 from .schema import sqlite_database
@@ -37,12 +38,22 @@ WRITE_WAIT_MS = 1000  # how long a write waits for a lock another program holds 
 async def bounded_write(db: Any, fn: Callable[[sqlite3.Connection], T], **options: Any) -> T:
     """``db.execute_write_fn(fn)``, waiting at most ``WRITE_WAIT_MS`` for another program's
     lock: a locked runs database costs a request a second, not five, and the caller says what
-    was not saved (``trace_not_saved``, ``provenance_not_saved``)."""
+    was not saved (``trace_not_saved``, ``provenance_not_saved``).
+
+    Datasette 1.0 opens the transaction (``BEGIN IMMEDIATE``, where the wait happens) before
+    ``fn`` runs, so there the transaction is opened here, inside the bounded wait."""
+    opens = write_opens_transaction(db)
 
     def bounded(conn: sqlite3.Connection) -> T:
         with busy_timeout(conn, WRITE_WAIT_MS):
-            return fn(conn)
+            if not opens:
+                return fn(conn)
+            with conn:
+                conn.execute("BEGIN IMMEDIATE")
+                return fn(conn)
 
+    if opens:
+        options["transaction"] = False
     return await db.execute_write_fn(bounded, **options)
 
 

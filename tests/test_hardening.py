@@ -334,3 +334,23 @@ async def test_a_runs_database_another_program_locked_loses_nothing_quietly(
     inside = await runs_db.bounded_write(plugin_db, lambda conn: conn.execute(timeout).fetchone())
     after = await plugin_db.execute_write_fn(lambda conn: conn.execute(timeout).fetchone())
     assert (inside[0], after[0]) == (50, 5000)
+
+
+async def test_the_bounded_wait_covers_the_start_of_the_write(ds):
+    """The lock is waited for when the write begins its transaction; Datasette 1.0 begins it
+    before the plugin's function runs, so the bounded wait must already be set then."""
+    from datasette_dbrain_websearch import runs_db
+
+    db = runs_db.plugin_database(ds)
+    statements: list[str] = []
+    await db.execute_write_fn(lambda conn: conn.set_trace_callback(statements.append))
+    await runs_db.bounded_write(
+        db, lambda conn: conn.execute(f"delete from {runs_db.FEEDBACK_TABLE} where 0")
+    )
+    statements = list(statements)  # what the write ran, before anything else is traced
+    await db.execute_write_fn(lambda conn: conn.set_trace_callback(None))
+    wait = f"pragma busy_timeout = {runs_db.WRITE_WAIT_MS}"
+    begins = [i for i, s in enumerate(statements) if s.upper().startswith("BEGIN")]
+    restored = max(i for i, s in enumerate(statements) if s.startswith("pragma busy_timeout ="))
+    assert begins and wait in statements, statements
+    assert all(statements.index(wait) < i < restored for i in begins), statements
