@@ -17,7 +17,29 @@ from datasette_dbrain_websearch.config import DBRAIN_KEY_VARIABLES
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.providers.brave import clear_plan_memo
 
+from . import bench_runs
 from .helpers import BRAVE_KEY, EXA_KEY, build_fixture_brain, make_datasette
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that read a benchmark's smoke run go last: the runs happen in the background
+    meanwhile (``bench_runs``), so the tests find them done rather than wait."""
+    items.sort(key=lambda item: "speed_bench" in getattr(item, "fixturenames", ()))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if any("speed_bench" in getattr(item, "fixturenames", ()) for item in session.items):
+        bench_runs.start(list(bench_runs.SPEED))
+
+
+def pytest_sessionfinish() -> None:
+    bench_runs.stop()
+
+
+@pytest.fixture
+def speed_bench():
+    """The smoke run of a speed benchmark by name (``bench_runs.SPEED``), once it has finished."""
+    return bench_runs.finished
 
 
 @pytest.fixture(autouse=True, scope="session")

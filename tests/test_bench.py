@@ -9,59 +9,15 @@ import re
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from subprocess import CompletedProcess
 from typing import Any
 
-import pytest
-
 BENCH = Path(__file__).resolve().parent.parent / "bench" / "bench_research.py"
-BENCH_WEB = BENCH.parent / "bench_web.py"
 
 
-# The speed benchmarks start together (each on its own brain and ports) and each test waits for
-# its own: most of their time is spent starting servers and waiting on them.
-SPEED = {
-    "research": (
-        "bench_research.py",
-        "--size", "600", "--reps", "1", "--questions", "4", "--clients", "4", "--seconds", "1",
-        "--no-semantic", "--db", "{tmp}/tiny.db",
-    ),
-    "known_item": ("bench_known_item.py", "--size", "1500", "--items", "30"),
-    "web": ("bench_web.py", "--latency-ms", "20", "--reps", "1"),
-    "answer": ("bench_answer.py", "--reps", "1", "--questions", "2"),
-    "fairness": (
-        "bench_fairness.py",
-        "--size", "600", "--hostile", "3", "--seconds", "1", "--db", "{tmp}/tiny.db",
-    ),
-    "load": ("bench_load.py", "--clients", "4", "--seconds", "2"),
-}  # fmt: skip
-
-
-@pytest.fixture(scope="module")
-def speed_runs(tmp_path_factory) -> Iterator[dict[str, subprocess.Popen]]:
-    """Every speed benchmark's short run, started at once."""
-    runs = {}
-    for name, (script, *args) in SPEED.items():
-        tmp = tmp_path_factory.mktemp(name)
-        command = [sys.executable, str(BENCH.parent / script)]
-        command += [a.format(tmp=tmp) for a in args]
-        runs[name] = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-        )
-    yield runs
-    for run in runs.values():
-        run.kill()
-
-
-def finished(runs: dict[str, subprocess.Popen], name: str) -> CompletedProcess:
-    stdout, stderr = runs[name].communicate(timeout=300)
-    return CompletedProcess(runs[name].args, runs[name].returncode, stdout, stderr)
-
-
-def test_bench_runs_and_prints_ratios(speed_runs):
-    result = finished(speed_runs, "research")
+def test_bench_runs_and_prints_ratios(speed_bench):
+    result = speed_bench("research")
     assert result.returncode == 0, result.stderr
     assert "research / floor" in result.stdout
     assert "built-in / research" in result.stdout
@@ -69,10 +25,10 @@ def test_bench_runs_and_prints_ratios(speed_runs):
     assert "under load: 4 clients" in result.stdout and "research p99 / p50" in result.stdout
 
 
-def test_known_item_bench_prints_both_recalls_and_the_plugin_keeps_up(speed_runs):
+def test_known_item_bench_prints_both_recalls_and_the_plugin_keeps_up(speed_bench):
     """A short run of the known-item benchmark. Recall is a correctness target (speed is not):
     the plugin finds known items at least as often as dbrain's own order."""
-    result = finished(speed_runs, "known_item")
+    result = speed_bench("known_item")
     assert result.returncode == 0, result.stderr
     recalls = re.findall(r"^(three|the three).*?(\d\.\d{3})\s+(\d\.\d{3})", result.stdout, re.M)
     assert len(recalls) == 2, result.stdout
@@ -80,31 +36,31 @@ def test_known_item_bench_prints_both_recalls_and_the_plugin_keeps_up(speed_runs
         assert float(plugin) >= float(dbrain), result.stdout
 
 
-def test_web_bench_runs_and_prints_ratios(speed_runs):
-    result = finished(speed_runs, "web")
+def test_web_bench_runs_and_prints_ratios(speed_bench):
+    result = speed_bench("web")
     assert result.returncode == 0, result.stderr
     assert "all / single" in result.stdout
     assert "plugin time on top" in result.stdout
 
 
-def test_answer_bench_runs_and_prints_what_answering_adds(speed_runs):
-    result = finished(speed_runs, "answer")
+def test_answer_bench_runs_and_prints_what_answering_adds(speed_bench):
+    result = speed_bench("answer")
     assert result.returncode == 0, result.stderr
     assert "answering adds" in result.stdout and "answer stage (in the pack)" in result.stdout
 
 
-def test_fairness_bench_runs_and_reports_its_bound(speed_runs):
-    result = finished(speed_runs, "fairness")
+def test_fairness_bench_runs_and_reports_its_bound(speed_bench):
+    result = speed_bench("fairness")
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"calm +\d+ +[\d.]+ +[\d.]+ +1\.00x", result.stdout)
     assert re.search(r"attack +\d+ ", result.stdout)
     assert "bound 3x of calm p50:" in result.stdout and "hostile statuses: {" in result.stdout
 
 
-def test_load_test_runs_clean_and_reports(speed_runs):
+def test_load_test_runs_clean_and_reports(speed_bench):
     """A short run of the load test: no errors, no duplicate or lost promotion (it exits
     non-zero on those), every hostile request refused, and the report printed."""
-    result = finished(speed_runs, "load")
+    result = speed_bench("load")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "errors: 0" in result.stdout
     assert "duplicate rows: 0; lost: 0" in result.stdout

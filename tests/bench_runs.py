@@ -1,0 +1,81 @@
+"""Short runs of the speed benchmarks, in the background of the suite.
+
+The suite runs one test at a time, so one of the machine's cores sits mostly idle; the
+benchmarks' smoke runs (each starts servers, builds a brain and drives clients: ~45 s of CPU)
+use it. They start when the session starts, one after another at a lower priority, so the tests
+in the foreground keep their core; the tests that read them run last (see ``conftest``).
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from subprocess import CompletedProcess
+
+BENCH = Path(__file__).resolve().parent.parent / "bench"
+
+# Each on its own brain and ports; sizes and durations as small as still exercise every phase.
+SPEED = {
+    "research": (
+        "bench_research.py",
+        "--size", "600", "--reps", "1", "--questions", "4", "--clients", "4", "--seconds", "1",
+        "--no-semantic", "--db", "{tmp}/tiny.db",
+    ),
+    "known_item": ("bench_known_item.py", "--size", "1500", "--items", "30"),
+    "web": ("bench_web.py", "--latency-ms", "20", "--reps", "1"),
+    "answer": ("bench_answer.py", "--reps", "1", "--questions", "2"),
+    "fairness": (
+        "bench_fairness.py",
+        "--size", "600", "--hostile", "3", "--seconds", "1", "--db", "{tmp}/tiny.db",
+    ),
+    "load": ("bench_load.py", "--clients", "4", "--seconds", "2"),
+}  # fmt: skip
+
+# Below the tests' priority: the benchmarks take what the foreground leaves.
+NICENESS = 10
+
+_runs: dict[str, Future[CompletedProcess]] = {}
+
+
+def _run(name: str, folder: Path) -> CompletedProcess:
+    script, *args = SPEED[name]
+    command = [sys.executable, str(BENCH / script), *(a.format(tmp=folder) for a in args)]
+    return subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        preexec_fn=lambda: os.nice(NICENESS),
+    )
+
+
+def start(names: list[str]) -> None:
+    """Queue the named benchmarks (once per session), one at a time in a background thread."""
+    names = [name for name in names if name not in _runs]
+    if not names:
+        return
+    folder = Path(tempfile.mkdtemp(prefix="dbrain-bench-"))
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="bench")
+    for name in names:
+        (folder / name).mkdir()
+        _runs[name] = pool.submit(_run, name, folder / name)
+    pool.shutdown(wait=False)
+    atexit.register(shutil.rmtree, folder, ignore_errors=True)
+
+
+def stop() -> None:
+    """Drop the runs not started yet (an interrupted session does not wait for them)."""
+    for run in _runs.values():
+        run.cancel()
+
+
+def finished(name: str) -> CompletedProcess:
+    """The named benchmark's run, waiting for it (started now if the session did not)."""
+    start([name])
+    return _runs[name].result(timeout=900)
