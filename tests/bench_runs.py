@@ -1,9 +1,10 @@
-"""Short runs of the speed benchmarks, in the background of the suite.
+"""Short runs of the benchmark scripts, in the background of the suite.
 
 The suite runs one test at a time, so one of the machine's cores sits mostly idle; the
-benchmarks' smoke runs (each starts servers, builds a brain and drives clients: ~45 s of CPU)
-use it. They start when the session starts, one after another at a lower priority, so the tests
-in the foreground keep their core; the tests that read them run last (see ``conftest``).
+benchmarks' smoke runs (each a Python process that builds a brain, and for the speed ones
+starts servers and drives clients: ~50 s of CPU) use it. They start when the session starts,
+one after another at a lower priority, so the tests in the foreground keep their core; the
+tests that read them run last (see ``conftest``).
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ from pathlib import Path
 from subprocess import CompletedProcess
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
+DATA = Path(__file__).resolve().parent / "data"
+IR_TINY = {"DBRAIN_IR_DATA": str(DATA / "ir-tiny")}  # a six-document collection, BEIR's layout
 
 # Each on its own brain and ports; sizes and durations as small as still exercise every phase.
-SPEED = {
+SCRIPTS = {
     "research": (
         "bench_research.py",
         "--size", "600", "--reps", "1", "--questions", "4", "--clients", "4", "--seconds", "1",
@@ -35,7 +38,12 @@ SPEED = {
         "--size", "600", "--hostile", "3", "--seconds", "1", "--db", "{tmp}/tiny.db",
     ),
     "load": ("bench_load.py", "--clients", "4", "--seconds", "2"),
+    "relevance": ("bench_ir.py", "--collection", "ir-tiny"),
+    "feedback": ("bench_feedback.py", "--collection", "ir-tiny"),
+    "answer_quality": ("bench_answer_quality.py", str(DATA / "qa-tiny.json"), "--no-semantic"),
 }  # fmt: skip
+# What a run needs in its environment beside the suite's.
+ENV = {"relevance": IR_TINY, "feedback": IR_TINY}
 
 # Below the tests' priority: the benchmarks take what the foreground leaves.
 NICENESS = 10
@@ -44,13 +52,15 @@ _runs: dict[str, Future[CompletedProcess]] = {}
 
 
 def _run(name: str, folder: Path) -> CompletedProcess:
-    script, *args = SPEED[name]
+    script, *args = SCRIPTS[name]
     command = [sys.executable, str(BENCH / script), *(a.format(tmp=folder) for a in args)]
     return subprocess.run(
         command,
         capture_output=True,
         text=True,
         timeout=600,
+        cwd=folder,
+        env={**os.environ, **ENV.get(name, {})},
         preexec_fn=lambda: os.nice(NICENESS),
     )
 

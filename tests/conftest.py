@@ -24,12 +24,12 @@ from .helpers import BRAVE_KEY, EXA_KEY, build_fixture_brain, make_datasette
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that read a benchmark's smoke run go last: the runs happen in the background
     meanwhile (``bench_runs``), so the tests find them done rather than wait."""
-    items.sort(key=lambda item: "speed_bench" in getattr(item, "fixturenames", ()))
+    items.sort(key=lambda item: "bench_run" in getattr(item, "fixturenames", ()))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    if any("speed_bench" in getattr(item, "fixturenames", ()) for item in session.items):
-        bench_runs.start(list(bench_runs.SPEED))
+    if any("bench_run" in getattr(item, "fixturenames", ()) for item in session.items):
+        bench_runs.start(list(bench_runs.SCRIPTS))
 
 
 def pytest_sessionfinish() -> None:
@@ -37,8 +37,8 @@ def pytest_sessionfinish() -> None:
 
 
 @pytest.fixture
-def speed_bench():
-    """The smoke run of a speed benchmark by name (``bench_runs.SPEED``), once it has finished."""
+def bench_run():
+    """A benchmark script's smoke run by name (``bench_runs.SCRIPTS``), once it has finished."""
     return bench_runs.finished
 
 

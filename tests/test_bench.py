@@ -1,4 +1,5 @@
-"""The benchmark script still runs end to end (on a tiny brain; it reports, never asserts speed)."""
+"""The benchmark scripts still run end to end (on tiny brains and collections; they report,
+never assert speed). Most runs happen in the background of the suite (``bench_runs``)."""
 
 from __future__ import annotations
 
@@ -13,11 +14,11 @@ from pathlib import Path
 from subprocess import CompletedProcess
 from typing import Any
 
-BENCH = Path(__file__).resolve().parent.parent / "bench" / "bench_research.py"
+from .bench_runs import BENCH
 
 
-def test_bench_runs_and_prints_ratios(speed_bench):
-    result = speed_bench("research")
+def test_bench_runs_and_prints_ratios(bench_run):
+    result = bench_run("research")
     assert result.returncode == 0, result.stderr
     assert "research / floor" in result.stdout
     assert "built-in / research" in result.stdout
@@ -25,10 +26,10 @@ def test_bench_runs_and_prints_ratios(speed_bench):
     assert "under load: 4 clients" in result.stdout and "research p99 / p50" in result.stdout
 
 
-def test_known_item_bench_prints_both_recalls_and_the_plugin_keeps_up(speed_bench):
+def test_known_item_bench_prints_both_recalls_and_the_plugin_keeps_up(bench_run):
     """A short run of the known-item benchmark. Recall is a correctness target (speed is not):
     the plugin finds known items at least as often as dbrain's own order."""
-    result = speed_bench("known_item")
+    result = bench_run("known_item")
     assert result.returncode == 0, result.stderr
     recalls = re.findall(r"^(three|the three).*?(\d\.\d{3})\s+(\d\.\d{3})", result.stdout, re.M)
     assert len(recalls) == 2, result.stdout
@@ -36,31 +37,31 @@ def test_known_item_bench_prints_both_recalls_and_the_plugin_keeps_up(speed_benc
         assert float(plugin) >= float(dbrain), result.stdout
 
 
-def test_web_bench_runs_and_prints_ratios(speed_bench):
-    result = speed_bench("web")
+def test_web_bench_runs_and_prints_ratios(bench_run):
+    result = bench_run("web")
     assert result.returncode == 0, result.stderr
     assert "all / single" in result.stdout
     assert "plugin time on top" in result.stdout
 
 
-def test_answer_bench_runs_and_prints_what_answering_adds(speed_bench):
-    result = speed_bench("answer")
+def test_answer_bench_runs_and_prints_what_answering_adds(bench_run):
+    result = bench_run("answer")
     assert result.returncode == 0, result.stderr
     assert "answering adds" in result.stdout and "answer stage (in the pack)" in result.stdout
 
 
-def test_fairness_bench_runs_and_reports_its_bound(speed_bench):
-    result = speed_bench("fairness")
+def test_fairness_bench_runs_and_reports_its_bound(bench_run):
+    result = bench_run("fairness")
     assert result.returncode == 0, result.stdout + result.stderr
     assert re.search(r"calm +\d+ +[\d.]+ +[\d.]+ +1\.00x", result.stdout)
     assert re.search(r"attack +\d+ ", result.stdout)
     assert "bound 3x of calm p50:" in result.stdout and "hostile statuses: {" in result.stdout
 
 
-def test_load_test_runs_clean_and_reports(speed_bench):
+def test_load_test_runs_clean_and_reports(bench_run):
     """A short run of the load test: no errors, no duplicate or lost promotion (it exits
     non-zero on those), every hostile request refused, and the report printed."""
-    result = speed_bench("load")
+    result = bench_run("load")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "errors: 0" in result.stdout
     assert "duplicate rows: 0; lost: 0" in result.stdout
@@ -73,16 +74,10 @@ def run_bench(script: Path, *args: str, timeout: int = 300, **options: Any) -> C
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, **options)
 
 
-def test_relevance_bench_scores_every_system_on_a_collection():
+def test_relevance_bench_scores_every_system_on_a_collection(bench_run):
     """bench_ir.py on a six-document collection in BEIR's layout (tests/data/ir-tiny): every
     system in one run, each with nDCG@10, R@100 and p50, scored from the judgements."""
-    tiny = Path(__file__).resolve().parent / "data" / "ir-tiny"
-    result = run_bench(
-        BENCH.parent / "bench_ir.py",
-        "--collection",
-        "ir-tiny",
-        env={**os.environ, "DBRAIN_IR_DATA": str(tiny)},
-    )
+    result = bench_run("relevance")
     assert result.returncode == 0, result.stderr
     assert "ir-tiny: 6 documents, 3 judged questions" in result.stdout
     rows = dict(
@@ -101,18 +96,18 @@ def test_dbrain_ranking_is_the_dbrain_style_order_of_the_benchmark(tmp_path):
     """``ranking=dbrain`` lists exactly what bench_known_item.py computes as dbrain's
     ``Store.Search`` order in plain SQL (AND query: items then sources; else the relaxed OR
     query, sources then items, kept by matchesRelaxedTerms), for 40 known-item questions."""
-    sys.path.insert(0, str(BENCH.parent))
+    sys.path.insert(0, str(BENCH))
     try:
         import bench_known_item as known
     finally:
-        sys.path.remove(str(BENCH.parent))
+        sys.path.remove(str(BENCH))
     from datasette_dbrain_websearch.brain import Filters
     from datasette_dbrain_websearch.demo import build_demo_brain
     from datasette_dbrain_websearch.fts import plan_query
     from datasette_dbrain_websearch.retrieval import retrieve
 
     path = tmp_path / "brain.db"
-    build_demo_brain(path, size=3000)
+    build_demo_brain(path, size=1500)
     known.share_words(path)
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     asked = known.questions(conn, 20, seed=5)
@@ -167,7 +162,7 @@ def test_cranfield_files_become_the_layout_the_relevance_bench_reads(tmp_path):
     (source / "cran.all.1400").write_text(CRAN_DOCS, encoding="latin-1")
     (source / "cran.qry").write_text(CRAN_QUERIES, encoding="latin-1")
     (source / "cranqrel").write_text("1 1 1\n1 2 -1\n2 2 3\n")
-    converted = run_bench(BENCH.parent / "cranfield_to_beir.py", str(source), str(out), timeout=60)
+    converted = run_bench(BENCH / "cranfield_to_beir.py", str(source), str(out), timeout=60)
     assert converted.returncode == 0, converted.stderr
     assert "2 documents, 2 questions, 2 judgements" in converted.stdout
     with gzip.open(out / "corpus.jsonl.gz", "rt") as fh:
@@ -183,7 +178,7 @@ def test_cranfield_files_become_the_layout_the_relevance_bench_reads(tmp_path):
     qrels = (out / "qrels.tsv").read_text().splitlines()
     assert qrels == ["query-id\tcorpus-id\tscore", "1\t1\t4", "2\t2\t2"]
     scored = run_bench(
-        BENCH.parent / "bench_ir.py",
+        BENCH / "bench_ir.py",
         "--collection",
         "cran-tiny",
         env={**os.environ, "DBRAIN_IR_DATA": str(out.parent)},
@@ -192,14 +187,11 @@ def test_cranfield_files_become_the_layout_the_relevance_bench_reads(tmp_path):
     assert "cran-tiny: 2 documents, 2 judged questions" in scored.stdout
 
 
-def test_answer_quality_bench_scores_the_answer_beside_its_baselines():
+def test_answer_quality_bench_scores_the_answer_beside_its_baselines(bench_run):
     """bench_answer_quality.py on a five-paragraph collection in SQuAD's layout, written for
     the test (tests/data/qa-tiny.json): unanswerable questions are left out; the answer and
     both baselines are scored against the gold sentences in one run."""
-    tiny = Path(__file__).resolve().parent / "data" / "qa-tiny.json"
-    result = run_bench(
-        BENCH.parent / "bench_answer_quality.py", str(tiny), "--no-semantic", cwd=BENCH.parent
-    )
+    result = bench_run("answer_quality")
     assert result.returncode == 0, result.stderr
     assert "qa-tiny.json: 3 paragraphs, 4 answerable questions, lexical only" in result.stdout
     rows = {
@@ -221,16 +213,10 @@ def test_answer_quality_bench_scores_the_answer_beside_its_baselines():
     assert rows["extractive answer"][0] == 1.0
 
 
-def test_feedback_bench_compares_the_original_the_reranked_and_the_expanded_run():
+def test_feedback_bench_compares_the_original_the_reranked_and_the_expanded_run(bench_run):
     """bench_feedback.py on tests/data/ir-tiny: marks the top rows as a person would, and
     reports the three runs and whether Expand ever returned fewer rows."""
-    tiny = Path(__file__).resolve().parent / "data" / "ir-tiny"
-    result = run_bench(
-        BENCH.parent / "bench_feedback.py",
-        "--collection",
-        "ir-tiny",
-        env={**os.environ, "DBRAIN_IR_DATA": str(tiny)},
-    )
+    result = bench_run("feedback")
     assert result.returncode == 0, result.stderr
     assert "ir-tiny: 6 documents, 3 judged questions, the top 5 marked" in result.stdout
     rows = {
