@@ -205,7 +205,7 @@ class PageHandler(BaseHTTPRequestHandler):
 
 def start(host: str, family: socket.AddressFamily = socket.AF_INET) -> RecordingServer:
     server = RecordingServer(host, family)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     return server
 
 
@@ -660,7 +660,7 @@ def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleNames
     server.socket = context.wrap_socket(
         server.socket, server_side=True, do_handshake_on_connect=False
     )
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
     yield SimpleNamespace(server=server, cert=cert, names=names, port=server.server_port)
     stop(server)
 
