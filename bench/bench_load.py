@@ -79,8 +79,12 @@ async def ordinary(client: httpx.AsyncClient, tally: Tally, until: float, seed: 
     rng = random.Random(seed)
     headers = await csrf_headers(client)
     kinds, weights = zip(*MIX.items(), strict=True)
-    while time.monotonic() < until:
-        kind = rng.choices(kinds, weights)[0]
+    # Every client asks one plain question first, however short the run: even a starved
+    # machine measures the latency that matters.
+    first = True
+    while first or time.monotonic() < until:
+        kind = "research" if first else rng.choices(kinds, weights)[0]
+        first = False
         if kind in ("feedback", "promote") and not tally.runs:
             kind = "web"
         try:
