@@ -35,6 +35,7 @@ from .evals import (
     summarize,
 )
 from .pack import row_keys
+from .pack_json import PackJSON
 from .runs_db import DEFAULT_FILENAME
 
 
@@ -70,7 +71,7 @@ async def _run(
     return pack, web.labels
 
 
-def citation_labels(pack: dict[str, Any]) -> dict[str, str]:
+def citation_labels(pack: PackJSON) -> dict[str, str]:
     """``brain 3`` / ``web 5``: each row's number in the printed list, by its keys (an item's
     linked page is cited by the item's number)."""
     return {
@@ -80,7 +81,7 @@ def citation_labels(pack: dict[str, Any]) -> dict[str, str]:
     }
 
 
-def render_answer(pack: dict[str, Any]) -> list[str]:
+def render_answer(pack: PackJSON) -> list[str]:
     """The answer, each sentence with its citations (``[brain 3: src:…]``) and its marks."""
     answer = pack.get("answer") or {}
     if answer.get("status", "disabled") == "disabled":
@@ -117,7 +118,7 @@ def _provider_text(page: dict[str, Any], indent: str) -> list[str]:
     return _wrapped(f"[{found['excerpt_from']}'s text, not your brain's] {found['text']}", indent)
 
 
-def render_text(pack: dict[str, Any]) -> str:
+def render_text(pack: PackJSON) -> str:
     """A readable terminal rendering of a pack (control characters removed)."""
     verdict = pack["judge"]["combined"]
     plan = pack["query_plan"]

@@ -13,6 +13,7 @@ from typing import Any
 
 from .display import plural
 from .pack import row_keys
+from .pack_json import PackJSON
 
 Row = Mapping[str, Any]
 WEB = "outside_dbrain_corpus"
@@ -35,12 +36,12 @@ def row_summary(row: Row, rank: int) -> dict[str, Any]:
     }
 
 
-def ranked_rows(pack: Row) -> list[Row]:
+def ranked_rows(pack: PackJSON) -> list[Row]:
     """The run's rows in its reading order (``ranking``), brain and web."""
     return [pack[entry["list"]][entry["index"]] for entry in pack.get("ranking", [])]
 
 
-def answer_sides(pack: Row) -> list[dict[str, Any]]:
+def answer_sides(pack: PackJSON) -> list[dict[str, Any]]:
     """Each answer sentence with the side it cites: ``brain``, ``web``, ``both`` or ``none``."""
     answer = pack.get("answer") or {}
     local = {key for row in pack["evidence"] for key in row_keys(row)}

@@ -12,6 +12,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from .pack_json import PackJSON
+
 Row = Mapping[str, Any]
 ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
 FEW_WORDS = 0.5  # a web row holding fewer than half the question's words says so
@@ -108,7 +110,7 @@ def why(row: Row, labels: Mapping[str, str]) -> list[str]:
     return said
 
 
-def counts_line(pack: Row, labels: Mapping[str, str]) -> str:
+def counts_line(pack: PackJSON, labels: Mapping[str, str]) -> str:
     """ "Brain: 10 · Web: 5 (Brave, Exa)" — the same numbers the lists below hold."""
     line = f"Brain: {len(pack['evidence'])}"
     web = pack["external_search"]
@@ -169,7 +171,7 @@ def answer_parts(answer: Row) -> tuple[list[Row], list[Row]]:
     return brain, outside
 
 
-def cited_quotes(pack: Row | None) -> dict[str, list[str]]:
+def cited_quotes(pack: PackJSON | None) -> dict[str, list[str]]:
     """For each row key the answer cites, the sentences of that row it rests on (each once, in
     the answer's order): the row shows them, so every citation can be checked where it
     points."""
@@ -181,7 +183,7 @@ def cited_quotes(pack: Row | None) -> dict[str, list[str]]:
     return quotes
 
 
-def missing_words(pack: Row) -> list[str]:
+def missing_words(pack: PackJSON) -> list[str]:
     """The question's words that none of the top rows mention, the brain's or the web's (what
     the run's verdict lacks)."""
     judge = pack["judge"]
@@ -195,7 +197,7 @@ def missing_words(pack: Row) -> list[str]:
     return missing
 
 
-def matches_note(pack: Row) -> str:
+def matches_note(pack: PackJSON) -> str:
     """How many rows could answer (they hold the question's rarest word), against how many are
     shown."""
     coverage = pack["coverage"]

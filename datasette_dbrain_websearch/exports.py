@@ -16,6 +16,7 @@ from typing import Any
 
 from . import display
 from .pack import row_keys
+from .pack_json import PackJSON
 
 Row = Mapping[str, Any]
 Link = Callable[[str], str]
@@ -39,7 +40,7 @@ CSV_COLUMNS = (
 )
 
 
-def rows_with_refs(pack: Row) -> list[tuple[str, Row]]:
+def rows_with_refs(pack: PackJSON) -> list[tuple[str, Row]]:
     """Every row with its reference: brain rows ``1``, ``2``…, web rows ``W1``, ``W2``…"""
     return [
         *((str(n), row) for n, row in enumerate(pack["evidence"], start=1)),
@@ -47,7 +48,7 @@ def rows_with_refs(pack: Row) -> list[tuple[str, Row]]:
     ]
 
 
-def references(pack: Row) -> dict[str, str]:
+def references(pack: PackJSON) -> dict[str, str]:
     """Each key's reference (an item's linked page, which answers may cite, is the item's)."""
     return {key: ref for ref, row in rows_with_refs(pack) for key in row_keys(row)}
 
@@ -73,7 +74,7 @@ def _sentence(sentence: Row, refs: Mapping[str, str]) -> str:
     return f"{text} {cited}".rstrip()
 
 
-def _answer_lines(pack: Row, refs: Mapping[str, str]) -> list[str]:
+def _answer_lines(pack: PackJSON, refs: Mapping[str, str]) -> list[str]:
     answer = pack.get("answer") or {}
     if answer.get("status") != "ok" or not answer.get("sentences"):
         return [answer["message"], ""] if answer.get("message") else []
@@ -122,7 +123,7 @@ def _escape(text: str) -> str:
     return re.sub(r"([\\`*_\[\]<>#|])", r"\\\1", " ".join(text.split()))
 
 
-def markdown(pack: Row, when: str, labels: Mapping[str, str], link: Link) -> str:
+def markdown(pack: PackJSON, when: str, labels: Mapping[str, str], link: Link) -> str:
     """The run as Markdown: question, verdict, verified answer, then numbered references.
     ``when`` is the run's start (ISO 8601); ``link`` makes a path of this Datasette a URL."""
     refs = references(pack)
@@ -162,7 +163,7 @@ def markdown(pack: Row, when: str, labels: Mapping[str, str], link: Link) -> str
     return "\n".join(lines).rstrip() + "\n"
 
 
-def csv_text(pack: Row, labels: Mapping[str, str], link: Link) -> str:
+def csv_text(pack: PackJSON, labels: Mapping[str, str], link: Link) -> str:
     """The run's rows as CSV, brain rows first, each with its reference and origin."""
     cited = {k for s in (pack.get("answer") or {}).get("sentences", []) for k in s["citations"]}
     out = io.StringIO()

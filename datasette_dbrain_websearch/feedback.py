@@ -30,6 +30,7 @@ from .answer.text import is_boilerplate, split_sentences
 from .display import plural
 from .fts import NEGATIONS, RAW_OPERATORS, STOP_WORDS, trim_token
 from .pack import row_keys
+from .pack_json import PackJSON
 from .stemming import fold, stem
 
 FEEDBACK_VALUES = ("more", "less", "relevant", "irrelevant", "unsure")
@@ -142,7 +143,7 @@ def _row_text(row: dict[str, Any]) -> str:
     return " ".join([str(row.get("title") or ""), *said])
 
 
-def _space(pack: dict[str, Any]) -> _Space:
+def _space(pack: PackJSON) -> _Space:
     rows = {(name, i): row for name in LISTS for i, row in enumerate(pack.get(name) or [])}
     surfaces = {a: Counter(_surface_tokens(_row_text(row))) for a, row in rows.items()}
     stems: dict[Address, Counter[str]] = {}
@@ -231,8 +232,8 @@ def _move_detail(mark: str, exact: bool, places: int, before: float, after: floa
 
 
 def apply_feedback(
-    pack: dict, marks: list[dict[str, str]], weights: RocchioWeights = RocchioWeights()
-) -> dict:
+    pack: PackJSON, marks: list[dict[str, str]], weights: RocchioWeights = RocchioWeights()
+) -> PackJSON:
     """A new pack re-ranked by Rocchio feedback; the input pack is left as it was.
 
     Rocchio ranks by ``cos(d, q')``, which orders rows as ``d . q'`` does (``|q'|`` is shared):
@@ -325,7 +326,9 @@ def _extend(original: str, added: list[str], raw: bool) -> str:
     return " ".join([*words, *added])
 
 
-def refine_query(pack: dict, marks: list[dict[str, str]], max_terms: int = MAX_ADDED_TERMS) -> dict:
+def refine_query(
+    pack: PackJSON, marks: list[dict[str, str]], max_terms: int = MAX_ADDED_TERMS
+) -> dict:
     """Suggest up to ``max_terms`` terms from the rows marked ``more``/``relevant``.
 
     A candidate (a stem shown as its commonest form in the positive rows) has a positive and a

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 from .config import JudgeThresholds
 from .display import plural
+from .pack_json import JudgeJSON
 
 NO_EVIDENCE = "no_evidence"
 WEAK_EVIDENCE = "weak_evidence"
@@ -195,7 +196,7 @@ class RunVerdict:
     web: dict
     combined: dict
 
-    def to_json(self) -> dict:
+    def to_json(self) -> JudgeJSON:
         return {**self.brain.to_json(), "web": self.web, "combined": self.combined}
 
 

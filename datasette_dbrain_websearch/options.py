@@ -8,11 +8,11 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date
-from typing import Any
 
 from .brain import Filters
 from .config import FRESHNESS_RE, MODES, RANKINGS, Settings, web_mode
 from .errors import ResearchError
+from .pack_json import PackJSON
 from .profiles import PROFILE_NAMES
 from .providers.base import clean
 from .reading import MAX_READ
@@ -178,7 +178,7 @@ def parse_options(params: Params, settings: Settings) -> Options:
     )
 
 
-def run_params(pack: Mapping[str, Any]) -> Params:
+def run_params(pack: PackJSON) -> Params:
     """The parameters a saved run was researched with, as a request gives them: brain,
     filters, syntax, limit, profile, web mode and whether it answered (what a refined run
     takes from its parent, and a run without the web from the run it is compared with)."""

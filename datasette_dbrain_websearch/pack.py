@@ -1,9 +1,10 @@
 """The typed ``research_pack.v1``: a run's evidence rows, web search, verdict and answer.
 
-Research builds these values stage by stage (``research``); ``Pack.to_json()`` is the one
+Research builds these values stage by stage (``pipeline``); ``Pack.to_json()`` is the one
 place their JSON is written, in dbrain's field names (``internal/brainresearch/types.go``;
 additions never rename dbrain's fields) and key order (``tests/test_pack_json.py`` pins it).
-Surfaces and saved runs read that JSON; ``row_keys`` and ``is_exact`` read a row of it.
+Surfaces and saved runs read that JSON, typed as ``pack_json.PackJSON``; ``row_keys`` and
+``is_exact`` read a row of it.
 """
 
 from __future__ import annotations
@@ -14,13 +15,26 @@ from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypedDict
+from typing import Any, cast
 
 from .brain import FTS_TABLE, Facts
 from .cost import Cost
 from .excerpts import Excerpt
 from .fts import QueryPlan
 from .judge import RunVerdict
+from .pack_json import (
+    AnswerJSON,
+    CoverageJSON,
+    EvidenceJSON,
+    LinkedSourceJSON,
+    PackJSON,
+    QueryPlanJSON,
+    RankingEntryJSON,
+    RetrievalJSON,
+    Signal,
+    WebEvidenceJSON,
+    WebSearchJSON,
+)
 from .providers.base import scrub
 from .retrieval import LocalResult
 
@@ -29,14 +43,6 @@ LOCAL_ORIGIN = "dbrain_corpus"
 WEB_ORIGIN = "outside_dbrain_corpus"
 
 Lane = dict[str, Any]  # one retrieval lane's record: its fields differ by lane
-
-
-class Signal(TypedDict):
-    """One reason a row is where it is: a name, a sentence for people, its weight."""
-
-    name: str
-    detail: str
-    weight: float
 
 
 def new_run_id(now_ns: int | None = None) -> str:
@@ -59,12 +65,12 @@ class Retrieval:
     matched_terms: list[str]
     missing_terms: list[str]
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> RetrievalJSON:
         return {
             "score": self.score,
             "fused_score": self.fused_score,
             "lanes": [dict(lane) for lane in self.lanes],
-            "signals": [dict(signal) for signal in self.signals],
+            "signals": [Signal(**signal) for signal in self.signals],
             "matched_terms": list(self.matched_terms),
             "missing_terms": list(self.missing_terms),
         }
@@ -146,13 +152,14 @@ class LinkedPage(HeldPage):
 
     matched_terms: list[str]
 
-    def to_json(self) -> dict[str, Any]:
-        return {
+    def to_json(self) -> LinkedSourceJSON:
+        row = {
             **self._head(),
             **self._body(),
             "matched_terms": list(self.matched_terms),
             **self._web_notes(),
         }
+        return cast(LinkedSourceJSON, row)
 
 
 @dataclass(kw_only=True)
@@ -182,12 +189,12 @@ class LocalRow(HeldPage):
     def is_strong(self) -> bool:
         return self.is_exact or not self.retrieval.missing_terms
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> EvidenceJSON:
         row = {**self._head(), "origin": self.origin, **self._body()}
         row["retrieval"] = self.retrieval.to_json()
         if self.linked is not None:
             row["linked_source"] = self.linked.to_json()
-        return {**row, **self._web_notes()}
+        return cast(EvidenceJSON, {**row, **self._web_notes()})
 
 
 @dataclass
@@ -228,7 +235,7 @@ class WebRow:
     def evidence_role(self) -> str:
         return self.excerpt.role or "external_snippet"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> WebEvidenceJSON:
         return {
             "source_key": self.source_key,
             "kind": self.kind,
@@ -273,8 +280,8 @@ class WebSearch:
     def requested(self) -> bool:
         return self.mode != "never"
 
-    def to_json(self) -> dict[str, Any]:
-        search: dict[str, Any] = {
+    def to_json(self) -> WebSearchJSON:
+        search: WebSearchJSON = {
             "mode": self.mode,
             "requested": self.requested,
             "ran": self.ran,
@@ -319,7 +326,7 @@ class Answer:
     evidence: dict[str, Any] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> AnswerJSON:
         return {
             "status": self.status,
             "synthesizer": self.synthesizer,
@@ -396,7 +403,7 @@ class Pack:
         """Every row in reading order (``reading_order``)."""
         return reading_order(self.evidence, self.web_rows, self.web_search.current_state_question)
 
-    def ranking(self) -> list[dict[str, Any]]:
+    def ranking(self) -> list[RankingEntryJSON]:
         """The reading order as the pack writes it: each entry names its list and index."""
         where: dict[int, tuple[str, int]] = {
             **{id(r): ("evidence", i) for i, r in enumerate(self.evidence)},
@@ -412,7 +419,7 @@ class Pack:
             for row in self.ranked()
         ]
 
-    def _query_plan(self) -> dict[str, Any]:
+    def _query_plan(self) -> QueryPlanJSON:
         plan, local = self.plan, self.local
         return {
             "text_query": plan.text_query,
@@ -464,7 +471,7 @@ class Pack:
             },
         ]
 
-    def _coverage(self) -> dict[str, Any]:
+    def _coverage(self) -> CoverageJSON:
         local, rows = self.local, self.evidence
         items, sources = local.matches.get("item", 0), local.matches.get("source", 0)
         found = (
@@ -492,9 +499,9 @@ class Pack:
             f"sources={sources}. Returned evidence is a capped working set, not the full corpus.",
         }
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> PackJSON:
         """``research_pack.v1``, every string scrubbed of the run's secrets."""
-        pack = {
+        pack: PackJSON = {
             "ok": True,
             "schema_version": SCHEMA_VERSION,
             "run_id": self.run_id,
@@ -514,7 +521,7 @@ class Pack:
             "did_you_mean": self.did_you_mean,
             "answer": self.answer.to_json(),
         }
-        return scrub(pack, list(self.secrets))
+        return cast(PackJSON, scrub(pack, list(self.secrets)))
 
 
 def row_keys(row: Mapping[str, Any]) -> list[str]:

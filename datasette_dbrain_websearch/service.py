@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 from . import traces
 from .admission import gate_for
@@ -29,6 +29,7 @@ from .errors import ResearchError, sqlite_error
 from .feedback import RocchioWeights, apply_feedback, refine_query, row_urls, validate_marks
 from .options import param, parse_options, run_params
 from .pack import row_keys
+from .pack_json import PackJSON
 from .permissions import LLM_ANSWER, RESEARCH, WEB_SEARCH, can
 from .pipeline import Progress, WebAccess, run_pipeline
 from .promote import promote, promoted_in_run
@@ -162,7 +163,7 @@ async def run_research(
     model_permitted: bool | None = None,
     requester: str | None = None,
     wait_for_trace: bool = True,
-) -> dict[str, Any]:
+) -> PackJSON:
     """Parse, research, save the trace: the one path every surface (HTTP and CLI) takes.
 
     ``lineage`` (from ``_refinement``) records a refined run's parent and refinement;
@@ -191,7 +192,7 @@ async def run_research(
         gate=gate_for(datasette),
         requester=requester,
     )
-    pack = {**typed.to_json(), **(lineage or {})}
+    pack = cast(PackJSON, {**typed.to_json(), **(lineage or {})})
     await traces.record(
         datasette, pack, surface=surface, actor=actor, permitted=web.permitted, wait=wait_for_trace
     )
@@ -235,7 +236,7 @@ def weights_from(settings: Settings) -> RocchioWeights:
     return RocchioWeights(settings.feedback.alpha, settings.feedback.beta, settings.feedback.gamma)
 
 
-async def promoted_rows(datasette: Any, pack: dict[str, Any] | None) -> dict[str, dict]:
+async def promoted_rows(datasette: Any, pack: PackJSON | None) -> dict[str, dict]:
     """For a saved run: the web rows already promoted, with the local row to link to."""
     db = plugin_database(datasette)
     if pack is None or db is None or not pack.get("trace_url"):
@@ -315,8 +316,8 @@ async def saved_run(datasette: Any, actor: dict | None, run_id: str) -> dict[str
 
 
 async def with_feedback(
-    datasette: Any, pack: dict[str, Any], settings: Settings
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    datasette: Any, pack: PackJSON, settings: Settings
+) -> tuple[PackJSON, dict[str, Any] | None]:
     """A saved run's pack re-ranked by the marks people gave its rows since, and the refinement
     they suggest (None when there are none)."""
     marks = await feedback_for(plugin_database(datasette), pack["run_id"])

@@ -24,6 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from .judge import NO_EVIDENCE
+from .pack_json import PackJSON
 from .runs_db import EVENTS_TABLE, FEEDBACK_TABLE, RUNS_TABLE, bounded_write, plugin_database
 from .schema import sqlite_database
 from .web import BUDGET_EXHAUSTED
@@ -49,7 +50,7 @@ def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def events_for(pack: dict[str, Any], started: datetime) -> list[dict[str, Any]]:
+def events_for(pack: PackJSON, started: datetime) -> list[dict[str, Any]]:
     """The run's events, in order, timed from the stage timings (pure)."""
     timings = pack["timings_ms"]
     plan = pack["query_plan"]
@@ -223,7 +224,7 @@ def answer_metrics(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 def build_trace(
-    pack: dict[str, Any], *, surface: str, actor_id: str, web_permitted: bool
+    pack: PackJSON, *, surface: str, actor_id: str, web_permitted: bool
 ) -> dict[str, Any]:
     """``research_trace.v1`` for a finished run (pure)."""
     started = run_started(pack["run_id"])
@@ -253,7 +254,7 @@ def build_trace(
     }
 
 
-def stop_reason(pack: dict[str, Any]) -> str:
+def stop_reason(pack: PackJSON) -> str:
     """The verdict, except that a run with no local evidence whose every provider failed says
     so: "the web was asked and could not answer" is not "there is nothing to find"."""
     verdict = pack["judge"]["verdict"]
@@ -472,7 +473,7 @@ def run_path(datasette: Any, run_id: str, suffix: str = "") -> str:
 
 async def record(
     datasette: Any,
-    pack: dict[str, Any],
+    pack: PackJSON,
     *,
     surface: str,
     actor: dict | None,

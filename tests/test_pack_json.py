@@ -8,18 +8,25 @@ is set aside first: the run id and the measured milliseconds.
 
 After a deliberate change to the JSON, rewrite the files with
 ``DBRAIN_UPDATE_PACKS=1 pytest tests/test_pack_json.py`` and read the diff.
+
+The same files check ``pack_json.PackJSON``, the type every reader of a run takes: each pinned
+pack must have its keys and value types.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import types
+import typing
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from datasette_dbrain_websearch.demo import build_demo_brain
+from datasette_dbrain_websearch.feedback import apply_feedback
+from datasette_dbrain_websearch.pack_json import PackJSON
 from datasette_dbrain_websearch.providers import Provider, WebResult
 
 from .helpers import (
@@ -165,3 +172,76 @@ async def test_merged_pack_json_is_unchanged(brain, fake):
         )
     assert response.status_code == 200, response.text
     assert_pinned("merged", response.json())
+
+
+def mismatches(value: Any, kind: Any, path: str = "pack") -> list[str]:
+    """Where ``value`` is not of ``kind`` (a TypedDict, ``list[...]``, ``dict[...]``, a union
+    or a plain type): missing or undeclared keys, and values of another type."""
+    if kind is Any:
+        return []
+    if typing.is_typeddict(kind):
+        if not isinstance(value, dict):
+            return [f"{path}: {type(value).__name__}, not an object"]
+        hints = typing.get_type_hints(kind)
+        found = [f"{path}.{key}: missing" for key in kind.__required_keys__ - value.keys()]
+        for key, item in value.items():
+            if key in hints:
+                found += mismatches(item, hints[key], f"{path}.{key}")
+            else:
+                found.append(f"{path}.{key}: not declared")
+        return sorted(found)
+    origin, args = typing.get_origin(kind), typing.get_args(kind)
+    if origin in (types.UnionType, typing.Union):
+        tries = [mismatches(value, arg, path) for arg in args]
+        return [] if any(not tried for tried in tries) else tries[0]
+    if origin is list:
+        if not isinstance(value, list):
+            return [f"{path}: {type(value).__name__}, not a list"]
+        return [
+            m for i, item in enumerate(value) for m in mismatches(item, args[0], f"{path}[{i}]")
+        ]
+    if origin is dict:
+        if not isinstance(value, dict):
+            return [f"{path}: {type(value).__name__}, not an object"]
+        return [m for k, item in value.items() for m in mismatches(item, args[1], f"{path}.{k}")]
+    plain = (int, float) if kind is float else kind
+    if kind is type(None):
+        return [] if value is None else [f"{path}: not null"]
+    if isinstance(value, plain) and (kind is bool or not isinstance(value, bool)):
+        return []
+    return [f"{path}: {type(value).__name__}, not {kind.__name__}"]
+
+
+@pytest.mark.parametrize("name", sorted(p.stem for p in PACKS.glob("*.json")))
+def test_the_readers_types_match_every_pinned_pack(name):
+    """``pack_json.PackJSON``, the shape every reader of a run relies on, is the JSON's shape:
+    every declared key that is always there is there, no key is undeclared, every value has
+    its declared type (so the types cannot drift from what ``Pack.to_json`` writes)."""
+    pack = json.loads((PACKS / f"{name}.json").read_text())
+    assert mismatches(pack, PackJSON) == []
+
+
+def test_the_type_check_finds_a_drift():
+    """The check itself fails on a missing key, an undeclared key and a value of another type."""
+    pack = json.loads((PACKS / "also_found.json").read_text())
+    del pack["judge"]["verdict"]
+    pack["evidence"][0]["surprise"] = 1
+    pack["external_evidence"][0]["providers"] = "brave"
+    assert mismatches(pack, PackJSON) == [
+        "pack.evidence[0].surprise: not declared",
+        "pack.external_evidence[0].providers: str, not a list",
+        "pack.judge.verdict: missing",
+    ]
+
+
+def test_a_reranked_pack_keeps_the_readers_types():
+    """A saved run re-ranked by marks (``feedback.apply_feedback``) is still ``PackJSON``, its
+    ``feedback`` record included."""
+    pack = json.loads((PACKS / "also_found.json").read_text())
+    marks = [
+        {"key": pack["evidence"][-1]["source_key"], "value": "more"},
+        {"key": pack["external_evidence"][0]["source_key"], "value": "less"},
+    ]
+    reranked = apply_feedback(pack, marks)
+    assert reranked["feedback"]["moves"]
+    assert mismatches(reranked, PackJSON) == []

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..pack_json import PackJSON
 from ..providers.replay import ERROR_CODES
 from ..runs_db import DEFAULT_FILENAME, FEEDBACK_TABLE, RUNS_TABLE
 from ..urls import try_normalize_url
@@ -118,7 +119,7 @@ def propose_case(
     return {k: v for k, v in case.items() if v != []}, note
 
 
-def _recorded_web(pack: Mapping[str, Any]) -> dict[str, Any]:
+def _recorded_web(pack: PackJSON) -> dict[str, Any]:
     """providers, provider and fixtures that make the replay ask and answer as the run did.
 
     The trace keeps each provider's first 10 results (URL, title, rank); texts come from the

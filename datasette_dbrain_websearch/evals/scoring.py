@@ -10,6 +10,7 @@ from typing import Any
 from ..display import terminal_safe
 from ..fts import matched_terms
 from ..pack import row_keys
+from ..pack_json import PackJSON
 from .cases import (
     Case,
 )
@@ -108,7 +109,7 @@ def score_ranking(ranking: Sequence[AbstractSet[str]], expected: AbstractSet[str
     )
 
 
-def ranked_ids(pack: Mapping[str, Any]) -> list[frozenset[str]]:
+def ranked_ids(pack: PackJSON) -> list[frozenset[str]]:
     """Each ranked row's ids: its keys (an item's and its linked page's), plus its canonical URL
     for a web row."""
     ids = []
@@ -147,9 +148,7 @@ def _mean(values: list[float]) -> float | None:
     return round(sum(values) / len(values), 4) if values else None
 
 
-def check_case(
-    case: Case, pack: Mapping[str, Any], called: Sequence[str], latency_ms: float
-) -> list[str]:
+def check_case(case: Case, pack: PackJSON, called: Sequence[str], latency_ms: float) -> list[str]:
     """Every failed expectation, worded like dbrain's eval failures; empty when it passes."""
     reasons: list[str] = []
     ranking = pack["ranking"]
@@ -203,7 +202,7 @@ def check_case(
     return reasons + check_answer(case, pack)
 
 
-def cited_ids(pack: Mapping[str, Any]) -> set[str]:
+def cited_ids(pack: PackJSON) -> set[str]:
     """The valid citations of a pack's answer: keys (a cited item shown with its linked page
     cites the page too), plus the canonical URL of a cited web row."""
     citations = pack["answer"]["citations"]
@@ -215,7 +214,7 @@ def cited_ids(pack: Mapping[str, Any]) -> set[str]:
     } - {""}
 
 
-def check_answer(case: Case, pack: Mapping[str, Any]) -> list[str]:
+def check_answer(case: Case, pack: PackJSON) -> list[str]:
     """The answer's expectations: status, keys it must or must not cite, words it must say."""
     answer = pack["answer"]
     reasons: list[str] = []

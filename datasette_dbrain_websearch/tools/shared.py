@@ -17,6 +17,7 @@ from ..brain_access import reader
 from ..config import ConfigError, Settings
 from ..errors import ResearchError
 from ..options import parse_options
+from ..pack_json import PackJSON
 from ..permissions import PROMOTE, can
 from ..promote import chosen_rows, parse_request
 from ..providers import registered_providers
@@ -347,7 +348,7 @@ async def tool_research(
     return compact
 
 
-def compact_pack(pack: dict[str, Any], labels: dict[str, str], link: Link) -> dict[str, Any]:
+def compact_pack(pack: PackJSON, labels: dict[str, str], link: Link) -> dict[str, Any]:
     """What an agent needs of a pack: the verdict, what the web did, the rows, the verified
     answer (when asked for), warnings and the run.
 

@@ -21,6 +21,7 @@ from ..config import Settings
 from ..errors import ResearchError
 from ..options import param
 from ..pack import row_keys
+from ..pack_json import PackJSON
 from ..permissions import RESEARCH
 from ..service import (
     actor_id_of,
@@ -146,7 +147,7 @@ def requester_of(request: Any) -> str:
 MODE_LABELS = {"never": "Off", "on_weak": "If local evidence is weak", "always": "Always"}
 
 
-def citation_anchors(pack: dict[str, Any] | None, labels: dict[str, str]) -> dict[str, dict]:
+def citation_anchors(pack: PackJSON | None, labels: dict[str, str]) -> dict[str, dict]:
     """Where each row sits on the page (anchor, number, origin badge), for citation chips."""
     anchors: dict[str, dict] = {}
     for n, entry in enumerate((pack or {}).get("ranking", []), start=1):

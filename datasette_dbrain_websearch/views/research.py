@@ -17,6 +17,7 @@ from ..feedback import (
     FEEDBACK_VALUES,
 )
 from ..options import BOOLEAN_VALUES, one_value_each, param
+from ..pack_json import PackJSON
 from ..permissions import PROMOTE, RESEARCH, USAGE
 from ..pipeline import WebAccess
 from ..providers.base import clean, scrub
@@ -52,7 +53,7 @@ TEMPLATE = "dbrain_websearch_research.html"
 
 
 def saved_run_url(
-    datasette: Any, params: dict[str, list[str]], pack: dict | None, route_db: str | None = None
+    datasette: Any, params: dict[str, list[str]], pack: PackJSON | None, route_db: str | None = None
 ) -> str:
     """The page for this run as saved (``?run=``): where marks and promotions come back to."""
     if not pack or not pack.get("trace_url"):
@@ -251,7 +252,7 @@ def web_controls(settings: Settings, web: WebAccess, params: dict) -> dict[str, 
 
 
 def web_offer(
-    settings: Settings, web: WebAccess, actor: dict | None, pack: dict | None, url: str
+    settings: Settings, web: WebAccess, actor: dict | None, pack: PackJSON | None, url: str
 ) -> dict[str, Any]:
     """The one-click "Search the web" for a run whose brain evidence is missing, weak or maybe
     out of date; for those who may not search the web, why not and how to get it."""
@@ -303,7 +304,7 @@ def expand_fields(params: dict[str, list[str]]) -> list[tuple[str, str]]:
 
 
 def expansion_links(
-    datasette: Any, route_db: str | None, params: dict[str, list[str]], pack: dict | None
+    datasette: Any, route_db: str | None, params: dict[str, list[str]], pack: PackJSON | None
 ) -> dict[str, str]:
     """For each word Expand added, this research without it (the chip's remove link)."""
     if not pack:

@@ -1,0 +1,248 @@
+"""``research_pack.v1`` as its readers see it: the JSON's shape, typed.
+
+``pack.Pack`` builds a run and writes this JSON once (``Pack.to_json``); everything that reads a
+run afterwards (the page, saved runs and traces, exports, comparisons, the agent tools, evals,
+the CLI) reads this shape, whether the run is fresh or loaded from the runs database. Deeper
+parts that only one reader looks into stay ``dict[str, Any]``. ``tests/test_pack_json.py``
+checks the pinned packs against these types, so they cannot drift from the JSON.
+
+(No postponed annotations here: ``TypedDict`` reads ``NotRequired`` when the class is made.)
+"""
+
+from typing import Any, NotRequired, TypedDict
+
+
+class Signal(TypedDict):
+    """One reason a row is where it is: a name, a sentence for people, its weight."""
+
+    name: str
+    detail: str
+    weight: float
+
+
+class RetrievalJSON(TypedDict):
+    """Why a row ranked where it did."""
+
+    score: float
+    fused_score: float
+    lanes: list[dict[str, Any]]
+    signals: list[Signal]
+    matched_terms: list[str]
+    missing_terms: list[str]
+
+
+class LinkedSourceJSON(TypedDict):
+    """The page a saved item links to, shown inside the item's row."""
+
+    source_key: str
+    kind: str
+    evidence_role: str
+    title: str
+    url: str
+    row_url: str
+    domain: str
+    source_type: str
+    note_path: str
+    user_tags: list[str]
+    published_at: str
+    saved_at: str
+    extract_status: str
+    extracted_at: str
+    summarized_at: str
+    excerpt: str
+    excerpt_html: str
+    matched_terms: list[str]
+    also_found_by: NotRequired[list[str]]
+
+
+class ProviderExcerptJSON(TypedDict):
+    """What a provider said of a page the brain holds but never extracted."""
+
+    text: str
+    html: str
+    origin: str
+    evidence_role: str
+    excerpt_from: str
+    provider_url: str
+
+
+class EvidenceJSON(TypedDict):
+    """A row of the brain (``evidence``)."""
+
+    source_key: str
+    kind: str
+    origin: str
+    evidence_role: str
+    title: str
+    url: str
+    row_url: str
+    source_type: str
+    note_path: str
+    user_tags: list[str]
+    published_at: str
+    saved_at: str
+    excerpt: str
+    excerpt_html: str
+    retrieval: RetrievalJSON
+    author: NotRequired[str]
+    domain: NotRequired[str]
+    extract_status: NotRequired[str]
+    extracted_at: NotRequired[str]
+    summarized_at: NotRequired[str]
+    linked_source: NotRequired[LinkedSourceJSON]
+    provider_excerpt: NotRequired[ProviderExcerptJSON]
+    also_found_by: NotRequired[list[str]]
+
+
+class WebEvidenceJSON(TypedDict):
+    """A row from the web (``external_evidence``): outside the brain, ephemeral."""
+
+    source_key: str
+    kind: str
+    origin: str
+    store: str
+    evidence_role: str
+    depth: str
+    title: str
+    url: str
+    canonical_url: str
+    provider_url: str
+    providers: list[str]
+    domain: str
+    author: str
+    source_type: str
+    published_at: str
+    text: str
+    excerpt: str
+    excerpt_html: str
+    retrieval: RetrievalJSON
+
+
+class RankingEntryJSON(TypedDict):
+    """One place of the reading order: which list, which index."""
+
+    source_key: str
+    origin: str
+    list: str
+    index: int
+
+
+class QueryPlanJSON(TypedDict):
+    """How the question became queries."""
+
+    text_query: str
+    fts_query: str
+    relaxed_query: str
+    match_query: str
+    ranking: str
+    query_terms: list[str]
+    expansion_terms: list[str]
+    excluded_terms: list[str]
+    narrowed_terms: list[str]
+    cost: dict[str, Any]
+    syntax: str
+    query_mode: str
+    profile: str
+    limit: int
+    filters: dict[str, Any]
+    retrieval_lanes: list[dict[str, Any]]
+    external_queries: list[dict[str, Any]]
+
+
+class JudgeJSON(TypedDict):
+    """The verdict (``judge.RunVerdict``)."""
+
+    verdict: str
+    reason: str
+    message: str
+    inputs: dict[str, Any]
+    web: dict[str, Any]
+    combined: dict[str, Any]
+
+
+class WebSearchJSON(TypedDict):
+    """Whether the web was searched, and what it returned and read."""
+
+    mode: str
+    requested: bool
+    ran: bool
+    skipped_reason: str
+    providers: list[str]
+    sites: list[str]
+    not_sites: list[str]
+    current_state_question: bool
+    returned: NotRequired[list[dict[str, Any]]]
+    read: NotRequired[list[dict[str, Any]]]
+
+
+class CoverageJSON(TypedDict):
+    """How much was found, by kind, type, tag and provider."""
+
+    evidence_count: int
+    local_evidence_count: int
+    by_kind: list[dict[str, Any]]
+    by_source_type: list[dict[str, Any]]
+    top_user_tags: list[dict[str, Any]]
+    exact_matches: int
+    item_text_matches: int
+    source_text_matches: int
+    external_evidence_count: int
+    external_by_provider: list[dict[str, Any]]
+    displayed_limit: int
+    recall_note: str
+
+
+class AnswerJSON(TypedDict):
+    """The grounded answer (``pack.Answer``), or why there is none."""
+
+    status: str
+    synthesizer: str
+    via: str
+    message: str
+    text: str
+    draft: str
+    sentences: list[dict[str, Any]]
+    citations: dict[str, list[str]]
+    rejected_citations: list[str]
+    removed_sentences: list[dict[str, Any]]
+    gaps: list[dict[str, Any]]
+    conflicts: dict[str, Any]
+    evidence: dict[str, Any]
+    web_contribution: dict[str, Any]
+    timings_ms: dict[str, float]
+
+
+class DidYouMeanJSON(TypedDict):
+    """A respelled question the brain holds words for."""
+
+    question: str
+    corrections: list[dict[str, Any]]
+
+
+class PackJSON(TypedDict):
+    """One research run: ``research_pack.v1``."""
+
+    ok: bool
+    schema_version: str
+    run_id: str
+    question: str
+    database: str
+    mode: str
+    query_plan: QueryPlanJSON
+    judge: JudgeJSON
+    external_search: WebSearchJSON
+    coverage: CoverageJSON
+    evidence: list[EvidenceJSON]
+    external_evidence: list[WebEvidenceJSON]
+    ranking: list[RankingEntryJSON]
+    merge_decisions: list[dict[str, Any]]
+    warnings: list[dict[str, Any]]
+    timings_ms: dict[str, float]
+    did_you_mean: DidYouMeanJSON | None
+    answer: AnswerJSON
+    # Added after ``Pack.to_json``: by saving the run (``traces.record``), by a refined run's
+    # lineage (``service.refined``) and by re-ranking a saved run (``feedback.apply_feedback``).
+    trace_url: NotRequired[str]
+    parent_run_id: NotRequired[str]
+    refinement: NotRequired[dict[str, Any]]
+    feedback: NotRequired[dict[str, Any]]
