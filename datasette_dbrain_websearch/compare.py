@@ -13,15 +13,14 @@ from typing import Any
 
 from .display import plural
 from .pack import row_keys
-from .pack_json import PackJSON
+from .pack_json import WEB_ORIGIN, PackJSON
 
 Row = Mapping[str, Any]
-WEB = "outside_dbrain_corpus"
 
 
 def identity(row: Row) -> str:
     """What a row points at, the same in any run: a web page's URL, a brain row's key."""
-    return f"url:{row['url']}" if row["origin"] == WEB else f"key:{row['source_key']}"
+    return f"url:{row['url']}" if row["origin"] == WEB_ORIGIN else f"key:{row['source_key']}"
 
 
 def row_summary(row: Row, rank: int) -> dict[str, Any]:
@@ -124,7 +123,7 @@ def summary(comparison: Mapping[str, Any]) -> str:
     web, brain, only = (
         (a, b, comparison["only_in_a"]) if a["web_searched"] else (b, a, comparison["only_in_b"])
     )
-    pages = sum(1 for row in only if row["origin"] == WEB)
+    pages = sum(1 for row in only if row["origin"] == WEB_ORIGIN)
     held = len(only) - pages
     said = sum(1 for s in web["answer"] if s["cites"] in ("web", "both"))
     verdict = (

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from .pack_json import PackJSON
+from .pack_json import LOCAL_ORIGIN, PackJSON
 
 Row = Mapping[str, Any]
 ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
@@ -103,7 +103,7 @@ def why(row: Row, labels: Mapping[str, str]) -> list[str]:
     if match:
         missing = row["retrieval"]["missing_terms"]
         said.append(match + (f"; not: {', '.join(missing)}" if missing else ""))
-    if row.get("origin") == "dbrain_corpus" and row.get("saved_at"):
+    if row.get("origin") == LOCAL_ORIGIN and row.get("saved_at"):
         said.append(f"in your brain since {str(row['saved_at'])[:10]}")
     if row.get("published_at"):
         said.append(f"published {str(row['published_at'])[:10]}")

@@ -16,7 +16,7 @@ from typing import Any
 
 from . import display
 from .pack import row_keys
-from .pack_json import PackJSON
+from .pack_json import WEB_ORIGIN, PackJSON
 
 Row = Mapping[str, Any]
 Link = Callable[[str], str]
@@ -55,13 +55,13 @@ def references(pack: PackJSON) -> dict[str, str]:
 
 def depth(row: Row) -> str:
     """How deep a row's text goes, in words: the brain's own copy, or what the web gave."""
-    if row["origin"] != "outside_dbrain_corpus":
+    if row["origin"] != WEB_ORIGIN:
         return "saved in your brain"
     return display.DEPTH_LABELS.get(row.get("depth", "snippet"), "provider snippet")
 
 
 def badge(row: Row, labels: Mapping[str, str]) -> str:
-    if row["origin"] == "outside_dbrain_corpus":
+    if row["origin"] == WEB_ORIGIN:
         return display.web_badge(row["providers"], labels)
     return display.LOCAL_BADGE
 
@@ -100,7 +100,7 @@ def _quote(text: str) -> str:
 def _row_lines(ref: str, row: Row, labels: Mapping[str, str], link: Link) -> list[str]:
     title = row.get("title") or row.get("url") or row["source_key"]
     origin = badge(row, labels)
-    if row["origin"] == "outside_dbrain_corpus":
+    if row["origin"] == WEB_ORIGIN:
         origin += f" · {depth(row)}"
     lines = [f"{ref}. **{_escape(title)}** — {origin}"]
     if row.get("url"):

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .excerpts import best_excerpt
+from .pack_json import WEB_ORIGIN
 
 if TYPE_CHECKING:
     from .web import WebHit
@@ -186,7 +187,7 @@ def provider_excerpt(
         if excerpt.text:
             return {
                 "excerpt_from": hit.provider,
-                "origin": "outside_dbrain_corpus",
+                "origin": WEB_ORIGIN,
                 "provider_url": hit.result.url,
                 "text": excerpt.text,
                 "html": excerpt.html,

@@ -23,6 +23,8 @@ from .excerpts import Excerpt
 from .fts import QueryPlan
 from .judge import RunVerdict
 from .pack_json import (
+    LOCAL_ORIGIN,
+    WEB_ORIGIN,
     AnswerJSON,
     CoverageJSON,
     EvidenceJSON,
@@ -39,8 +41,6 @@ from .providers.base import scrub
 from .retrieval import LocalResult
 
 SCHEMA_VERSION = "research_pack.v1"
-LOCAL_ORIGIN = "dbrain_corpus"
-WEB_ORIGIN = "outside_dbrain_corpus"
 
 Lane = dict[str, Any]  # one retrieval lane's record: its fields differ by lane
 

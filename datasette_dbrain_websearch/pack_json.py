@@ -11,6 +11,10 @@ checks the pinned packs against these types, so they cannot drift from the JSON.
 
 from typing import Any, NotRequired, TypedDict
 
+# Every row says where it comes from: the brain, or the web (outside it, never stored).
+LOCAL_ORIGIN = "dbrain_corpus"
+WEB_ORIGIN = "outside_dbrain_corpus"
+
 
 class Signal(TypedDict):
     """One reason a row is where it is: a name, a sentence for people, its weight."""

@@ -17,7 +17,7 @@ from ..brain_access import reader
 from ..config import ConfigError, Settings
 from ..errors import ResearchError
 from ..options import parse_options
-from ..pack_json import PackJSON
+from ..pack_json import LOCAL_ORIGIN, PackJSON
 from ..permissions import PROMOTE, can
 from ..promote import chosen_rows, parse_request
 from ..providers import registered_providers
@@ -506,7 +506,7 @@ def source_row(hit: Hit, row_url: Callable[[str, int], str], database: str, link
         "key": row["source_key"],
         "database": database,
         "kind": hit.kind,
-        "origin": "dbrain_corpus",
+        "origin": LOCAL_ORIGIN,
         "provenance": display.LOCAL_BADGE,
         **row_facts(hit.kind, row),
     }
