@@ -2,9 +2,9 @@
 
 The suite runs one test at a time, so one of the machine's cores sits mostly idle; the
 benchmarks' smoke runs (each a Python process that builds a brain, and for the speed ones
-starts servers and drives clients: ~50 s of CPU) use it. They start when the session starts,
-one after another at a lower priority, so the tests in the foreground keep their core; the
-tests that read them run last (see ``conftest``).
+starts servers and drives clients: ~50 s of CPU) use it. The runs the selected tests read start
+when the session starts, one after another at a lower priority, so the tests in the foreground
+keep their core; the tests that read them run last (see ``conftest``).
 """
 
 from __future__ import annotations

@@ -1,10 +1,12 @@
-"""Fixtures: the test brain, Datasette over it, the fake provider server and the browser.
+"""Fixtures: the test brain, Datasette over it, the fake provider server and the browser;
+hooks that run the benchmarks' smoke runs beside the suite (``bench_runs``).
 
 Plain helpers (building rows, configs, cookies) live in ``helpers.py``.
 """
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +23,26 @@ from . import bench_runs
 from .helpers import BRAVE_KEY, EXA_KEY, build_fixture_brain, make_datasette
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "bench(name): the test reads that benchmark script's smoke run (bench_runs)"
+    )
+
+
+def benchmark_of(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker("bench")
+    return marker.args[0] if marker else None
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that read a benchmark's smoke run go last: the runs happen in the background
     meanwhile (``bench_runs``), so the tests find them done rather than wait."""
-    items.sort(key=lambda item: "bench_run" in getattr(item, "fixturenames", ()))
+    items.sort(key=lambda item: benchmark_of(item) is not None)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    if any("bench_run" in getattr(item, "fixturenames", ()) for item in session.items):
-        bench_runs.start(list(bench_runs.SCRIPTS))
+    """Start the smoke runs the selected tests read, and only those."""
+    bench_runs.start([name for item in session.items if (name := benchmark_of(item))])
 
 
 def pytest_sessionfinish() -> None:
@@ -37,9 +50,12 @@ def pytest_sessionfinish() -> None:
 
 
 @pytest.fixture
-def bench_run():
-    """A benchmark script's smoke run by name (``bench_runs.SCRIPTS``), once it has finished."""
-    return bench_runs.finished
+def smoke(request: pytest.FixtureRequest) -> subprocess.CompletedProcess:
+    """The smoke run of the benchmark the test is marked with (``@pytest.mark.bench``)."""
+    name = benchmark_of(request.node)
+    if name is None:
+        pytest.fail("a test that reads a smoke run names it: @pytest.mark.bench(name)")
+    return bench_runs.finished(name)
 
 
 @pytest.fixture(autouse=True, scope="session")

@@ -14,58 +14,60 @@ from pathlib import Path
 from subprocess import CompletedProcess
 from typing import Any
 
+import pytest
+
 from .bench_runs import BENCH
 
 
-def test_bench_runs_and_prints_ratios(bench_run):
-    result = bench_run("research")
-    assert result.returncode == 0, result.stderr
-    assert "research / floor" in result.stdout
-    assert "built-in / research" in result.stdout
-    assert "600 items + 300 sources; 4 questions" in result.stdout
-    assert "under load: 4 clients" in result.stdout and "research p99 / p50" in result.stdout
+@pytest.mark.bench("research")
+def test_bench_runs_and_prints_ratios(smoke):
+    assert smoke.returncode == 0, smoke.stderr
+    assert "research / floor" in smoke.stdout
+    assert "built-in / research" in smoke.stdout
+    assert "600 items + 300 sources; 4 questions" in smoke.stdout
+    assert "under load: 4 clients" in smoke.stdout and "research p99 / p50" in smoke.stdout
 
 
-def test_known_item_bench_prints_both_recalls_and_the_plugin_keeps_up(bench_run):
+@pytest.mark.bench("known_item")
+def test_known_item_bench_prints_both_recalls_and_the_plugin_keeps_up(smoke):
     """A short run of the known-item benchmark. Recall is a correctness target (speed is not):
     the plugin finds known items at least as often as dbrain's own order."""
-    result = bench_run("known_item")
-    assert result.returncode == 0, result.stderr
-    recalls = re.findall(r"^(three|the three).*?(\d\.\d{3})\s+(\d\.\d{3})", result.stdout, re.M)
-    assert len(recalls) == 2, result.stdout
+    assert smoke.returncode == 0, smoke.stderr
+    recalls = re.findall(r"^(three|the three).*?(\d\.\d{3})\s+(\d\.\d{3})", smoke.stdout, re.M)
+    assert len(recalls) == 2, smoke.stdout
     for _, plugin, dbrain in recalls:
-        assert float(plugin) >= float(dbrain), result.stdout
+        assert float(plugin) >= float(dbrain), smoke.stdout
 
 
-def test_web_bench_runs_and_prints_ratios(bench_run):
-    result = bench_run("web")
-    assert result.returncode == 0, result.stderr
-    assert "all / single" in result.stdout
-    assert "plugin time on top" in result.stdout
+@pytest.mark.bench("web")
+def test_web_bench_runs_and_prints_ratios(smoke):
+    assert smoke.returncode == 0, smoke.stderr
+    assert "all / single" in smoke.stdout
+    assert "plugin time on top" in smoke.stdout
 
 
-def test_answer_bench_runs_and_prints_what_answering_adds(bench_run):
-    result = bench_run("answer")
-    assert result.returncode == 0, result.stderr
-    assert "answering adds" in result.stdout and "answer stage (in the pack)" in result.stdout
+@pytest.mark.bench("answer")
+def test_answer_bench_runs_and_prints_what_answering_adds(smoke):
+    assert smoke.returncode == 0, smoke.stderr
+    assert "answering adds" in smoke.stdout and "answer stage (in the pack)" in smoke.stdout
 
 
-def test_fairness_bench_runs_and_reports_its_bound(bench_run):
-    result = bench_run("fairness")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert re.search(r"calm +\d+ +[\d.]+ +[\d.]+ +1\.00x", result.stdout)
-    assert re.search(r"attack +\d+ ", result.stdout)
-    assert "bound 3x of calm p50:" in result.stdout and "hostile statuses: {" in result.stdout
+@pytest.mark.bench("fairness")
+def test_fairness_bench_runs_and_reports_its_bound(smoke):
+    assert smoke.returncode == 0, smoke.stdout + smoke.stderr
+    assert re.search(r"calm +\d+ +[\d.]+ +[\d.]+ +1\.00x", smoke.stdout)
+    assert re.search(r"attack +\d+ ", smoke.stdout)
+    assert "bound 3x of calm p50:" in smoke.stdout and "hostile statuses: {" in smoke.stdout
 
 
-def test_load_test_runs_clean_and_reports(bench_run):
+@pytest.mark.bench("load")
+def test_load_test_runs_clean_and_reports(smoke):
     """A short run of the load test: no errors, no duplicate or lost promotion (it exits
     non-zero on those), every hostile request refused, and the report printed."""
-    result = bench_run("load")
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "errors: 0" in result.stdout
-    assert "duplicate rows: 0; lost: 0" in result.stdout
-    assert "plain research p99 / p50" in result.stdout
+    assert smoke.returncode == 0, smoke.stdout + smoke.stderr
+    assert "errors: 0" in smoke.stdout
+    assert "duplicate rows: 0; lost: 0" in smoke.stdout
+    assert "plain research p99 / p50" in smoke.stdout
 
 
 def run_bench(script: Path, *args: str, timeout: int = 300, **options: Any) -> CompletedProcess:
@@ -74,16 +76,16 @@ def run_bench(script: Path, *args: str, timeout: int = 300, **options: Any) -> C
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, **options)
 
 
-def test_relevance_bench_scores_every_system_on_a_collection(bench_run):
+@pytest.mark.bench("relevance")
+def test_relevance_bench_scores_every_system_on_a_collection(smoke):
     """bench_ir.py on a six-document collection in BEIR's layout (tests/data/ir-tiny): every
     system in one run, each with nDCG@10, R@100 and p50, scored from the judgements."""
-    result = bench_run("relevance")
-    assert result.returncode == 0, result.stderr
-    assert "ir-tiny: 6 documents, 3 judged questions" in result.stdout
+    assert smoke.returncode == 0, smoke.stderr
+    assert "ir-tiny: 6 documents, 3 judged questions" in smoke.stdout
     rows = dict(
         (m[0].strip(), (float(m[1]), float(m[2])))
         for m in re.findall(
-            r"^(plugin \w+|fts5 or|bm25s)\s+(\d\.\d{3})\s+(\d\.\d{3})", result.stdout, re.M
+            r"^(plugin \w+|fts5 or|bm25s)\s+(\d\.\d{3})\s+(\d\.\d{3})", smoke.stdout, re.M
         )
     )
     assert {"plugin bm25", "plugin dbrain", "fts5 or"} <= set(rows)
@@ -187,19 +189,19 @@ def test_cranfield_files_become_the_layout_the_relevance_bench_reads(tmp_path):
     assert "cran-tiny: 2 documents, 2 judged questions" in scored.stdout
 
 
-def test_answer_quality_bench_scores_the_answer_beside_its_baselines(bench_run):
+@pytest.mark.bench("answer_quality")
+def test_answer_quality_bench_scores_the_answer_beside_its_baselines(smoke):
     """bench_answer_quality.py on a five-paragraph collection in SQuAD's layout, written for
     the test (tests/data/qa-tiny.json): unanswerable questions are left out; the answer and
     both baselines are scored against the gold sentences in one run."""
-    result = bench_run("answer_quality")
-    assert result.returncode == 0, result.stderr
-    assert "qa-tiny.json: 3 paragraphs, 4 answerable questions, lexical only" in result.stdout
+    assert smoke.returncode == 0, smoke.stderr
+    assert "qa-tiny.json: 3 paragraphs, 4 answerable questions, lexical only" in smoke.stdout
     rows = {
         m[0].strip(): (float(m[1]), float(m[2]))
         for m in re.findall(
             r"^(extractive answer|lead sentences|best BM25 sentences|BM25 at answer's count)"
             r"\s+(\d\.\d{3})\s+(\d\.\d{3})",
-            result.stdout,
+            smoke.stdout,
             re.M,
         )
     }
@@ -213,18 +215,18 @@ def test_answer_quality_bench_scores_the_answer_beside_its_baselines(bench_run):
     assert rows["extractive answer"][0] == 1.0
 
 
-def test_feedback_bench_compares_the_original_the_reranked_and_the_expanded_run(bench_run):
+@pytest.mark.bench("feedback")
+def test_feedback_bench_compares_the_original_the_reranked_and_the_expanded_run(smoke):
     """bench_feedback.py on tests/data/ir-tiny: marks the top rows as a person would, and
     reports the three runs and whether Expand ever returned fewer rows."""
-    result = bench_run("feedback")
-    assert result.returncode == 0, result.stderr
-    assert "ir-tiny: 6 documents, 3 judged questions, the top 5 marked" in result.stdout
+    assert smoke.returncode == 0, smoke.stderr
+    assert "ir-tiny: 6 documents, 3 judged questions, the top 5 marked" in smoke.stdout
     rows = {
         m[0]: (float(m[1]), float(m[2]))
         for m in re.findall(
-            r"^(original|re-ranked|expanded)\s+(\d\.\d{3})\s+(\d\.\d{3})", result.stdout, re.M
+            r"^(original|re-ranked|expanded)\s+(\d\.\d{3})\s+(\d\.\d{3})", smoke.stdout, re.M
         )
     }
     assert set(rows) == {"original", "re-ranked", "expanded"}
     assert rows["re-ranked"][0] >= rows["original"][0]
-    assert "expanded runs with fewer rows than the original: 0 of 3" in result.stdout
+    assert "expanded runs with fewer rows than the original: 0 of 3" in smoke.stdout
