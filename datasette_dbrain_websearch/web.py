@@ -203,6 +203,10 @@ def normalize_hits(
 class WebStage:
     """One bounded external pass over the chosen providers."""
 
+    # The wait before a rate-limited call's one retry (a test replaces it to check the wait
+    # without spending it).
+    pause: Callable[[float], Awaitable[Any]] = staticmethod(asyncio.sleep)
+
     def __init__(
         self,
         settings: WebSettings,
@@ -495,7 +499,7 @@ class WebStage:
             if exc.code != RATE_LIMITED or wait is None or time.monotonic() + wait >= deadline:
                 raise
             self.warn(RATE_LIMITED, name, f"{exc.message} Retrying once in {wait:g} s.")
-            await asyncio.sleep(wait)
+            await self.pause(wait)
             return await provider.search(search, ctx)
 
     async def _within_budget(self, name: str) -> None:

@@ -13,6 +13,7 @@ from datasette.cli import cli
 from datasette.utils import StartupError
 
 from datasette_dbrain_websearch.providers import Provider, WebResult
+from datasette_dbrain_websearch.web import WebStage
 
 from .helpers import (
     BRAVE_KEY,
@@ -237,31 +238,44 @@ async def test_exa_invalid_key(brain, fake, monkeypatch):
     assert "external_search.exa.api_key" in pack["warnings"][0]["message"]
 
 
-async def test_rate_limit_is_retried_once_when_the_reset_fits(brain, fake):
+@pytest.fixture
+def pauses(monkeypatch) -> list[float]:
+    """The waits the web stage makes before retrying, recorded instead of spent."""
+    waited: list[float] = []
+
+    async def pause(seconds: float) -> None:
+        waited.append(seconds)
+
+    monkeypatch.setattr(WebStage, "pause", staticmethod(pause))
+    return waited
+
+
+async def test_rate_limit_is_retried_once_when_the_reset_fits(brain, fake, pauses):
     fake.set_mode("brave", "rate_limited", reset_seconds=1, times=1)
     ds = await web_ds(brain, fake)
-    started = time.monotonic()
     _, pack = await ask(ds, q="lattice qcd", external="always")
-    assert time.monotonic() - started >= 1
+    assert pauses == [1]  # the reset Brave named, waited once
     assert codes(pack) == ["provider_rate_limited"]
     assert "Retrying once" in pack["warnings"][0]["message"]
     assert len(provider_requests(fake)) == 2
     assert pack["external_evidence"]
 
 
-async def test_rate_limit_beyond_the_budget_is_reported(brain, fake):
+async def test_rate_limit_beyond_the_budget_is_reported(brain, fake, pauses):
     fake.set_mode("brave", "rate_limited", reset_seconds=60)
     ds = await web_ds(brain, fake, timeout=2)
     _, pack = await ask(ds, q="espresso", external="always")
+    assert pauses == []  # 60 s does not fit the 2 s stage: no wait, no retry
     assert codes(pack) == ["provider_rate_limited"]
     assert len(provider_requests(fake)) == 1
     assert pack["external_evidence"] == [] and len(pack["evidence"]) > 0
 
 
-async def test_exa_rate_limit_honours_retry_after(brain, fake):
+async def test_exa_rate_limit_honours_retry_after(brain, fake, pauses):
     fake.set_mode("exa", "rate_limited", retry_after=1, times=1)
     ds = await web_ds(brain, fake, providers=["exa"])
     _, pack = await ask(ds, q="lattice qcd", external="always")
+    assert pauses == [1]
     assert codes(pack) == ["provider_rate_limited"]
     assert pack["external_evidence"]
 
