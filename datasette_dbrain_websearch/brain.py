@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -389,9 +389,38 @@ def searchable_texts(kind: str, row: dict[str, Any]) -> list[str]:
     return texts
 
 
-def dbrain_snippet(kind: str, row: dict[str, Any]) -> str:
+SNIPPET_CHARS = 200  # dbrain's substr(..., 1, 200)
+
+
+def _flatten(text: Any) -> str:
+    """Newlines to spaces, then SQLite's trim(), which removes spaces only."""
+    return str(text or "").replace("\n", " ").strip(" ")
+
+
+def item_transcript(row: dict[str, Any]) -> str:
+    """An item's transcript: its ``x_media_transcript`` enrichment, else article text titled
+    "X Media Transcript" (the mirror dbrain keeps in ``items``)."""
+    transcript = row.get("enrichment_x_media_transcript") or ""
+    if not transcript and (row.get("article_title") or "").strip() == (
+        X_MEDIA_TRANSCRIPT_ARTICLE_TITLE
+    ):
+        transcript = row.get("article_text") or ""
+    return str(transcript)
+
+
+def _holds(text: str, words: Sequence[str]) -> int:
+    return sum(1 for w in words if w in text)
+
+
+def dbrain_snippet(kind: str, row: dict[str, Any], terms: Sequence[str] = ()) -> str:
     """dbrain's search snippet: the first non-empty text in its order, newlines flattened,
-    200 characters (``internal/store/search.go``)."""
+    200 characters (``internal/store/search.go``).
+
+    With the search's ``terms``, an item whose transcript holds more of them than that text
+    does (a generic summary does not quote the recording) gets its snippet from the transcript
+    text that matched instead: 200 characters from a little before the first match, as
+    dbrain's ``TestSearchSnippetUsesTranscriptMatchText`` asks. Words are lowercase substrings,
+    as dbrain's ``matchesRelaxedTerms`` reads them."""
     if kind == "source":
         order = [row.get("summary_text"), row.get("extracted_text")]
     else:
@@ -404,13 +433,26 @@ def dbrain_snippet(kind: str, row: dict[str, Any]) -> str:
             row.get("article_text"),
             row.get("text"),
         ]
-    text = next((str(t) for t in order if t), "")
-    return text.replace("\n", " ").strip(" ")[:200]  # SQLite's trim() removes spaces only
+    snippet = _flatten(next((t for t in order if t), ""))[:SNIPPET_CHARS]
+    words = [w for w in dict.fromkeys(str(t).lower() for t in terms) if w]
+    transcript = _flatten(item_transcript(row)) if kind == "item" and words else ""
+    lowered = transcript.lower()
+    if transcript and _holds(lowered, words) > _holds(snippet.lower(), words):
+        first = min(lowered.find(w) for w in words if w in lowered)
+        start = max(0, first - SNIPPET_CHARS // 4)
+        space = transcript.find(" ", start, first) if start else -1
+        start = space + 1 if space != -1 else start  # start on a word
+        return transcript[start : start + SNIPPET_CHARS]
+    return snippet
 
 
-def relaxed_texts(kind: str, row: dict[str, Any]) -> list[str]:
+def relaxed_texts(kind: str, row: dict[str, Any], terms: Sequence[str] | None = None) -> list[str]:
     """What dbrain's ``matchesRelaxedTerms`` reads: key, title, author handle and name, URL,
-    domain, note path, tags and the snippet (``internal/store/search_helpers.go``)."""
+    domain, note path, tags and the snippet (``internal/store/search_helpers.go``).
+
+    The snippet follows the search's ``terms`` into an item's transcript (``dbrain_snippet``).
+    Without them, an item's transcript is read whole beside its snippet, as the snippet may be
+    taken from wherever in the transcript the search matched."""
     names = (
         "source_key",
         "title",
@@ -421,7 +463,11 @@ def relaxed_texts(kind: str, row: dict[str, Any]) -> list[str]:
         "note_path",
         "user_tags",
     )
-    return [str(row.get(n) or "") for n in names] + [dbrain_snippet(kind, row)]
+    texts = [str(row.get(n) or "") for n in names]
+    texts.append(dbrain_snippet(kind, row, terms or ()))
+    if terms is None and kind == "item":
+        texts.append(_flatten(item_transcript(row)))
+    return texts
 
 
 def split_tags(user_tags: str) -> list[str]:
