@@ -1,27 +1,43 @@
 """Did you mean: question words no row of the brain holds, and the nearest words it does.
 
 A typo ("sourdugh startr") finds nothing and would send a person to the web for what they
-saved. Each word no FTS table holds, even as a prefix, is compared with the table's own
-vocabulary (``fts5vocab``: the porter stems the index holds) within ``MAX_EDITS`` edits; the
-nearest, then the one most rows hold, wins, and is shown as the rows spell it.
+saved. A word is offered a correction only when it looks like a typo:
+
+- no FTS table holds it, even as a prefix, and it is not an English word (a correctly spelled
+  word the brain lacks, "calibration", is a question about what the brain does not hold, never a
+  typo): ``english_words`` is the word list ``pyspellchecker`` ships in its wheel, read once per
+  process; without it nothing is suggested;
+- a word the brain spells (its rows' own tokens, not the porter stems the index holds: "calibr"
+  is two edits from "calico", "calibration" is eight) is within ``allowed_edits`` of the word as
+  typed: one edit up to ``SHORT_WORD`` letters, two beyond;
+- and that word is common enough in the brain: held by ``MIN_ROWS`` rows, or by one row when it
+  is itself an English word (a token only one row holds and no dictionary knows is more likely
+  that row's own typo, a code or a rare name than the word meant).
+
+``bench/bench_spelling.py`` measures the rule on the public collections.
 """
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from functools import lru_cache
 
 from .fts import quote_term, quote_word
-from .stemming import fold, stem, tokens
+from .stemming import TOKEN, fold, stem
+
+log = logging.getLogger("datasette_dbrain_websearch")
 
 MAX_EDITS = 2
 MIN_CHARS = 3  # shorter words are too often someone's abbreviation
-SHORT_WORD = 4
+SHORT_WORD = 5  # words up to this long allow one edit, longer ones two
+MIN_ROWS = 2  # rows that must hold a suggestion no English word list knows
 MAX_WORDS = 6  # a question with more unknown words is not a typo
-SAMPLE_ROWS = 5  # rows read to find how the brain spells a stem
-MAX_CANDIDATES = 8  # nearest stems weighed against the question's other words
+SAMPLE_PLACES = 40  # occurrences read to find how the brain spells a stem
+MAX_CANDIDATES = 12  # nearest stems whose spellings are read
 MAX_TOGETHER = 100
 
 
@@ -36,6 +52,24 @@ class Correction:
 
     def as_dict(self) -> dict:
         return asdict(self)
+
+
+@lru_cache(maxsize=1)
+def english_words() -> frozenset[str] | None:
+    """The English words of ``pyspellchecker``'s dictionary (lowercase; about 160,000 words,
+    read once per process in a quarter of a second), or None when it cannot be read."""
+    try:
+        from spellchecker import SpellChecker
+
+        words = frozenset(SpellChecker(language="en").word_frequency.dictionary)
+    except Exception as exc:  # not installed, or its data unreadable: suggest nothing
+        log.warning("did you mean is off: no English word list (%s)", exc)
+        return None
+    return words or None
+
+
+def is_english(word: str, words: frozenset[str]) -> bool:
+    return word in words or fold(word) in words
 
 
 def edit_distance(a: str, b: str, limit: int = MAX_EDITS) -> int:
@@ -56,6 +90,26 @@ def edit_distance(a: str, b: str, limit: int = MAX_EDITS) -> int:
             return limit + 1
         before, previous = previous, current
     return min(previous[-1], limit + 1)
+
+
+def prefix_distance(head: str, word: str, limit: int = MAX_EDITS) -> int:
+    """Edits between ``head`` and the nearest beginning of ``word`` (``limit + 1`` past the
+    limit): a word within ``limit`` edits of a token starts within ``limit`` of the token's
+    beginning, and porter rewrites endings only, so every token of a stem starts with all but
+    the stem's last letter."""
+    previous = list(range(len(word) + 1))
+    before: list[int] = []
+    for i, ch in enumerate(head, start=1):
+        current = [i]
+        for j, cw in enumerate(word, start=1):
+            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ch != cw))
+            if i > 1 and j > 1 and ch == word[j - 2] and head[i - 2] == cw:
+                cost = min(cost, before[j - 2] + 1)
+            current.append(cost)
+        if min(current) > limit:
+            return limit + 1
+        before, previous = previous, current
+    return min(min(previous), limit + 1)
 
 
 def allowed_edits(word: str) -> int:
@@ -93,46 +147,89 @@ def unknown_words(
     return unknown
 
 
+def _vocab_table(conn: sqlite3.Connection, table: str, kind: str) -> str:
+    """A temporary ``fts5vocab`` table over an FTS table (``row``: rows holding each stem;
+    ``instance``: where each stem occurs)."""
+    vocab = f"dbrain_vocab_{kind}_{table}"
+    conn.execute(
+        f"create virtual table if not exists temp.[{vocab}] "
+        f"using fts5vocab(main, '{table}', '{kind}')"
+    )
+    return vocab
+
+
 def _vocabulary(conn: sqlite3.Connection, table: str, start: str) -> list[tuple[str, int]]:
     """(stem, rows holding it) of a table's vocabulary beginning with ``start``."""
-    vocab = f"dbrain_vocab_{table}"
-    conn.execute(
-        f"create virtual table if not exists temp.[{vocab}] using fts5vocab(main, '{table}', 'row')"
-    )
+    vocab = _vocab_table(conn, table, "row")
     upper = start[:-1] + chr(ord(start[-1]) + 1)
     return conn.execute(
         f"select term, doc from temp.[{vocab}] where term >= ? and term < ?", [start, upper]
     ).fetchall()
 
 
-def _spelling(conn: sqlite3.Connection, tables: Sequence[str], term: str) -> str:
-    """How the brain's rows spell a stem: the commonest token of a few rows that holds it."""
+def _spellings(conn: sqlite3.Connection, tables: Sequence[str], term: str) -> Counter[str]:
+    """How the brain's rows spell a stem: the tokens (folded) at its first ``SAMPLE_PLACES``
+    occurrences in each table, which the index itself locates (a stem cannot be searched for:
+    FTS5 would stem it again, "synthes" to "synth"), with how often each was seen."""
     seen: Counter[str] = Counter()
     for table in tables:
-        rows = conn.execute(
-            f"select * from [{table}] where [{table}] match ? limit {SAMPLE_ROWS}",
-            [quote_word(term)],
-        ).fetchall()
-        for row in rows:
-            for value in row:
-                seen.update(t for t in tokens(str(value or "")) if stem(t) == term)
+        vocab = _vocab_table(conn, table, "instance")
+        places: dict[tuple[int, str], list[int]] = {}
+        for doc, column, offset in conn.execute(
+            f"select doc, col, offset from temp.[{vocab}] where term = ? limit {SAMPLE_PLACES}",
+            [term],
+        ):
+            places.setdefault((doc, column), []).append(offset)
+        for (doc, column), offsets in places.items():
+            row = conn.execute(f"select [{column}] from [{table}] where rowid = ?", [doc])
+            text = (row.fetchone() or [""])[0] or ""
+            wanted, last = set(offsets), max(offsets)
+            for n, match in enumerate(TOKEN.finditer(fold(str(text)))):
+                if n in wanted and stem(match.group()) == term:
+                    seen[match.group()] += 1
+                if n >= last:
+                    break
+    return seen
+
+
+def _spelling(conn: sqlite3.Connection, tables: Sequence[str], term: str) -> str:
+    """The commonest spelling of a stem in the brain's rows (the stem itself if none is seen)."""
+    seen = _spellings(conn, tables, term)
     return min(seen.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))[0] if seen else term
 
 
 def _candidates(
-    conn: sqlite3.Connection, tables: Sequence[str], word: str
-) -> list[tuple[int, int, str]]:
-    """(edits, rows, stem) of the vocabulary within ``MAX_EDITS`` of a word, nearest and
-    commonest first."""
-    target = stem(word)
+    conn: sqlite3.Connection, tables: Sequence[str], word: str, english: frozenset[str]
+) -> list[tuple[int, int, str, str]]:
+    """(edits, rows, stem, spelling) of the brain's words within ``allowed_edits`` of a word as
+    typed and common enough, nearest and commonest first.
+
+    The vocabulary's stems beginning with the word's first or second letter (a letter inserted
+    or swapped at the front; a wrong first letter is not looked for) whose beginning is near
+    the word are the candidates; the nearest of them have their spellings read and measured."""
+    limit = allowed_edits(word)
     rows: Counter[str] = Counter()
     for table in tables:
-        for term, doc in _vocabulary(conn, table, target[0]):
-            rows[term] += doc
-    limit = allowed_edits(word)
-    near = [(edit_distance(target, term, limit), n, term) for term, n in rows.items()]
-    near = [c for c in near if c[0] <= limit]
-    return sorted(near, key=lambda c: (c[0], -c[1], c[2]))[:MAX_CANDIDATES]
+        for start in dict.fromkeys(word[:2]):
+            for term, doc in _vocabulary(conn, table, start):
+                rows[term] += doc
+    near = []
+    for term, n in rows.items():
+        if prefix_distance(term[:-1] if len(term) > 1 else term, word, limit) <= limit:
+            near.append((edit_distance(word, term, limit + 3), -n, term))
+    found = []
+    for _, minus_rows, term in sorted(near)[:MAX_CANDIDATES]:
+        spelled = [
+            (edit_distance(word, form, limit), -count, form)
+            for form, count in _spellings(conn, tables, term).items()
+        ]
+        if not spelled:
+            continue
+        edits, _, form = min(spelled)
+        held = -minus_rows
+        if edits <= limit and (held >= MIN_ROWS or is_english(form, english)):
+            found.append((edits, held, term, form))
+    return sorted(found, key=lambda c: (c[0], -c[1], c[2]))
 
 
 def _together(
@@ -152,20 +249,32 @@ def _together(
 
 
 def suggest(
-    conn: sqlite3.Connection, tables: Sequence[str], words: Sequence[str]
+    conn: sqlite3.Connection,
+    tables: Sequence[str],
+    words: Sequence[str],
+    english: frozenset[str] | None = None,
 ) -> list[Correction]:
-    """Corrections for the question's words no table holds: none when more than
-    ``MAX_WORDS`` are unknown, or when any of them has nothing near it in the brain (a
-    question about what the brain does not hold, not a typo: "lattice qcd").
+    """Corrections for the question's words that look like typos: no table holds them and no
+    English word list knows them (``english``, default ``english_words()``). None when more
+    than ``MAX_WORDS`` look so, or when any of them has nothing near it in the brain (a question
+    about what the brain does not hold, not a typo: "lattice qcd"), or without a word list.
 
-    Of the stems within ``MAX_EDITS``, the one found with the question's other words wins (the
-    words the brain holds, and the other typos' nearest fixes): "startr" beside "sourdough" is
-    "starter", not the commoner "start"; then the nearest; then the one most rows hold."""
+    Of the brain's words within ``allowed_edits`` of a typo, the one found with the question's
+    other words wins (the words the brain holds, and the other typos' nearest fixes): "startr"
+    beside "sourdough" is "starter", not the commoner "start"; then the nearest; then the one
+    most rows hold."""
     unknown = unknown_words(conn, tables, words)
-    if not unknown or len(unknown) > MAX_WORDS:
+    if not unknown:
+        return []
+    if english is None:
+        english = english_words()
+        if english is None:
+            return []
+    typos = [w for w in unknown if not is_english(w, english)]
+    if not typos or len(typos) > MAX_WORDS:
         return []
     try:
-        options = {word: _candidates(conn, tables, word) for word in unknown}
+        options = {word: _candidates(conn, tables, word, english) for word in typos}
     except sqlite3.Error:  # no fts5vocab in this SQLite, or a brain we may not touch
         return []
     if not all(options.values()):
@@ -175,8 +284,8 @@ def suggest(
     for word, near in options.items():
         others = [o[0][2] for w, o in options.items() if w != word and o]
         context = [*known, *others]
-        edits, rows, term = min(
+        edits, rows, _, spelling = min(
             near, key=lambda c: (-_together(conn, tables, c[2], context), c[0], -c[1], c[2])
         )
-        found.append(Correction(word, _spelling(conn, tables, term), edits, rows))
+        found.append(Correction(word, spelling, edits, rows))
     return found

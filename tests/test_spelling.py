@@ -6,10 +6,12 @@ import sqlite3
 
 import pytest
 
+from datasette_dbrain_websearch import spelling
 from datasette_dbrain_websearch.spelling import (
     Correction,
     corrected,
     edit_distance,
+    english_words,
     suggest,
 )
 
@@ -90,3 +92,81 @@ async def test_the_pack_and_the_page_offer_the_corrected_question(ds):
     assert "Did you mean" in offer and "<strong>sourdough starter</strong>" in offer
     assert "q=sourdough+starter" in offer
     assert html.index("dbrain-did-you-mean") < html.index("dbrain-verdict")
+
+
+def small_brain(tmp_path, rows: list[str]) -> sqlite3.Connection:
+    """A brain of one FTS table (dbrain's tokenizer) holding the given rows."""
+    conn = sqlite3.connect(tmp_path / "small.db")
+    conn.execute("create virtual table items_fts using fts5(text, tokenize='porter unicode61')")
+    conn.executemany("insert into items_fts values (?)", [[r] for r in rows])
+    conn.commit()
+    return conn
+
+
+def test_the_word_list_is_read_once_and_knows_english_words():
+    words = english_words()
+    assert words is not None and english_words() is words
+    assert {"calibration", "calibrate", "quantum", "water"} <= words
+    assert not {"sourdugh", "startr", "calibraton"} & words
+
+
+def test_a_word_is_compared_as_typed_not_as_a_stem(tmp_path):
+    """ "calibration" stems to "calibr", two edits from "calico"; as spelled they are far apart,
+    so even with no word list (``english=frozenset()``) it is not "corrected"."""
+    conn = small_brain(tmp_path, [f"a calico cat, number {n}" for n in range(5)])
+    for english in (frozenset(), None):
+        assert suggest(conn, ["items_fts"], ["calibration"], english=english) == []
+        assert suggest(conn, ["items_fts"], ["calibrate", "synth"], english=english) == []
+    # a typo of "calico" still is one
+    (fix,) = suggest(conn, ["items_fts"], ["callico"])
+    assert (fix.suggestion, fix.edits, fix.rows) == ("calico", 1, 5)
+
+
+def test_an_english_word_the_brain_lacks_is_never_corrected(tmp_path):
+    conn = small_brain(tmp_path, [f"silicon wafer lot {n}" for n in range(5)])
+    # "water" is one edit from "wafer", which five rows hold; the word list knows "water".
+    assert suggest(conn, ["items_fts"], ["water"]) == []
+    assert suggest(conn, ["items_fts"], ["silicon", "water"]) == []
+    # without the word list it would be taken for a typo
+    (fix,) = suggest(conn, ["items_fts"], ["water"], english=frozenset())
+    assert fix.suggestion == "wafer"
+
+
+def test_typos_within_the_edit_limit_for_their_length_are_corrected(tmp_path):
+    conn = small_brain(tmp_path, [f"dough hydration and wafer notes {n}" for n in range(3)])
+
+    def fix(word: str) -> str | None:
+        found = suggest(conn, ["items_fts"], [word])
+        return found[0].suggestion if found else None
+
+    assert fix("hydrtion") == "hydration"  # one edit
+    assert fix("hdyrtion") == "hydration"  # two edits: allowed beyond five letters
+    assert fix("hidrtion") == "hydration"
+    assert fix("wafre") == "wafer"  # one edit in a five-letter word
+    assert fix("wfare") is None  # two edits in a five-letter word
+    assert fix("hdyrtin") is None  # three edits
+
+
+def test_a_rare_word_is_not_offered_unless_the_word_list_knows_it(tmp_path):
+    """A token only one row holds and no word list knows is more likely that row's own typo or
+    a rare name than the word meant; a second row makes it a word of the brain."""
+    rows = ["the zorblax module", "the sourdough starter"] + [f"filler {n}" for n in range(5)]
+    conn = small_brain(tmp_path, rows)
+    assert suggest(conn, ["items_fts"], ["zorblx"]) == []  # one row, no dictionary word
+    assert [c.suggestion for c in suggest(conn, ["items_fts"], ["sourdugh"])] == ["sourdough"]
+    conn.execute("insert into items_fts values ('zorblax again')")
+    conn.commit()
+    (fix,) = suggest(conn, ["items_fts"], ["zorblx"])
+    assert (fix.suggestion, fix.rows) == ("zorblax", 2)
+
+
+def test_the_suggestion_is_the_brain_s_spelling_nearest_the_typed_word(tmp_path):
+    rows = [f"the wing of plane {n}" for n in range(6)] + ["swept wings", "delta wings"]
+    conn = small_brain(tmp_path, rows)
+    assert [c.suggestion for c in suggest(conn, ["items_fts"], ["wigns"])] == ["wings"]
+    assert [c.suggestion for c in suggest(conn, ["items_fts"], ["wign"])] == ["wing"]
+
+
+def test_without_a_word_list_nothing_is_suggested(brain, monkeypatch):
+    monkeypatch.setattr(spelling, "english_words", lambda: None)
+    assert suggest(brain_conn(brain), TABLES, ["sourdugh", "startr"]) == []
