@@ -13,6 +13,20 @@ occurrence kept. Extras dbrain lacks, none of which its term table contradicts: 
 "today") are not required locally but go to the web; the excluded words are recorded; and a
 question with no content words searches nothing (dbrain would search its raw words instead).
 
+Terms as people write them (the one place the plan's terms part from dbrain's): a token that
+joins letters and digits with ``-``, ``:``, ``.``, ``+``, ``/`` or ``_`` is one term, named as
+typed and searched as the phrase of its parts (``"g-2"`` is FTS5's phrase ``g 2``), when the
+join is a dot (``node.js``, ``asp.net``, ``3.11``) or a part is one character or holds a digit
+(``g-2``, ``1:2``, ``e5-large``, ``x-ray``, ``a/b``, ``utf-8``); so is a letter run ending in
+``++`` or a single letter with ``#`` (``c++``, ``notepad++``, ``c#``). Other joined words stay
+dbrain's separate words (``sqlite-utils``, ``heat-pump``, ``full_text``, ``tcp/ip``), matched
+apart or in any order. A compound is a term when any of its parts is one of dbrain's (``x-ray``:
+"x" is on the stop list, "ray" is not), and a negation drops the whole compound. unicode61 cannot
+see ``+`` or ``#``: ``c++`` is searched as ``"c++"`` (the token c), and is held only where a row
+writes ``c++`` (``stemming.Form.tail``), so matched terms, coverage and highlights never take a
+bare "c" for it. ``ranking: dbrain`` keeps dbrain's own term list (``QueryPlan.dbrain_terms``)
+for its AND and OR queries, and its relaxed test splits a compound back into dbrain's words.
+
 Those terms say which words a row holds (matched and missing terms, the judge). Ranking reads
 the question more widely (``search_terms``): dbrain's stop list strips chat filler, and some of
 its words are content ("use", "data", "related", "brain", "src" as in Src kinase), so the
@@ -162,6 +176,9 @@ SCAFFOLD_PHRASES = (
 
 _POSSESSIVE = re.compile(r"(?<=[^\W_])['\u2019]s\b", re.IGNORECASE)
 _NOT_WORD = re.compile(r"[\W_]+")
+_WORD = re.compile(r"[^\W_]+")
+# A run of letters and digits joined by single marks, maybe ending in "++" or "#" (c++, c#).
+_JOINED = re.compile(r"[^\W_]+(?:[-:./+_][^\W_]+)*(?:\+\+|#(?![^\W_]))?")
 
 
 @dataclass(frozen=True)
@@ -182,7 +199,7 @@ class QueryPlan:
     text_query: str
     fts_query: str
     relaxed_query: str
-    query_terms: tuple[str, ...]
+    query_terms: tuple[str, ...]  # the terms: dbrain's, but a compound (``g-2``) is one
     syntax: str
     excluded_terms: tuple[str, ...] = ()
     truncated_terms: int = 0
@@ -191,6 +208,7 @@ class QueryPlan:
     search_terms: tuple[SearchTerm, ...] = ()
     prefixed: frozenset[str] = field(default_factory=frozenset)  # words searched as "word"*
     dropped: tuple[str, ...] = ()  # terms left out of the ranking query (``cost``: narrowed)
+    dbrain_terms: tuple[str, ...] = ()  # dbrain's own terms (``g``, ``2``): ``fts_query``'s
 
     @property
     def searchable(self) -> bool:
@@ -370,27 +388,99 @@ def question_words(question: str) -> list[str]:
     return [CANONICAL_TERMS.get(w, w) for w in normalize_question(text).split()]
 
 
+def is_compound(token: str) -> bool:
+    """Is a joined token (``_JOINED``) one term, searched as the phrase of its parts? Yes for
+    ``c++`` and ``c#``, a dotted name or number (``node.js``, ``3.11``), and a join with a part
+    of one character or holding a digit (``g-2``, ``1:2``, ``e5-large``, ``x-ray``); no for
+    joined words (``sqlite-utils``, ``heat-pump``), which stay dbrain's separate words."""
+    parts = _WORD.findall(token)
+    if token.endswith("++") or (token.endswith("#") and len(token) == 2):
+        return True
+    if len(parts) < 2:
+        return False
+    return "." in token or any(len(p) == 1 or any(c.isdigit() for c in p) for p in parts)
+
+
+class Unit(NamedTuple):
+    """One word of the question (its canonical form, and the word as typed), or one compound
+    (``g-2``, its own form) with its parts (``g``, ``2``)."""
+
+    name: str
+    parts: tuple[str, ...]
+    typed: str
+
+
+def question_units(text: str) -> list[Unit]:
+    """A normalized question's words as ``normalize_question`` cuts them, but each compound
+    (``is_compound``) kept whole: lowercased, corpus frames out, words canonicalized."""
+    text = text.lower()
+    for phrase in CORPUS_FRAMES:
+        text = text.replace(phrase, " ")
+    units: list[Unit] = []
+    for match in _JOINED.finditer(text):
+        token = match.group()
+        if is_compound(token):
+            units.append(Unit(token, tuple(_WORD.findall(token)), token))
+            continue
+        for word in _WORD.findall(token):
+            canonical = CANONICAL_TERMS.get(word, word)
+            units.append(Unit(canonical, (canonical,), word))
+    return units
+
+
+def dbrain_parts(term: str) -> list[str]:
+    """dbrain's own terms within one of the plan's terms: a compound's parts that dbrain keeps
+    (``x-ray`` is ``ray``); a word is itself."""
+    parts = _WORD.findall(term)
+    if parts == [term]:
+        return [term]
+    canonical = (CANONICAL_TERMS.get(p, p) for p in parts)
+    return list(dict.fromkeys(p for p in canonical if _dbrain_keeps(p)))
+
+
+def _dbrain_keeps(word: str) -> bool:
+    return (
+        word not in QUESTION_STOP_WORDS
+        and word not in NEGATIONS
+        and word not in CORRECTIONS
+        and word not in CURRENT_STATE_WORDS
+        and not looks_like_source_key_fragment(word)
+    )
+
+
 class QuestionTerms(NamedTuple):
     terms: list[str]  # dbrain's ``Terms`` without the current-state words ("latest")
     excluded: list[str]  # the words a negation dropped
     content: list[str]  # every content word, the current-state ones included
 
 
-def read_terms(question: str) -> QuestionTerms:
+def read_terms(question: str, compounds: bool = False) -> QuestionTerms:
     """A question's terms as dbrain reads them; any list may be empty.
 
     dbrain's loop (queryterms.go), in its order: a negation's next word is dropped whatever it
     is, then negations, corrections, stop words and source-key fragments go, first one wins.
+    With ``compounds``, the plan's reading: a compound (``g-2``) is one word, a term when any
+    of its parts is one of dbrain's, and a negation before it drops it whole.
     """
     terms: list[str] = []
     excluded: list[str] = []
     content: list[str] = []
     skip_next = False
-    for word in question_words(question):
+    if compounds:
+        text = _POSSESSIVE.sub("", search_text(question))
+        units = question_units(text)
+    else:
+        units = [Unit(w, (w,), w) for w in question_words(question)]
+    for word, parts, _ in units:
         if skip_next:
             skip_next = False
-            if word not in QUESTION_STOP_WORDS:
+            if any(p not in QUESTION_STOP_WORDS for p in parts):
                 excluded.append(word)
+            continue
+        if parts != (word,):  # a compound
+            if word not in content and dbrain_parts(word):
+                content.append(word)
+                terms.append(word)
             continue
         if word in NEGATIONS:
             skip_next = True
@@ -446,25 +536,19 @@ def strip_scaffolding(text: str) -> str:
 def search_terms(question: str, terms: list[str]) -> tuple[SearchTerm, ...]:
     """What the ranking query searches: dbrain's terms, each with the question's own word beside
     its canonical form, plus the question's other content words (those dbrain's chat stop list
-    drops, and negated words), without English function words or scaffolding."""
+    drops, and negated words), without English function words or scaffolding. A compound
+    (``g-2``) is one word, searched as the phrase of its parts, when any part would be."""
     text = _POSSESSIVE.sub("", search_text(question))
-    words = normalize_question(strip_scaffolding(text)).split()
+    units = question_units(strip_scaffolding(text))
     originals: dict[str, list[str]] = {}
     extra: list[str] = []
-    for word in words:
-        canonical = CANONICAL_TERMS.get(word, word)
+    for canonical, parts, word in units:
         if canonical in terms:
             originals.setdefault(canonical, [])
             if word not in originals[canonical]:
                 originals[canonical].append(word)
-        elif (
-            word not in ENGLISH_STOP_WORDS
-            and word not in CHAT_WORDS
-            and word not in NEGATIONS
-            and word not in CORRECTIONS
-            and word not in CURRENT_STATE_WORDS
-            and not looks_like_source_key_fragment(word)
-            and word not in extra
+        elif any(_searched(p) for p in (parts if parts != (canonical,) else [word])) and (
+            word not in extra
         ):
             extra.append(word)
     found = [
@@ -473,6 +557,18 @@ def search_terms(question: str, terms: list[str]) -> tuple[SearchTerm, ...]:
     ]
     found += [SearchTerm(w, (w,), required=False) for w in extra if w not in terms]
     return tuple(found[:MAX_TERMS])
+
+
+def _searched(word: str) -> bool:
+    """Is a word the ranking query searches even where it is not one of dbrain's terms?"""
+    return (
+        word not in ENGLISH_STOP_WORDS
+        and word not in CHAT_WORDS
+        and word not in NEGATIONS
+        and word not in CORRECTIONS
+        and word not in CURRENT_STATE_WORDS
+        and not looks_like_source_key_fragment(word)
+    )
 
 
 def plan_query(question: str, syntax: str = "simple") -> QueryPlan:
@@ -494,7 +590,8 @@ def plan_query(question: str, syntax: str = "simple") -> QueryPlan:
             syntax="raw",
             web_terms=tuple(terms),
         )
-    terms, excluded, content = read_terms(question)
+    dbrain_terms = read_terms(question).terms[:MAX_TERMS]
+    terms, excluded, content = read_terms(question, compounds=True)
     if not terms and not any(ch.isalnum() for ch in question):
         raise ResearchError(
             "Nothing searchable in the question: it has no letters or digits once punctuation "
@@ -507,12 +604,14 @@ def plan_query(question: str, syntax: str = "simple") -> QueryPlan:
     if not terms and ranked:  # only words dbrain's chat list drops ("src data"): those count
         ranked = tuple(replace(t, required=True) for t in ranked)
         terms = [t.name for t in ranked]
+    dbrain_terms = dbrain_terms or terms
     common = () if terms else tuple(dict.fromkeys(trim_token(t).lower() for t in question.split()))
     return QueryPlan(
         text_query=" ".join(terms),
-        fts_query=build_match(terms, "AND"),
-        relaxed_query=build_match(terms, "OR") if len(terms) > 1 else "",
+        fts_query=build_match(dbrain_terms, "AND"),
+        relaxed_query=build_match(dbrain_terms, "OR") if len(dbrain_terms) > 1 else "",
         query_terms=tuple(terms),
+        dbrain_terms=tuple(dbrain_terms),
         syntax="simple",
         excluded_terms=tuple(excluded),
         truncated_terms=truncated,
@@ -524,8 +623,9 @@ def plan_query(question: str, syntax: str = "simple") -> QueryPlan:
 
 def relaxed_terms(terms: Sequence[str]) -> list[str]:
     """dbrain's ``relaxedMatchTerms``: the terms of 3 or more bytes (Go's ``len`` counts UTF-8
-    bytes), once each."""
-    return list(dict.fromkeys(t for t in terms if len(t.encode()) >= 3))
+    bytes), once each; a compound (``e5-large``) is dbrain's words in it (``large``)."""
+    words = (w for t in terms for w in dbrain_parts(t))
+    return list(dict.fromkeys(w for w in words if len(w.encode()) >= 3))
 
 
 def min_relaxed_coverage(terms: Sequence[str]) -> int:

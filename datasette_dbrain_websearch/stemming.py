@@ -27,6 +27,9 @@ from .porter import porter_stem
 TOKEN = re.compile(r"[^\W_]+")
 PORTER_MIN_BYTES = 3  # fts5_porter.c passes shorter and longer tokens through unstemmed
 PORTER_MAX_BYTES = 64
+# "c++", "c#": characters unicode61 drops, so FTS5 searches the bare "c"; a match must have
+# them right after the token (``Form.tail``), or "C is a language" would hold "c++".
+LITERAL_TAIL = re.compile(r"(?<=[^\W_])(\+\+|#)$")
 
 
 @lru_cache(maxsize=4096)
@@ -89,10 +92,13 @@ def stems(text: str) -> list[str]:
 @dataclass(frozen=True)
 class Form:
     """One way a term is searched: a stem, matched whole or (``prefix``) as a stem prefix,
-    exactly as FTS5 matches ``"word"`` and ``"word"*`` against a porter index."""
+    exactly as FTS5 matches ``"word"`` and ``"word"*`` against a porter index; ``tail``, the
+    characters that must follow the token in the text (``++`` of ``c++``), which FTS5 cannot
+    see."""
 
     stem: str
     prefix: bool = False
+    tail: str = ""
 
     def matches(self, token_stem: str) -> bool:
         return token_stem == self.stem or (self.prefix and token_stem.startswith(self.stem))
@@ -100,8 +106,13 @@ class Form:
 
 def forms_of(word: str, prefix: bool = False) -> tuple[Form, ...]:
     """The forms FTS5 searches for a query word: one per token (a word like ``x-ray`` is two
-    tokens, searched as a phrase; each must match)."""
-    return tuple(Form(stem(t), prefix) for t in tokens(word))
+    tokens, searched as a phrase; each must match, and only the last is a prefix, as in
+    ``"x-ray"*``). A word ending in ``++`` or ``#`` (``c++``, ``c#``) must be written so."""
+    found = [Form(stem(t)) for t in tokens(word)]
+    if found:
+        tail = LITERAL_TAIL.search(word)
+        found[-1] = Form(found[-1].stem, prefix, tail.group() if tail else "")
+    return tuple(found)
 
 
 class TermMatcher:
@@ -157,18 +168,21 @@ class TermMatcher:
             if start < last_end:
                 continue
             for name, forms in self._starting_with(token_stem):
-                if len(forms) == 1:
-                    yield start, end, name
-                    last_end = end
-                    break
-                i = index.get(start)
-                if i is None or every is None or i + len(forms) > len(every):
+                stop = end
+                if len(forms) > 1:
+                    i = index.get(start)
+                    if i is None or every is None or i + len(forms) > len(every):
+                        continue
+                    run = every[i : i + len(forms)]
+                    if not all(f.matches(t[2]) for f, t in zip(forms, run, strict=True)):
+                        continue
+                    stop = run[-1][1]
+                tail = forms[-1].tail
+                if tail and not folded.startswith(tail, stop):
                     continue
-                run = every[i : i + len(forms)]
-                if all(f.matches(t[2]) for f, t in zip(forms, run, strict=True)):
-                    yield start, run[-1][1], name
-                    last_end = run[-1][1]
-                    break
+                yield start, stop + len(tail), name
+                last_end = stop + len(tail)
+                break
 
     def _starting_with(self, token_stem: str) -> tuple[tuple[str, tuple[Form, ...]], ...]:
         """The alternatives whose first form matches a token's stem, worked out once a stem
