@@ -41,6 +41,7 @@ from .fetch import FetchResult, extractor_missing, fetch_page
 from .providers.base import clean
 from .runs_db import PROMOTIONS_TABLE, bounded_write
 from .schema import (
+    FTSWriteError,
     go_json,
     item_content_hash,
     sqlite_database,
@@ -299,24 +300,33 @@ def write_sources(
         )
     tagging = bool(annotation.tags) and "user_tags" in present
     results: list[dict[str, Any]] = []
-    with db.atomic():
-        for item in candidates:
-            columns = {k: v for k, v in item.columns.items() if k in present}
-            if tagging:
-                columns["user_tags"] = ",".join(annotation.tags)
-            row_id, status, key = _insert_or_find(conn, sources, columns, item.url)
-            result = _result(
-                item, status, row_id, columns if status == "created" else {"source_key": key}
-            )
-            if tagging:
-                result["tags"] = (
-                    columns["user_tags"]
-                    if status == "created"
-                    else _add_tags(conn, row_id, annotation.tags, now)
+    try:
+        with db.atomic():
+            for item in candidates:
+                columns = {k: v for k, v in item.columns.items() if k in present}
+                if tagging:
+                    columns["user_tags"] = ",".join(annotation.tags)
+                row_id, status, key = _insert_or_find(conn, sources, columns, item.url)
+                result = _result(
+                    item, status, row_id, columns if status == "created" else {"source_key": key}
                 )
-            if annotation.note:
-                result["note_key"] = _write_note(db, item, row_id, annotation, now)
-            results.append(result)
+                if tagging:
+                    result["tags"] = (
+                        columns["user_tags"]
+                        if status == "created"
+                        else _add_tags(conn, row_id, annotation.tags, now)
+                    )
+                if annotation.note:
+                    result["note_key"] = _write_note(db, item, row_id, annotation, now)
+                results.append(result)
+    except FTSWriteError as exc:  # rolled back: no row without its FTS row, no tag half-saved
+        raise ResearchError(
+            f"The brain's full-text index could not be rewritten ({exc}); nothing was "
+            "promoted. Its FTS tables are damaged or not dbrain's: rebuild them, then promote "
+            "again.",
+            status=409,
+            code="fts_write_failed",
+        ) from exc
     return results
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import sqlite_utils
 from sqlite_utils.db import NotFoundError
 
+from .errors import is_busy
 from .urls import go_trim_space
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "SOURCES_FTS_INSERT",
     "SOURCE_COLUMNS",
     "X_MEDIA_TRANSCRIPT_ARTICLE_TITLE",
+    "FTSWriteError",
     "create_brain_schema",
     "create_retrieval_triggers",
     "item_fts_row",
@@ -575,8 +577,8 @@ def sync_item_fts(conn: sqlite3.Connection, item_id: int) -> None:
         ocr=enrichments.get("ocr"),
         transcript=enrichments.get("x_media_transcript"),
     )
-    conn.execute("DELETE FROM items_fts WHERE rowid = ?", (item_id,))
-    conn.execute(ITEMS_FTS_INSERT, fts_row)
+    _fts_write(conn, "delete item fts", "DELETE FROM items_fts WHERE rowid = ?", (item_id,))
+    _fts_write(conn, "insert item fts", ITEMS_FTS_INSERT, fts_row)
 
 
 def sqlite_database(conn: sqlite3.Connection) -> sqlite_utils.Database:
@@ -595,17 +597,36 @@ def sync_source_fts(conn: sqlite3.Connection, source_id: int) -> None:
     dbrain calls this after extraction, a summary or a tag change. Both steps run in one
     sqlite-utils ``atomic()`` block, a savepoint when the caller has a transaction open, so
     they are committed (or rolled back) with the row they index. Raises ``LookupError`` if the
-    source does not exist.
+    source does not exist, and ``FTSWriteError`` if either step fails, as dbrain's
+    ``syncSourceFTS`` returns its error: a missing ``sources_fts`` is never skipped or created
+    as a plain table (sqlite-utils' ``delete_where`` and ``insert`` would).
     """
     db = sqlite_database(conn)
     try:
         source = db.table("sources").get(source_id)
     except NotFoundError as exc:
         raise LookupError(f"source {source_id} not found") from exc
-    fts = db.table("sources_fts")
     with db.atomic():
-        fts.delete_where("rowid = ?", [source_id])
-        fts.insert(dict(zip(SOURCES_FTS_COLUMNS, source_fts_row(source), strict=True)))
+        _fts_write(
+            conn, "delete source fts", "DELETE FROM sources_fts WHERE rowid = ?", (source_id,)
+        )
+        _fts_write(conn, "insert source fts", SOURCES_FTS_INSERT, source_fts_row(source))
+
+
+class FTSWriteError(sqlite3.DatabaseError):
+    """An FTS row could not be rewritten (``items_fts``/``sources_fts`` missing, damaged or not
+    dbrain's): the message names the step as dbrain's does, ``delete source fts: …``."""
+
+
+def _fts_write(conn: sqlite3.Connection, step: str, sql: str, params: Iterable[Any]) -> None:
+    """One FTS statement; its failure is an ``FTSWriteError`` naming the step (a busy or
+    interrupted connection keeps SQLite's own error, which its callers already answer)."""
+    try:
+        conn.execute(sql, tuple(params))
+    except sqlite3.Error as exc:
+        if is_busy(exc) or "interrupted" in str(exc):
+            raise
+        raise FTSWriteError(f"{step}: {exc}") from exc
 
 
 def _field(row: Mapping[str, Any], key: str) -> str:

@@ -11,8 +11,18 @@ import sqlite3
 import pytest
 
 from datasette_dbrain_websearch.brain import dbrain_snippet, relaxed_texts
+from datasette_dbrain_websearch.schema import FTSWriteError, sync_item_fts, sync_source_fts
 
-from .helpers import add_item, make_datasette
+from .helpers import (
+    add_item,
+    add_source,
+    db_rows,
+    empty_brain,
+    make_datasette,
+    post_json,
+    promoting_ds,
+    web_run,
+)
 
 # dbrain's TestSearchSnippetUsesTranscriptMatchText (internal/store/search_test.go): an X
 # bookmark whose article is its media transcript, with a summary that does not quote it.
@@ -102,3 +112,90 @@ async def test_dbrain_relaxed_search_keeps_a_transcript_match(brain):
     row = pack["evidence"][0]
     assert "red balloon promise" in row["excerpt"]
     assert any(w["code"] == "relaxed_query" for w in pack["warnings"])
+
+
+# dbrain's TestSaveSourceUserTagsPropagatesFTSDeleteError and ...FTSInsertError
+# (internal/store/sources_test.go): a source's tags are saved, but its sources_fts row cannot be
+# rewritten; the error is returned, named by the step that failed.
+
+
+@pytest.fixture
+def source_brain(tmp_path):
+    path = tmp_path / "brain.db"
+    empty_brain(path)
+    conn = sqlite3.connect(path)
+    with conn:
+        source_id = add_source(conn, "https://example.com/fts-delete-error", fts=False)
+    return conn, source_id
+
+
+@pytest.mark.parametrize(
+    "breakage, step",
+    [
+        (["DROP TABLE sources_fts"], "delete source fts"),
+        (
+            ["DROP TABLE sources_fts", "CREATE TABLE sources_fts(rowid INTEGER PRIMARY KEY)"],
+            "insert source fts",
+        ),
+    ],
+)
+def test_save_source_user_tags_propagates_fts_errors(source_brain, breakage, step):
+    conn, source_id = source_brain
+    for statement in breakage:
+        conn.execute(statement)
+    tables = conn.execute("select name, sql from sqlite_master order by name").fetchall()
+    with pytest.raises(FTSWriteError, match=step), conn:
+        conn.execute("UPDATE sources SET user_tags = 'source-tag' WHERE id = ?", [source_id])
+        sync_source_fts(conn, source_id)
+    # rolled back with the caller's transaction; no stand-in sources_fts table was created
+    assert conn.execute("select user_tags from sources").fetchone() == ("",)
+    assert conn.execute("select name, sql from sqlite_master order by name").fetchall() == tables
+    conn.close()
+
+
+def test_item_fts_errors_name_their_step(source_brain):
+    conn, _ = source_brain
+    with conn:
+        item_id = add_item(conn, "manual:fts-error", "manual", text="a note")
+    conn.execute("DROP TABLE items_fts")
+    with pytest.raises(FTSWriteError, match="delete item fts"):
+        sync_item_fts(conn, item_id)
+    conn.close()
+
+
+@pytest.mark.parametrize("existing_first", [True, False])
+async def test_promotion_with_a_broken_fts_index_writes_nothing(brain, fake, existing_first):
+    """Through the promote endpoint: the page the brain holds gains tags (dbrain's tag
+    setter), or a new page is added, but sources_fts cannot be rewritten. The answer is a 409
+    naming the failed step, and nothing was written: no tag, no row, no note, no provenance."""
+    path = brain[0]
+    runs = path.parent / "research_runs.db"
+    ds = await promoting_ds(brain, fake)
+    pack = await web_run(ds)
+    held, new = (row["source_key"] for row in pack["external_evidence"][:2])
+    first = await post_json(ds, {"run_id": pack["run_id"], "source_keys": [held]})
+    assert first.status_code == 200, first.text
+    before = {
+        "sources": db_rows(path, "select * from sources order by id"),
+        "items": db_rows(path, "select * from items order by id"),
+        "links": db_rows(path, "select * from item_source_links"),
+        "promotions": db_rows(runs, "select * from dbrain_websearch_promotions"),
+    }
+    conn = sqlite3.connect(path)
+    with conn:  # damage the index's structure record: any change to sources_fts now fails
+        conn.execute("UPDATE sources_fts_data SET block = x'00' WHERE id = 1")
+    conn.close()
+
+    keys = [held, new] if existing_first else [new, held]
+    body = {"run_id": pack["run_id"], "source_keys": keys, "tags": ["source-tag"], "note": "n"}
+    response = await post_json(ds, body)
+    assert response.status_code == 409, response.text
+    error = response.json()
+    assert error["ok"] is False and error["code"] == "fts_write_failed"
+    assert "delete source fts" in error["error"] and "nothing was promoted" in error["error"]
+    assert {
+        "sources": db_rows(path, "select * from sources order by id"),
+        "items": db_rows(path, "select * from items order by id"),
+        "links": db_rows(path, "select * from item_source_links"),
+        "promotions": db_rows(runs, "select * from dbrain_websearch_promotions"),
+    } == before
