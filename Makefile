@@ -25,7 +25,7 @@ CHROMIUM ?= /usr/bin/chromium
 EMOJI_FONT := /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
 
 .PHONY: demo demo-reset docs test test-stable test-alpha lint bench bench-ir bench-answer eval clean
-.PHONY: bench-feedback
+.PHONY: bench-feedback bench-verdict
 .PHONY: browser-deps
 
 $(VENV)/.installed: pyproject.toml
@@ -136,6 +136,12 @@ bench-feedback: $(VENV)/.installed
 bench-ir: $(VENV)/.installed
 	$(VENV)/bin/pip install --quiet bm25s PyStemmer
 	$(VENV)/bin/python bench/bench_ir.py $(ARGS)
+
+# Does the verdict know what the brain holds? The shared collections as brains, asked their own
+# questions, the others' and nonsense (bench/bench_verdict.py; ARGS="--fit --sweep" refits).
+bench-verdict: $(VENV)/.installed
+	$(VENV)/bin/python bench/bench_verdict.py $(ARGS)
+	$(VENV)/bin/python bench/bench_verdict.py --no-semantic $(ARGS)
 
 bench: $(VENV)/.installed
 	$(VENV)/bin/python bench/bench_research.py

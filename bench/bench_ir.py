@@ -1,9 +1,10 @@
 """Benchmark: ranking quality on a public test collection, beside plain BM25 baselines.
 
-Reads a collection committed under ``bench/ir/<name>/`` in BEIR's layout (``corpus.jsonl.gz``:
-``_id``, ``title``, ``text``; ``queries.jsonl``; ``qrels.tsv``: query-id, corpus-id, score), turns
-every document into an extracted dbrain ``sources`` row (its ``sources_fts`` row written as
-dbrain writes it, the URL ``https://<name>.example/doc/<id>``), and for every judged question
+Reads one of the shared collections (``corpora``: ``cranfield``, ``squad``, ``hotpotqa`` from
+``../shared/data``), or a collection under ``bench/ir/<name>/`` in BEIR's layout
+(``corpus.jsonl.gz``: ``_id``, ``title``, ``text``; ``queries.jsonl``; ``qrels.tsv``: query-id,
+corpus-id, score), turns every document into an extracted dbrain ``sources`` row (its
+``sources_fts`` row written as dbrain writes it, the URL ``https://<name>.example/doc/<id>``), and for every judged question
 reports nDCG@10, R@100 and p50 latency of, in one run:
 
 - plugin bm25:    local retrieval as /-/research runs it (``ranking: bm25``), lexical lane only
@@ -37,6 +38,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+import corpora
 
 from datasette_dbrain_websearch.brain import Filters
 from datasette_dbrain_websearch.config import DEFAULT_EMBEDDING_MODEL, SemanticSettings
@@ -144,7 +147,12 @@ def plugin(
         lane = None
         if index is not None:
             lane = SemanticLane(
-                str(index), database, DEFAULT_EMBEDDING_MODEL, semantic_question(question), WEIGHT
+                str(index),
+                database,
+                DEFAULT_EMBEDDING_MODEL,
+                semantic_question(question),
+                WEIGHT,
+                min_cosine=SemanticSettings().min_cosine,
             )
         found = retrieve(conn, question, plan, Filters(), K_RECALL, ranking, lane)
         return [ids[h.row["source_key"]] for h in found.hits]
@@ -205,6 +213,11 @@ def collection(
     """The named collection's corpus, judged questions (the first ``limit_queries`` when
     given) and judgements; exits saying where to put it when it is missing."""
     folder = collection_folder(name)
+    if folder is None and name in corpora.NAMES and corpora.data_dir().is_dir():
+        shared = corpora.load(name)
+        corpus = {i: {"_id": i, **doc} for i, doc in shared.documents.items()}
+        questions = shared.questions[:limit_queries] if limit_queries else shared.questions
+        return corpus, {q.id: q.text for q in questions}, {q.id: q.gold for q in questions}
     if folder is None:
         sys.exit(
             f"No collection {name!r}: put BEIR's corpus.jsonl.gz, queries.jsonl and "

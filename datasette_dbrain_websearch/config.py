@@ -126,12 +126,46 @@ OPTIONS: tuple[Option, ...] = (
         0,
         1,
     ),
-    Option("judge.min_evidence", "integer", 2, "rows needed for `enough_evidence`", 1, 1000),
+    Option(
+        "semantic.min_cosine",
+        "number",
+        0.45,
+        "how close in meaning a row holding none of the question's words must be to be shown "
+        "(calibrated for `wordllama` on the shared collections: docs/benchmarks.md)",
+        0,
+        1,
+    ),
+    Option(
+        "judge.mode",
+        "choice",
+        "calibrated",
+        "`calibrated`: the evidence score of the best rows (how much of the question they hold, "
+        "how close they read, how rare the words they share); `dbrain`: dbrain's term-coverage "
+        "rule (always used with `ranking: dbrain` and raw FTS5 questions)",
+        choices=("calibrated", "dbrain"),
+    ),
+    Option(
+        "judge.min_score",
+        "number",
+        0.7,
+        "the evidence score (0..1) the best row needs for `enough_evidence` (`judge.mode: "
+        "calibrated`)",
+        0,
+        1,
+    ),
+    Option(
+        "judge.min_evidence",
+        "integer",
+        2,
+        "rows needed for `enough_evidence` (`judge.mode: dbrain`)",
+        1,
+        1000,
+    ),
     Option(
         "judge.min_term_coverage",
         "number",
         0.75,
-        "share of the question's words the top rows must match",
+        "share of the question's words the top rows must match (`judge.mode: dbrain`)",
         0,
         1,
     ),
@@ -525,6 +559,8 @@ class JudgeThresholds:
     min_evidence: int = 2
     min_term_coverage: float = 0.75
     top_k: int = 3
+    mode: str = "calibrated"
+    min_score: float = 0.7
 
 
 @dataclass(frozen=True)
@@ -763,6 +799,8 @@ class Settings:
                 min_evidence=judge.int("min_evidence"),
                 min_term_coverage=judge.number("min_term_coverage"),
                 top_k=judge.int("top_k"),
+                mode=judge.choice("mode", lambda v: v.lower() if isinstance(v, str) else v),
+                min_score=judge.number("min_score"),
             ),
             web=parse_web(block.raw.get("external_search")),
             traces_database=block.string("traces_database"),
@@ -785,13 +823,16 @@ class SemanticSettings:
 
     model: str = DEFAULT_EMBEDDING_MODEL
     weight: float = 0.3
+    min_cosine: float = 0.45  # a row sharing no word with the question is shown from here
 
 
 def _semantic(raw: Any) -> SemanticSettings:
     block = _Block(raw, "semantic")
     # An empty model turns the lane off (other empty strings mean "the default").
     model = "" if block.raw.get("model") == "" else block.string("model").strip()
-    return SemanticSettings(model=model, weight=block.number("weight"))
+    return SemanticSettings(
+        model=model, weight=block.number("weight"), min_cosine=block.number("min_cosine")
+    )
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,14 @@ def word_match(row: Row) -> str:
     )
 
 
+MEANING_ONLY = "found by meaning \u2014 no words in common"
+
+
+def meaning_only(row: Row) -> bool:
+    """A brain row the semantic lane found although it holds none of the question's words."""
+    return any(lane.get("dense_only") for lane in row["retrieval"]["lanes"])
+
+
 def few_words(row: Row) -> bool:
     """A web row that holds fewer than half of the question's words."""
     matched = len(row["retrieval"]["matched_terms"])
@@ -87,7 +95,7 @@ def why(row: Row, labels: Mapping[str, str]) -> list[str]:
             )
             said.append(f"{linked}{ordinal(lane['rank'])} best match among your {table}{how}")
         elif name == "semantic":
-            close = "found by meaning alone: " if lane.get("dense_only") else ""
+            close = f"{MEANING_ONLY}: " if lane.get("dense_only") else ""
             said.append(
                 f"{linked}{close}close in meaning to the question "
                 f"(cosine {float(lane.get('raw_score', 0.0)):.2f})"

@@ -69,7 +69,7 @@ def _signals(hit: Hit, plan: QueryPlan) -> list[Signal]:
             {
                 "name": "semantic_cosine",
                 "detail": f"cosine {hit.cosine:.3f} between the question and the row"
-                + (" (no word in common: found by meaning alone)" if hit.dense_only else ""),
+                + (" (found by meaning \u2014 no words in common)" if hit.dense_only else ""),
                 "weight": round(hit.cosine, 4),
             }
         )

@@ -23,7 +23,7 @@ from .cost import Cost
 from .errors import ResearchError
 from .evidence import RowUrl, credit_local, extraction_warning, local_row, web_row
 from .fts import QueryPlan, plan_query
-from .judge import judge, run_verdict
+from .judge import CALIBRATED, DBRAIN, Evidence, Rule, run_verdict, term_weights
 from .merge import MergedResult, MergeOutcome, merge_web
 from .options import Options
 from .pack import LocalRow, Pack, WebRow, WebSearch, new_run_id
@@ -72,6 +72,7 @@ class LocalStage:
     plan: QueryPlan
     cost: Cost
     result: LocalResult
+    surveyed: Survey
     rows: list[LocalRow]
     semantic_lane: dict[str, Any]
     lane: SemanticLane | None
@@ -129,13 +130,12 @@ async def run_pipeline(
         local_query, budget, options, settings, database, row_url, semantic_index, gate, requester
     )
     judge_started = time.perf_counter()
-    brain = judge(
-        rows_found=len(local.rows),
-        exact_hits=local.result.exact_count,
-        query_terms=local.plan.query_terms,
-        top_matched=[r.retrieval.matched_terms for r in local.rows],
-        thresholds=settings.judge,
-        common_words=local.plan.common_words,
+    rule = _rule(local, options, settings)
+    brain = rule.verdict(
+        [_evidence(hit) for hit in local.result.hits],
+        local.result.exact_count,
+        local.plan.query_terms,
+        local.plan.common_words,
     )
     await emit(
         {
@@ -168,10 +168,10 @@ async def run_pipeline(
         evidence=local.rows,
         verdict=run_verdict(
             brain,
+            rule,
             local.plan.query_terms,
-            [r.retrieval.matched_terms for r in web_part.rows],
+            _web_evidence(web_part.rows, local.lane),
             web_part.search.ran,
-            settings.judge,
             local_rows=len(local.result.hits),
             surfaced=len(web_part.surfaced),
         ),
@@ -257,6 +257,7 @@ async def _local_stage(
         plan=plan,
         cost=cost,
         result=result,
+        surveyed=surveyed,
         rows=[local_row(h, plan, row_url, settings.excerpt_chars) for h in result.hits],
         semantic_lane=semantic_lane,
         lane=lane,
@@ -269,6 +270,49 @@ async def _local_stage(
             "local": result.timings_ms["local"],
         },
     )
+
+
+def _rule(local: LocalStage, options: Options, settings: Settings) -> Rule:
+    """The verdict's rule: calibrated on the question's term weights in this brain, or
+    dbrain's for ``ranking: dbrain``, raw FTS5 questions (no weights) and ``judge.mode:
+    dbrain``."""
+    thresholds = settings.judge
+    if (
+        thresholds.mode == DBRAIN
+        or options.ranking == "dbrain"
+        or local.plan.syntax == "raw"
+        or not local.surveyed
+    ):
+        return Rule(thresholds, DBRAIN)
+    frequencies: dict[str, int] = {}
+    for table in local.surveyed.values():
+        for name, rows in table.frequencies.items():
+            frequencies[name] = frequencies.get(name, 0) + rows
+    rows = sum(table.rows for table in local.surveyed.values())
+    weights = term_weights(rows, frequencies, local.plan.query_terms)
+    return Rule(thresholds, CALIBRATED, weights, rows)
+
+
+def _evidence(hit: Hit) -> Evidence:
+    """What the judge reads of a brain row: the terms it (or its linked page) holds, its
+    closest cosine, and whether meaning alone brought it."""
+    cosines = [part.cosine for part in hit.parts() if part.cosine is not None]
+    return Evidence(
+        frozenset(hit.matched),
+        max(cosines) if cosines else None,
+        meaning_only=hit.dense_only and not hit.matched and not hit.exact_rank,
+    )
+
+
+def _web_evidence(rows: list[WebRow], lane: SemanticLane | None) -> list[Evidence]:
+    """What the judge reads of the web's rows: the terms they hold and, with the semantic
+    lane, how close their text reads to the question (the brain's rows are judged alike)."""
+    texts = [f"{row.title}\n{row.text}" for row in rows]
+    cosines = lane.similarity(texts) if lane is not None and rows else [None] * len(rows)
+    return [
+        Evidence(frozenset(row.retrieval.matched_terms), cosine)
+        for row, cosine in zip(rows, cosines, strict=True)
+    ]
 
 
 def _local_warnings(
@@ -361,6 +405,7 @@ def _local(
                     semantic_question(options.question),
                     settings.semantic.weight,
                     conn,
+                    min_cosine=settings.semantic.min_cosine,
                 )
                 state["store"] = lane.vectors.store
             except SemanticUnavailable as exc:

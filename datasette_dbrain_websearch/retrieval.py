@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -110,6 +111,24 @@ def _exact(
                     seen.add((kind, row_id))
                     hits.append(Hit(kind, row_id, exact_field=column, exact_rank=len(hits) + 1))
     return hits
+
+
+def passing(
+    conn: sqlite3.Connection, kind: str, filters: Filters, shape: BrainShape
+) -> Callable[[list[int]], set[int]] | None:
+    """Which of some row ids pass the request's filters (None: no filter, all do): for lanes
+    that do not search with SQL (the semantic lane's nearest rows)."""
+    where, params = filter_sql(kind, filters, shape)
+    if not where:
+        return None
+    table = TABLE[kind]
+
+    def keep(ids: list[int]) -> set[int]:
+        marks = ", ".join("?" for _ in ids)
+        sql = f"select t.id from [{table}] t where t.id in ({marks}){where}"
+        return {row[0] for row in conn.execute(sql, [*ids, *params])}
+
+    return keep
 
 
 def dbrain_lane_sql(kind: str, filters: Filters, shape: BrainShape) -> tuple[str, list[Any]]:
@@ -223,15 +242,22 @@ class Rescorer(Protocol):
     """What the semantic lane offers local retrieval (``semantic.SemanticLane``)."""
 
     weight: float
+    min_cosine: float
 
     def cosines(self, conn: sqlite3.Connection, kind: str, ids: list[int]) -> list[float] | None:
         """Each row's cosine with the question (0 for rows without a vector); None when the
         lane cannot score this table."""
 
     def nearest(
-        self, conn: sqlite3.Connection, kind: str, count: int, skip: set[int]
+        self,
+        conn: sqlite3.Connection,
+        kind: str,
+        count: int,
+        skip: set[int],
+        keep: Callable[[list[int]], set[int]] | None = None,
     ) -> list[tuple[int, float]]:
-        """The rows nearest the question (id, cosine), best first, without ``skip``."""
+        """The rows nearest the question (id, cosine) at ``min_cosine`` or closer, best
+        first, without ``skip``, only those ``keep`` keeps."""
 
 
 @dataclass
@@ -460,10 +486,14 @@ def retrieve(
         plan = plan.searched(lanes.prefixed)
         signals = signals or lexical.Signals()
         pool = max(limit * 2, signals.pool)
+        # Meaning alone finds rows only for a question some of whose words the brain holds:
+        # a question of words it has never seen (nonsense, another field's) gets no rows.
+        known = any(n for table in surveyed.values() for n in table.frequencies.values())
         for kind, ranked in lanes.ranked.items():
-            if semantic is not None and len(ranked) < limit:
+            if semantic is not None and known and len(ranked) < limit:
                 seen = {row_id for row_id, _ in ranked}
-                extra = semantic.nearest(conn, kind, limit - len(ranked), seen)
+                keep = passing(conn, kind, filters, shape)
+                extra = semantic.nearest(conn, kind, limit - len(ranked), seen, keep)
                 # Dense-only rows (no word in common) rank below every lexical match.
                 floor = max((score for _, score in ranked), default=0.0)
                 ranked += [(row_id, floor + 1.0 - cos) for row_id, cos in extra]

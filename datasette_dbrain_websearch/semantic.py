@@ -34,6 +34,7 @@ from .lexical import brain_version
 EMBEDDINGS_TABLE = "dbrain_websearch_embeddings"
 EMBED_CHARS = 4000  # a row's text is cut here: titles and openings carry most of its meaning
 BATCH = 256
+NEAREST_BATCH = 64  # rows found by meaning checked against the filters at a time
 # dbrain's reason names for a disabled semantic lane, and this plugin's own.
 NOT_CONFIGURED = "not_configured"
 MODEL_UNAVAILABLE = "model_unavailable"
@@ -452,9 +453,11 @@ class SemanticLane:
         question: str,
         weight: float,
         brain: sqlite3.Connection | None = None,
+        min_cosine: float = 0.0,
     ) -> None:
         self.model_id = model_id
         self.weight = weight
+        self.min_cosine = min_cosine
         self.model = embedding_model(model_id)
         self.query = embed(self.model, [question])[0]
         self.used = False
@@ -486,25 +489,33 @@ class SemanticLane:
         return [float(v) for v in embed(self.model, texts) @ self.query]
 
     def nearest(
-        self, conn: sqlite3.Connection, kind: str, count: int, skip: set[int]
+        self,
+        conn: sqlite3.Connection,
+        kind: str,
+        count: int,
+        skip: set[int],
+        keep: Callable[[list[int]], set[int]] | None = None,
     ) -> list[tuple[int, float]]:
+        """The ``count`` rows nearest the question at ``min_cosine`` or closer, best first,
+        without ``skip``; ``keep`` (the request's filters) says which of some ids may be shown,
+        so a filter holds on rows found by meaning as on every other row."""
         ids, matrix = self._matrix(conn, kind)
-        if matrix is None or not len(ids):
+        if matrix is None or not len(ids) or count <= 0:
             return []
         np = numpy()
-        scores = matrix @ self.query.astype(matrix.dtype)
+        scores = (matrix @ self.query.astype(matrix.dtype)).astype(np.float32)
+        close = np.flatnonzero(scores >= self.min_cosine)
+        order = close[np.argsort(-scores[close], kind="stable")]
+        candidates = [(int(ids[i]), float(scores[i])) for i in order if int(ids[i]) not in skip]
         found: list[tuple[int, float]] = []
-        seen = set(skip)
-        for i in np.argsort(-scores):
-            row_id = int(ids[i])
-            if row_id in seen:
-                continue
-            seen.add(row_id)
-            found.append((row_id, float(scores[i])))
-            if len(found) == count:
+        for start in range(0, len(candidates), NEAREST_BATCH):
+            batch = candidates[start : start + NEAREST_BATCH]
+            allowed = keep([row_id for row_id, _ in batch]) if keep is not None else None
+            found += [c for c in batch if allowed is None or c[0] in allowed]
+            if len(found) >= count:
                 break
         self.used = self.used or bool(found)
-        return found
+        return found[:count]
 
     def _matrix(self, conn: sqlite3.Connection, kind: str) -> tuple[Any, Any]:
         key = self.vectors.key(kind)

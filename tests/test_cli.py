@@ -26,7 +26,7 @@ def test_research_text_output(brain):
     path, _ = brain
     result = CliRunner().invoke(cli, ["dbrain-research", str(path), "sqlite", "--limit", "1"])
     assert result.exit_code == 0, result.output
-    assert "Verdict: weak_evidence (too_few_rows)" in result.output
+    assert "Verdict: enough_evidence (strong_match) - Row 1 holds 100% of what" in result.output
     assert "Local dbrain evidence: 1 rows" in result.output
     assert " 1. [item/github_star] simonw/datasette" in result.output
 
@@ -53,11 +53,17 @@ def test_research_errors(brain):
 def test_research_reads_plugin_config(brain, tmp_path):
     path, _ = brain
     meta = tmp_path / "metadata.yml"
-    meta.write_text("plugins:\n  datasette-dbrain-websearch:\n    judge:\n      min_evidence: 9\n")
+    judge = "plugins:\n  datasette-dbrain-websearch:\n    judge:\n"
+    meta.write_text(judge + "      mode: dbrain\n      min_evidence: 9\n")
     result = CliRunner().invoke(
         cli, ["dbrain-research", str(path), "espresso grinder", "--json", "-m", str(meta)]
     )
     assert json.loads(result.output)["judge"]["reason"] == "too_few_rows"
+    meta.write_text(judge + "      min_score: 0.999\n")
+    result = CliRunner().invoke(
+        cli, ["dbrain-research", str(path), "espresso grinder", "--json", "-m", str(meta)]
+    )
+    assert json.loads(result.output)["judge"]["reason"] == "weak_match"
     meta.write_text("plugins:\n  datasette-dbrain-websearch:\n    typo: 1\n")
     result = CliRunner().invoke(cli, ["dbrain-research", str(path), "x", "-m", str(meta)])
     assert result.exit_code == 1 and "unknown config key(s) typo" in result.output

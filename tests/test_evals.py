@@ -281,7 +281,7 @@ def test_forbid_provider_calls_catches_a_call(group, tmp_path, brain, offline):
         },
         {
             "name": "on_weak with weak evidence reaches brave",
-            "question": "sourdough rye",
+            "question": "sourdough baguette",
             "external": "on_weak",
             "fixtures": fixture,
             "forbid_provider_calls": True,

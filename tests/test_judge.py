@@ -3,7 +3,15 @@
 import pytest
 
 from datasette_dbrain_websearch.config import JudgeThresholds
-from datasette_dbrain_websearch.judge import combined, judge, web_part
+from datasette_dbrain_websearch.judge import (
+    Evidence,
+    Rule,
+    assess,
+    combined,
+    judge,
+    term_weights,
+    web_part,
+)
 
 T = JudgeThresholds(min_evidence=2, min_term_coverage=0.75, top_k=3)
 TERMS = ["espresso", "grinder", "burr"]
@@ -50,27 +58,116 @@ def test_thresholds_change_the_verdict():
     assert judge(4, 0, TERMS, [TERMS] * 4, strict).reason == "too_few_rows"
 
 
-def test_the_webs_part_is_its_rows_judged_alone_in_a_few_words():
-    thresholds = T
+def ev(*rows, cosine=None):
+    return [Evidence(frozenset(r), cosine) for r in rows]
+
+
+DBRAIN_RULE = Rule(T, "dbrain")
+
+
+def test_the_webs_part_counts_only_the_rows_that_hold_the_words():
     terms = ("lattice", "qcd")
-    assert web_part(terms, [], False, thresholds)["summary"] == "not searched"
-    assert web_part(terms, [], True, thresholds)["summary"] == "nothing found"
-    every = web_part(terms, [["lattice", "qcd"], ["qcd"]], True, thresholds)
+    assert web_part(DBRAIN_RULE, terms, [], False)["summary"] == "not searched"
+    assert web_part(DBRAIN_RULE, terms, [], True)["summary"] == "nothing found"
+    every = web_part(DBRAIN_RULE, terms, ev(["lattice", "qcd"], ["lattice", "qcd"]), True)
     assert (every["verdict"], every["summary"]) == ("enough_evidence", "2 rows cover every term")
-    partial = web_part(terms, [["lattice"]], True, thresholds)
+    # Issue 30: one of two rows holds every word; the other holds one of them.
+    mixed = web_part(DBRAIN_RULE, terms, ev(["lattice", "qcd"], ["qcd"]), True)
+    assert mixed["summary"] == "1 of 2 rows covers every term"
+    partial = web_part(DBRAIN_RULE, terms, ev(["lattice"]), True)
     assert partial["verdict"] == "weak_evidence"
     assert partial["summary"] == "1 row; none mentions qcd" and partial["missing_terms"] == ["qcd"]
+    nothing = web_part(DBRAIN_RULE, terms, ev([], []), True)
+    assert (nothing["verdict"], nothing["reason"]) == ("no_evidence", "no_match")
+    assert nothing["summary"] == "2 rows; none mentions lattice, qcd"
+
+
+def test_rows_that_match_nothing_do_not_make_the_web_enough():
+    """Two rows, one holding every word: dbrain's min_evidence of 2 is not met by the other."""
+    found = web_part(DBRAIN_RULE, ("lattice", "qcd"), ev(["lattice", "qcd"], []), True)
+    assert (found["verdict"], found["reason"]) == ("weak_evidence", "too_few_rows")
 
 
 def test_the_combined_verdict_is_the_brains_unless_the_web_was_searched():
-    thresholds = T
-    brain = judge(0, 0, ("lattice", "qcd"), [], thresholds)
-    quiet = combined(brain, web_part(("lattice",), [], False, thresholds))
+    brain = judge(0, 0, ("lattice", "qcd"), [], T)
+    quiet = combined(brain, web_part(DBRAIN_RULE, ("lattice",), [], False))
     assert quiet == {"verdict": "no_evidence", "reason": "no_rows", "message": brain.message}
-    web = web_part(("lattice", "qcd"), [["lattice", "qcd"]] * 2, True, thresholds)
+    web = web_part(
+        DBRAIN_RULE, ("lattice", "qcd"), ev(["lattice", "qcd"], ["lattice", "qcd"]), True
+    )
     both = combined(brain, web)
     assert (both["verdict"], both["reason"]) == ("enough_evidence", "web:enough_rows")
     assert both["message"] == "Your brain: no evidence \u00b7 Web: 2 rows cover every term"
-    strong = judge(5, 0, ("lattice",), [["lattice"]] * 5, thresholds)
-    weak_web = web_part(("lattice",), [["lattice"]], True, thresholds)
+    strong = judge(5, 0, ("lattice",), [["lattice"]] * 5, T)
+    weak_web = web_part(DBRAIN_RULE, ("lattice",), ev(["lattice"]), True)
     assert combined(strong, weak_web)["reason"] == "brain:enough_rows"
+
+
+# The calibrated rule: a brain of 1,000 rows, the question's words of these frequencies.
+WEIGHTS = term_weights(
+    1000, {"lattice": 3, "qcd": 2, "results": 400}, ["lattice", "qcd", "results", "gluon"]
+)
+
+
+def calibrated(*rows, cosine=None, exact=0, terms=("lattice", "qcd", "results", "gluon")):
+    evidence = [r if isinstance(r, Evidence) else Evidence(frozenset(r), cosine) for r in rows]
+    return assess(evidence, exact, terms, WEIGHTS, 1000, T)
+
+
+def test_a_word_no_row_holds_weighs_the_most():
+    assert WEIGHTS["gluon"] > WEIGHTS["qcd"] > WEIGHTS["lattice"] > WEIGHTS["results"]
+
+
+def test_holding_the_rare_words_and_reading_close_is_enough():
+    v = calibrated(["lattice", "qcd", "results"], cosine=0.6)
+    assert (v.verdict, v.reason) == ("enough_evidence", "strong_match")
+    assert v.inputs["best_row"]["rank"] == 1 and v.inputs["best_row"]["score"] >= T.min_score
+    assert "evidence score" in v.message and "(cosine 0.60 with it)" in v.message
+
+
+def test_holding_only_the_common_word_is_weak_however_close():
+    v = calibrated(["results"], ["results"], cosine=0.6)
+    assert (v.verdict, v.reason) == ("weak_evidence", "weak_match")
+    assert v.inputs["missing_terms_in_top_rows"] == ["lattice", "qcd", "gluon"]
+    assert "lattice, qcd, gluon" in v.message
+
+
+def test_closeness_moves_the_score():
+    far = calibrated(["lattice", "qcd"], cosine=0.1).inputs["best_row"]["score"]
+    near = calibrated(["lattice", "qcd"], cosine=0.7).inputs["best_row"]["score"]
+    assert near > far
+
+
+def test_rows_found_by_meaning_alone_never_count():
+    meaning = Evidence(frozenset(), 0.9, meaning_only=True)
+    v = calibrated(meaning, meaning)
+    assert (v.verdict, v.reason) == ("no_evidence", "meaning_only")
+    assert v.inputs["meaning_only_rows"] == 2 and v.inputs["rows_found"] == 0
+    beside = calibrated(meaning, Evidence(frozenset(["results"]), 0.2))
+    assert beside.verdict == "weak_evidence" and beside.inputs["best_row"]["rank"] == 1
+
+
+def test_a_keyword_question_needs_every_keyword_in_one_row():
+    keywords = ("lattice", "qcd")
+    v = calibrated(["lattice"], ["qcd"], cosine=0.9, terms=keywords)
+    assert (v.verdict, v.reason) == ("weak_evidence", "missing_keyword")
+    both = calibrated(["lattice"], ["lattice", "qcd"], cosine=0.6, terms=keywords)
+    assert both.verdict == "enough_evidence" and both.inputs["best_row"]["rank"] == 2
+
+
+def test_an_exact_hit_is_enough_and_nothing_is_no_evidence():
+    assert calibrated([], exact=1).reason == "exact_match"
+    assert calibrated().reason == "no_rows"
+
+
+def test_the_calibrated_rule_judges_the_web_rows_too():
+    rule = Rule(T, "calibrated", WEIGHTS, 1000)
+    strong = web_part(
+        rule,
+        ("lattice", "qcd", "results", "gluon"),
+        ev(["lattice", "qcd", "results"], cosine=0.6),
+        True,
+    )
+    assert strong["verdict"] == "enough_evidence"
+    weak = web_part(rule, ("lattice", "qcd", "results", "gluon"), ev(["results"], cosine=0.6), True)
+    assert weak["verdict"] == "weak_evidence"

@@ -459,8 +459,18 @@ async def test_read_only_file_is_searchable(brain):
 
 
 async def test_judge_thresholds_come_from_config(brain):
-    ds = make_datasette([str(brain[0])], plugin_config={"judge": {"min_evidence": 5}})
-    _, pack = await get(ds, "/-/research.json", q="espresso grinder")
+    plain = make_datasette([str(brain[0])])
+    _, pack = await get(plain, "/-/research.json", q="espresso grinder")
+    assert pack["judge"]["verdict"] == "enough_evidence"
+    assert pack["judge"]["inputs"]["mode"] == "calibrated"
+    strict = make_datasette([str(brain[0])], plugin_config={"judge": {"min_score": 0.999}})
+    _, pack = await get(strict, "/-/research.json", q="espresso grinder")
+    assert (pack["judge"]["verdict"], pack["judge"]["reason"]) == ("weak_evidence", "weak_match")
+    assert pack["judge"]["inputs"]["min_score"] == 0.999
+    dbrain = make_datasette(
+        [str(brain[0])], plugin_config={"judge": {"mode": "dbrain", "min_evidence": 5}}
+    )
+    _, pack = await get(dbrain, "/-/research.json", q="espresso grinder")
     assert pack["judge"]["verdict"] == "weak_evidence"
     assert pack["judge"]["inputs"]["min_evidence"] == 5
 

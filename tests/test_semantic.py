@@ -119,7 +119,9 @@ def test_index_refuses_an_unknown_model_before_writing_anything(coffee_brain):
 
 async def test_a_question_finds_a_note_by_meaning_when_no_word_matches(coffee_brain):
     index(coffee_brain)
-    pack = await research(coffee_brain, q="coffee mill", kind="item")
+    pack = await research(
+        coffee_brain, {"semantic": {"min_cosine": 0}}, q="coffee mill", kind="item"
+    )
     assert lane(pack)["status"] == "used" and lane(pack)["model"] == "wordllama"
     assert lane(pack)["dense_added"] >= 1
     keys = [r["source_key"] for r in pack["evidence"]]
@@ -128,6 +130,38 @@ async def test_a_question_finds_a_note_by_meaning_when_no_word_matches(coffee_br
     names = [s["name"] for s in grinder["retrieval"]["signals"]]
     assert "semantic_cosine" in names
     assert codes(pack) == []
+    meaning = [r for r in pack["evidence"] if not r["retrieval"]["matched_terms"]]
+    assert meaning and all(
+        any(lane.get("dense_only") for lane in r["retrieval"]["lanes"]) for r in meaning
+    )
+    # Found by meaning alone, they never make the verdict (issue 30).
+    assert pack["judge"]["inputs"]["meaning_only_rows"] == len(meaning)
+
+
+async def test_a_row_with_no_word_in_common_is_shown_only_when_close(coffee_brain):
+    """semantic.min_cosine (0.45): the rows nearest "coffee mill" that share no word with it
+    read further than that from it, so none is shown by default."""
+    index(coffee_brain)
+    pack = await research(coffee_brain, q="coffee mill", kind="item")
+    assert lane(pack)["dense_added"] == 0
+    assert all(r["retrieval"]["matched_terms"] for r in pack["evidence"])
+    loose = await research(
+        coffee_brain, {"semantic": {"min_cosine": 0}}, q="coffee mill", kind="item"
+    )
+    cosines = [
+        lane["raw_score"]
+        for r in loose["evidence"]
+        for lane in r["retrieval"]["lanes"]
+        if lane.get("dense_only")
+    ]
+    assert cosines and max(cosines) < 0.45
+
+
+async def test_nonsense_gets_no_rows_and_no_evidence(coffee_brain):
+    index(coffee_brain)
+    for config in (None, {"semantic": {"min_cosine": 0}}):
+        pack = await research(coffee_brain, config, q="qwxzzy plorfendish")
+        assert pack["evidence"] == [] and pack["judge"]["verdict"] == "no_evidence"
 
 
 async def test_rows_carry_their_cosine_with_the_question(coffee_brain):

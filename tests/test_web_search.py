@@ -100,10 +100,16 @@ async def test_the_verdict_has_the_brains_part_the_webs_and_one_for_both(brain, 
     rows = len(pack["external_evidence"])
     web_missing = judge["web"]["missing_terms"]
     assert judge["web"]["searched"] is True and judge["web"]["verdict"] != ""
+    terms = set(pack["query_plan"]["query_terms"])
+    whole = sum(
+        1 for r in pack["external_evidence"] if terms <= set(r["retrieval"]["matched_terms"])
+    )
+    # Issue 30: the summary counts only the rows that hold every term, by their own words.
+    assert 0 < whole < rows
     assert judge["web"]["summary"] == (
         f"{rows} rows; none mentions {', '.join(web_missing)}"
         if web_missing
-        else f"{rows} rows cover every term"
+        else f"{whole} of {rows} rows {'covers' if whole == 1 else 'cover'} every term"
     )
     assert judge["combined"]["verdict"] == judge["web"]["verdict"]  # no brain rows: the web's
     assert (
@@ -852,3 +858,15 @@ async def test_another_site_cannot_spend_a_signed_in_persons_web_budget(
     if not searched:
         assert pack["external_search"]["skipped_reason"] == "cross_site"
         assert "external_search_cross_site" in codes(pack)
+
+
+async def test_search_the_web_is_offered_beside_a_did_you_mean(brain, fake):
+    """Issue 30: a suggested correction no longer hides the web: the run's verdict is not
+    enough, so both are offered."""
+    ds = await web_ds(brain, fake)
+    response = await ds.client.get(
+        "/-/research", params={"q": "sourdugh startr"}, cookies=actor_cookies(ds, "root")
+    )
+    assert 'class="dbrain-did-you-mean"' in response.text
+    offer = response.text.split('class="dbrain-web-offer"')[1].split("</p>")[0]
+    assert ">Search the web</a>" in offer and "external=always" in offer

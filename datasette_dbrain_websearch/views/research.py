@@ -261,9 +261,10 @@ def web_offer(
         return {"show": False, "url": "", "reason": ""}
     order = " → ".join(web.labels.get(n, n) for n in ext.providers)
     show, why = False, ""
-    if pack and not pack["external_search"]["ran"] and not pack.get("did_you_mean"):
-        # A question with a typo is offered its correction first, the web only after that.
-        verdict = pack["judge"]["verdict"]
+    if pack and not pack["external_search"]["ran"]:
+        # Offered whenever the run's verdict is not enough, beside a "did you mean" too: a
+        # correction may be wrong, and the person chooses.
+        verdict = pack["judge"].get("combined", pack["judge"])["verdict"]
         show = verdict != "enough_evidence" or pack["external_search"]["current_state_question"]
         why = {
             "no_evidence": "Nothing in your brain answers this",
