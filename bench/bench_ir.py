@@ -4,8 +4,8 @@ Reads one of the shared collections (``corpora``: ``cranfield``, ``squad``, ``ho
 ``../shared/data``), or a collection under ``bench/ir/<name>/`` in BEIR's layout
 (``corpus.jsonl.gz``: ``_id``, ``title``, ``text``; ``queries.jsonl``; ``qrels.tsv``: query-id,
 corpus-id, score), turns every document into an extracted dbrain ``sources`` row (its
-``sources_fts`` row written as dbrain writes it, the URL ``https://<name>.example/doc/<id>``), and for every judged question
-reports nDCG@10, R@100 and p50 latency of, in one run:
+``sources_fts`` row written as dbrain writes it, the URL ``https://<name>.example/doc/<id>``),
+and for every judged question reports nDCG@10, R@100 and p50 latency of, in one run:
 
 - plugin bm25:    local retrieval as /-/research runs it (``ranking: bm25``), lexical lane only
 - plugin hybrid:  the same with the semantic lane (``wordllama``, weight ``semantic.weight``;
