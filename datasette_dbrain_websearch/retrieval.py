@@ -305,7 +305,7 @@ def question_cost(plan: QueryPlan, surveyed: Survey, ranking: str) -> cost.Cost:
     if plan.syntax == "raw":
         return cost.raw_cost(plan.fts_query, plan.query_terms)
     if ranking == "dbrain":
-        return cost.dbrain_cost(plan.query_terms)
+        return cost.dbrain_cost(plan.dbrain_terms or plan.query_terms)
     kept = {t.name for t in plan.search_terms} - set(plan.dropped)
     postings = sum(
         rows
