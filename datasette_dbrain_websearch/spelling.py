@@ -8,7 +8,7 @@ saved. A word is offered a correction only when it looks like a typo:
   typo): ``english_words`` is the word list ``pyspellchecker`` ships in its wheel, read once per
   process; without it nothing is suggested;
 - a word the brain spells (its rows' own tokens, not the porter stems the index holds: "calibr"
-  is two edits from "calico", "calibration" is eight) is within ``allowed_edits`` of the word as
+  is two edits from "calico", "calibration" is six) is within ``allowed_edits`` of the word as
   typed: one edit up to ``SHORT_WORD`` letters, two beyond;
 - and that word is common enough in the brain: held by ``MIN_ROWS`` rows, or by one row when it
   is itself an English word (a token only one row holds and no dictionary knows is more likely
@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 from .fts import quote_term, quote_word
-from .stemming import TOKEN, fold, stem
+from .stemming import PORTER_MIN_BYTES, TOKEN, fold, stem
 
 log = logging.getLogger("datasette_dbrain_websearch")
 
@@ -39,6 +39,7 @@ MAX_WORDS = 6  # a question with more unknown words is not a typo
 SAMPLE_PLACES = 40  # occurrences read to find how the brain spells a stem
 MAX_CANDIDATES = 12  # nearest stems whose spellings are read
 MAX_TOGETHER = 100
+SUFFIX = 3  # letters of an ending porter usually cuts ("ing", "ed", "s"; "ation" becomes "ate")
 
 
 @dataclass(frozen=True)
@@ -92,11 +93,11 @@ def edit_distance(a: str, b: str, limit: int = MAX_EDITS) -> int:
     return min(previous[-1], limit + 1)
 
 
-def prefix_distance(head: str, word: str, limit: int = MAX_EDITS) -> int:
-    """Edits between ``head`` and the nearest beginning of ``word`` (``limit + 1`` past the
-    limit): a word within ``limit`` edits of a token starts within ``limit`` of the token's
-    beginning, and porter rewrites endings only, so every token of a stem starts with all but
-    the stem's last letter."""
+def prefix_distance(head: str, word: str, limit: int = MAX_EDITS, shortest: int = 0) -> int:
+    """Edits between ``head`` and the nearest beginning of ``word`` at least ``shortest``
+    letters long (``limit + 1`` past the limit): a word within ``limit`` edits of a token
+    starts within ``limit`` of the token's beginning, and porter rewrites endings only, so
+    every token of a stem starts with all but the stem's last letter."""
     previous = list(range(len(word) + 1))
     before: list[int] = []
     for i, ch in enumerate(head, start=1):
@@ -109,7 +110,7 @@ def prefix_distance(head: str, word: str, limit: int = MAX_EDITS) -> int:
         if min(current) > limit:
             return limit + 1
         before, previous = previous, current
-    return min(min(previous), limit + 1)
+    return min(min(previous[max(0, shortest) :]), limit + 1)
 
 
 def allowed_edits(word: str) -> int:
@@ -192,12 +193,6 @@ def _spellings(conn: sqlite3.Connection, tables: Sequence[str], term: str) -> Co
     return seen
 
 
-def _spelling(conn: sqlite3.Connection, tables: Sequence[str], term: str) -> str:
-    """The commonest spelling of a stem in the brain's rows (the stem itself if none is seen)."""
-    seen = _spellings(conn, tables, term)
-    return min(seen.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))[0] if seen else term
-
-
 def _candidates(
     conn: sqlite3.Connection, tables: Sequence[str], word: str, english: frozenset[str]
 ) -> list[tuple[int, int, str, str]]:
@@ -206,7 +201,8 @@ def _candidates(
 
     The vocabulary's stems beginning with the word's first or second letter (a letter inserted
     or swapped at the front; a wrong first letter is not looked for) whose beginning is near
-    the word are the candidates; the nearest of them have their spellings read and measured."""
+    the word are the candidates; those nearest the word less a usual ending ("air" explains
+    little of "airciaft") have their spellings read and measured."""
     limit = allowed_edits(word)
     rows: Counter[str] = Counter()
     for table in tables:
@@ -215,10 +211,22 @@ def _candidates(
                 rows[term] += doc
     near = []
     for term, n in rows.items():
-        if prefix_distance(term[:-1] if len(term) > 1 else term, word, limit) <= limit:
-            near.append((edit_distance(word, term, limit + 3), -n, term))
+        if len(term.encode()) < PORTER_MIN_BYTES:  # indexed as spelled
+            edits = edit_distance(word, term, limit)
+            if edits <= limit:
+                near.append((edits, edits, -n, term))
+            continue
+        edits = prefix_distance(term[:-1], word, limit)
+        if edits <= limit:
+            # the stem (with the "y" porter turned into "i") against the word less an ending
+            # porter may have cut
+            whole = min(
+                prefix_distance(t, word, len(word), len(word) - SUFFIX)
+                for t in {term, term[:-1] + "y" if term.endswith("i") else term}
+            )
+            near.append((whole, edits, -n, term))
     found = []
-    for _, minus_rows, term in sorted(near)[:MAX_CANDIDATES]:
+    for _, _, minus_rows, term in sorted(near)[:MAX_CANDIDATES]:
         spelled = [
             (edit_distance(word, form, limit), -count, form)
             for form, count in _spellings(conn, tables, term).items()
@@ -233,12 +241,13 @@ def _candidates(
 
 
 def _together(
-    conn: sqlite3.Connection, tables: Sequence[str], term: str, context: list[str]
+    conn: sqlite3.Connection, tables: Sequence[str], word: str, context: list[str]
 ) -> int:
-    """Rows holding ``term`` and any of the context words (capped at ``MAX_TOGETHER``)."""
+    """Rows holding ``word`` and any of the context words (capped at ``MAX_TOGETHER``); words
+    as spelled, which FTS5 stems as it stemmed the rows."""
     if not context:
         return 0
-    match = f"{quote_word(term)} AND ({' OR '.join(quote_word(w) for w in context)})"
+    match = f"{quote_word(word)} AND ({' OR '.join(quote_word(w) for w in context)})"
     return sum(
         conn.execute(
             f"select count(*) from (select 1 from [{t}] where [{t}] match ? limit {MAX_TOGETHER})",
@@ -282,10 +291,10 @@ def suggest(
     known = [w for w in words if w not in unknown]
     found = []
     for word, near in options.items():
-        others = [o[0][2] for w, o in options.items() if w != word and o]
+        others = [o[0][3] for w, o in options.items() if w != word and o]
         context = [*known, *others]
         edits, rows, _, spelling = min(
-            near, key=lambda c: (-_together(conn, tables, c[2], context), c[0], -c[1], c[2])
+            near, key=lambda c: (-_together(conn, tables, c[3], context), c[0], -c[1], c[2])
         )
         found.append(Correction(word, spelling, edits, rows))
     return found
