@@ -55,6 +55,7 @@ from .errors import ResearchError
 from .stemming import TermMatcher, forms_of
 
 MAX_TERMS = 32
+KEYWORDS = 3  # a question of this many terms or fewer, and no other word, is a keyword list
 
 # English function words: not searched when ranking (their idf is near zero, their posting
 # lists are the longest) and skipped by feedback suggestions and answer sentences.
@@ -386,6 +387,15 @@ def question_words(question: str) -> list[str]:
     """The question's words as dbrain reads them, canonicalized, before any is dropped."""
     text = _POSSESSIVE.sub("", search_text(question))
     return [CANONICAL_TERMS.get(w, w) for w in normalize_question(text).split()]
+
+
+def is_keyword_list(question: str, terms: Sequence[str]) -> bool:
+    """Was the question typed as a short list of keywords ("analog synthesizer calibration"),
+    not asked in words ("When did the church reform begin?")? Each keyword of such a list is
+    wanted: the verdict asks one row to hold them all."""
+    words = question_words(question)
+    stops = QUESTION_STOP_WORDS | ENGLISH_STOP_WORDS | CHAT_WORDS
+    return 0 < len(terms) <= KEYWORDS and not any(w in stops for w in words)
 
 
 def is_compound(token: str) -> bool:

@@ -17,8 +17,8 @@ semantic lane, a lexical-only fit). Rules, first that applies wins:
 1. no rows                                         -> no_evidence     (``no_rows``)
 2. an exact key/URL/id/path hit                    -> enough_evidence (``exact_match``)
 3. no row holds any of the question's words        -> no_evidence     (``meaning_only``)
-4. a question of 1-3 keywords, and no top row
-   holds every one of them                         -> weak_evidence   (``missing_keyword``)
+4. a list of 1-3 keywords (no other word), and no
+   top row holds every one of them                 -> weak_evidence   (``missing_keyword``)
 5. the best row's score is ``min_score`` or more   -> enough_evidence (``strong_match``)
 6. otherwise                                       -> weak_evidence   (``weak_match``)
 
@@ -43,7 +43,7 @@ from dataclasses import dataclass, replace
 
 from .config import JudgeThresholds
 from .display import plural
-from .lexical import KEYWORD_TERMS, idf
+from .lexical import idf
 from .pack_json import JudgeJSON
 
 NO_EVIDENCE = "no_evidence"
@@ -170,16 +170,18 @@ def assess(
     rows_in_brain: int,
     thresholds: JudgeThresholds,
     common_words: Sequence[str] = (),
+    keywords: bool = False,
 ) -> Verdict:
-    """The calibrated verdict (module docstring) on the rows in ranked order."""
+    """The calibrated verdict (module docstring) on the rows in ranked order; ``keywords``: the
+    question is a list of keywords (``fts.is_keyword_list``), each of which one row must hold."""
     terms = list(dict.fromkeys(query_terms))
     matching = [r for r in evidence if r.held and not r.meaning_only]
     meaning = sum(1 for r in evidence if r.meaning_only)
     top = matching[: thresholds.top_k]
     scored = [row_score(r, weights, rows_in_brain) for r in top]
-    # A question of a few keywords wants each of them: a row lacking one cannot be enough.
-    keywords = set(terms) if len(terms) <= KEYWORD_TERMS else set()
-    whole = [i for i, r in enumerate(top) if keywords <= r.held]
+    # A list of keywords wants each of them: a row lacking one cannot be enough.
+    wanted = set(terms) if keywords else set()
+    whole = [i for i, r in enumerate(top) if wanted <= r.held]
     best = max(whole or range(len(scored)), key=lambda i: scored[i].score, default=None)
     covered = set().union(*(r.held for r in top)) if top else set()
     missing = [t for t in terms if t not in covered]
@@ -208,7 +210,7 @@ def assess(
             inputs,
         )
     why = _why(scored[best], best + 1, thresholds.min_score)
-    if not whole and keywords:
+    if not whole and wanted:
         lacking = [t for t in terms if t not in top[best].held]
         return Verdict(
             WEAK_EVIDENCE,
@@ -303,6 +305,7 @@ class Rule:
     mode: str = CALIBRATED
     weights: Mapping[str, float] | None = None
     rows_in_brain: int = 0
+    keywords: bool = False  # the question is a list of keywords (``fts.is_keyword_list``)
 
     def verdict(
         self,
@@ -320,6 +323,7 @@ class Rule:
                 self.rows_in_brain,
                 self.thresholds,
                 common_words,
+                self.keywords,
             )
         counted = [r for r in evidence if not r.meaning_only]
         matched = [sorted(r.held) for r in counted]

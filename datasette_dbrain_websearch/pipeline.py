@@ -22,7 +22,7 @@ from .config import Settings, WebSettings
 from .cost import Cost
 from .errors import ResearchError
 from .evidence import RowUrl, credit_local, extraction_warning, local_row, web_row
-from .fts import QueryPlan, plan_query
+from .fts import QueryPlan, is_keyword_list, plan_query
 from .judge import CALIBRATED, DBRAIN, Evidence, Rule, run_verdict, term_weights
 from .merge import MergedResult, MergeOutcome, merge_web
 from .options import Options
@@ -290,7 +290,8 @@ def _rule(local: LocalStage, options: Options, settings: Settings) -> Rule:
             frequencies[name] = frequencies.get(name, 0) + rows
     rows = sum(table.rows for table in local.surveyed.values())
     weights = term_weights(rows, frequencies, local.plan.query_terms)
-    return Rule(thresholds, CALIBRATED, weights, rows)
+    keywords = is_keyword_list(options.question, local.plan.query_terms)
+    return Rule(thresholds, CALIBRATED, weights, rows, keywords)
 
 
 def _evidence(hit: Hit) -> Evidence:

@@ -111,7 +111,7 @@ WEIGHTS = term_weights(
 
 def calibrated(*rows, cosine=None, exact=0, terms=("lattice", "qcd", "results", "gluon")):
     evidence = [r if isinstance(r, Evidence) else Evidence(frozenset(r), cosine) for r in rows]
-    return assess(evidence, exact, terms, WEIGHTS, 1000, T)
+    return assess(evidence, exact, terms, WEIGHTS, 1000, T, keywords=len(terms) <= 3)
 
 
 def test_a_word_no_row_holds_weighs_the_most():
@@ -171,3 +171,19 @@ def test_the_calibrated_rule_judges_the_web_rows_too():
     assert strong["verdict"] == "enough_evidence"
     weak = web_part(rule, ("lattice", "qcd", "results", "gluon"), ev(["results"], cosine=0.6), True)
     assert weak["verdict"] == "weak_evidence"
+
+
+@pytest.mark.parametrize(
+    ("question", "keywords"),
+    [
+        ("analog synthesizer calibration", True),
+        ("heat pump", True),
+        ("When did the church reform begin?", False),
+        ("hw to calibrate my synth", False),
+        ("muon g-2 anomaly lattice", False),  # four terms: a question in words
+    ],
+)
+def test_a_keyword_list_is_the_question_typed_as_keywords(question, keywords):
+    from datasette_dbrain_websearch.fts import is_keyword_list, plan_query
+
+    assert is_keyword_list(question, plan_query(question).query_terms) is keywords
