@@ -33,7 +33,7 @@ log = logging.getLogger("datasette_dbrain_websearch")
 
 MAX_EDITS = 2
 MIN_CHARS = 3  # shorter words are too often someone's abbreviation
-SHORT_WORD = 5  # words up to this long allow one edit, longer ones two
+SHORT_WORD = 6  # words up to this long allow one edit, longer ones two (bench_spelling.py)
 MIN_ROWS = 2  # rows that must hold a suggestion no English word list knows
 MAX_WORDS = 6  # a question with more unknown words is not a typo
 SAMPLE_PLACES = 40  # occurrences read to find how the brain spells a stem
@@ -57,12 +57,13 @@ class Correction:
 
 @lru_cache(maxsize=1)
 def english_words() -> frozenset[str] | None:
-    """The English words of ``pyspellchecker``'s dictionary (lowercase; about 160,000 words,
+    """The English words of ``pyspellchecker``'s dictionary (folded as FTS5 folds them, so
+    "fiancée" is "fiancee"; about 160,000 words,
     read once per process in a quarter of a second), or None when it cannot be read."""
     try:
         from spellchecker import SpellChecker
 
-        words = frozenset(SpellChecker(language="en").word_frequency.dictionary)
+        words = frozenset(map(fold, SpellChecker(language="en").word_frequency.dictionary))
     except Exception as exc:  # not installed, or its data unreadable: suggest nothing
         log.warning("did you mean is off: no English word list (%s)", exc)
         return None
@@ -70,7 +71,7 @@ def english_words() -> frozenset[str] | None:
 
 
 def is_english(word: str, words: frozenset[str]) -> bool:
-    return word in words or fold(word) in words
+    return fold(word) in words
 
 
 def edit_distance(a: str, b: str, limit: int = MAX_EDITS) -> int:

@@ -133,17 +133,20 @@ def test_an_english_word_the_brain_lacks_is_never_corrected(tmp_path):
 
 
 def test_typos_within_the_edit_limit_for_their_length_are_corrected(tmp_path):
-    conn = small_brain(tmp_path, [f"dough hydration and wafer notes {n}" for n in range(3)])
+    rows = [f"dough hydration, sponge and wafer notes {n}" for n in range(3)]
+    conn = small_brain(tmp_path, rows)
 
     def fix(word: str) -> str | None:
         found = suggest(conn, ["items_fts"], [word])
         return found[0].suggestion if found else None
 
     assert fix("hydrtion") == "hydration"  # one edit
-    assert fix("hdyrtion") == "hydration"  # two edits: allowed beyond five letters
+    assert fix("hdyrtion") == "hydration"  # two edits: allowed beyond six letters
     assert fix("hidrtion") == "hydration"
     assert fix("wafre") == "wafer"  # one edit in a five-letter word
     assert fix("wfare") is None  # two edits in a five-letter word
+    assert fix("sopnge") == "sponge"  # one edit in a six-letter word
+    assert fix("sopgne") is None  # two
     assert fix("hdyrtin") is None  # three edits
 
 
