@@ -211,17 +211,18 @@ def assess(
         )
     why = _why(scored[best], best + 1, thresholds.min_score)
     if not whole and wanted:
+        held = [t for t in terms if t in top[best].held]
         lacking = [t for t in terms if t not in top[best].held]
         return Verdict(
             WEAK_EVIDENCE,
             "missing_keyword",
-            f"No top row holds every keyword (row {best + 1} lacks {', '.join(lacking)}). " + why,
+            f"No row holds every keyword: the best, row {best + 1}, holds {', '.join(held)} "
+            f"but not {', '.join(lacking)}.",
             inputs,
         )
     if scored[best].score >= thresholds.min_score:
         return Verdict(ENOUGH_EVIDENCE, "strong_match", why, inputs)
-    lacking = f" Nothing in the top rows mentions {', '.join(missing)}." if missing else ""
-    return Verdict(WEAK_EVIDENCE, "weak_match", why + lacking, inputs)
+    return Verdict(WEAK_EVIDENCE, "weak_match", why, inputs)
 
 
 def _why(found: RowScore, rank: int, needed: float) -> str:
