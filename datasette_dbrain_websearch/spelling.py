@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 
 from .fts import quote_term, quote_word
-from .stemming import PORTER_MIN_BYTES, TOKEN, fold, stem
+from .stemming import PORTER_MIN_BYTES, TOKEN, fold, stem, tokens
 
 log = logging.getLogger("datasette_dbrain_websearch")
 
@@ -133,10 +133,12 @@ def corrected(question: str, corrections: Sequence[Correction]) -> str:
 def unknown_words(
     conn: sqlite3.Connection, tables: Sequence[str], words: Sequence[str]
 ) -> list[str]:
-    """The words no table holds, as typed or as a prefix (one indexed probe each)."""
+    """The words no table holds, as typed or as a prefix (one indexed probe each). A term
+    written as several tokens (``node.js``, ``g-2``: ``fts.is_compound``) is a name, not a
+    word to spell: it is never offered a correction."""
     unknown = []
     for word in words:
-        if len(word) < MIN_CHARS or word.isdigit():
+        if len(word) < MIN_CHARS or word.isdigit() or len(tokens(word)) != 1:
             continue
         held = any(
             conn.execute(

@@ -173,3 +173,10 @@ def test_the_suggestion_is_the_brain_s_spelling_nearest_the_typed_word(tmp_path)
 def test_without_a_word_list_nothing_is_suggested(brain, monkeypatch):
     monkeypatch.setattr(spelling, "english_words", lambda: None)
     assert suggest(brain_conn(brain), TABLES, ["sourdugh", "startr"]) == []
+
+
+def test_a_term_of_several_tokens_is_never_corrected(tmp_path):
+    """node.js is searched as the phrase node js (issue 30): a brain holding "nodes" but not
+    that phrase must not offer "nodes" for it."""
+    conn = small_brain(tmp_path, ["graph nodes and edges", "more nodes here", "streams of data"])
+    assert suggest(conn, ["items_fts"], ["node.js", "streams"]) == []
