@@ -42,6 +42,12 @@ SCRIPTS = {
     "relevance": ("bench_ir.py", "--collection", "ir-tiny"),
     "feedback": ("bench_feedback.py", "--collection", "ir-tiny"),
     "answer_quality": ("bench_answer_quality.py", str(DATA / "qa-tiny.json"), "--no-semantic"),
+    # The shared collections (../shared/data), a few questions of each set.
+    "verdict": (
+        "bench_verdict.py", "--collections", "squad,hotpotqa", "--limit-questions", "15",
+        "--workdir", "{tmp}/verdict",
+    ),
+    "spelling": ("bench_spelling.py", "--smoke", "--collections", "squad"),
 }  # fmt: skip
 # What a run needs in its environment beside the suite's.
 ENV = {"relevance": IR_TINY, "feedback": IR_TINY}

@@ -230,3 +230,33 @@ def test_feedback_bench_compares_the_original_the_reranked_and_the_expanded_run(
     assert set(rows) == {"original", "re-ranked", "expanded"}
     assert rows["re-ranked"][0] >= rows["original"][0]
     assert "expanded runs with fewer rows than the original: 0 of 3" in smoke.stdout
+
+
+@pytest.mark.bench("verdict")
+def test_verdict_bench_scores_the_verdict_as_a_classifier(smoke):
+    """bench_verdict.py on two shared collections, 15 questions of each set: both rules for
+    each brain, and nonsense always no evidence with no rows."""
+    assert smoke.returncode == 0, smoke.stderr
+    assert "verdict on 2 brains, semantic lane on (wordllama)" in smoke.stdout
+    rows = {
+        (m[0], m[1]): [float(x) for x in m[2:6]]
+        for m in re.findall(
+            r"^(squad|hotpotqa)\s+(plugin|dbrain)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)",
+            smoke.stdout,
+            re.M,
+        )
+    }
+    assert set(rows) == {(b, r) for b in ("squad", "hotpotqa") for r in ("plugin", "dbrain")}
+    for (brain, rule), (holds, _, nonsense, _) in rows.items():
+        assert nonsense == 1.0, (brain, rule)
+        if rule == "plugin":
+            assert holds >= rows[(brain, "dbrain")][0]
+
+
+@pytest.mark.bench("spelling")
+def test_spelling_bench_gives_typos_their_word_back(smoke):
+    """bench_spelling.py --smoke on the SQuAD brain: typos made from its questions' words are
+    found, and the table says how often real words were wrongly corrected."""
+    assert smoke.returncode == 0, smoke.stderr
+    found = re.search(r"^squad\s+87\s+\d+\s+([\d.]+)", smoke.stdout, re.M)
+    assert found and float(found[1]) >= 0.8, smoke.stdout
