@@ -42,7 +42,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from bench_ir import build_brain, doc_url
+from corpora import build_brain, doc_url
 from datasette.app import Datasette
 from datasette.version import __version__ as datasette_version
 

@@ -26,7 +26,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_ir import build_brain, collection, ndcg
+from bench_ir import collection, ndcg
+from corpora import build_brain
 from datasette.app import Datasette
 from datasette.version import __version__ as datasette_version
 

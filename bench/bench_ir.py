@@ -45,11 +45,6 @@ from datasette_dbrain_websearch.brain import Filters
 from datasette_dbrain_websearch.config import DEFAULT_EMBEDDING_MODEL, SemanticSettings
 from datasette_dbrain_websearch.fts import plan_query
 from datasette_dbrain_websearch.retrieval import retrieve
-from datasette_dbrain_websearch.schema import (
-    SOURCES_FTS_INSERT,
-    create_brain_schema,
-    source_fts_row,
-)
 from datasette_dbrain_websearch.semantic import SemanticLane, SemanticUnavailable, semantic_question
 
 HERE = Path(__file__).resolve().parent
@@ -75,48 +70,6 @@ def load(folder: Path) -> tuple[dict[str, dict], dict[str, str], dict[str, dict[
             if int(score) > 0:
                 qrels.setdefault(qid, {})[did] = int(score)
     return corpus, {q: t for q, t in queries.items() if q in qrels}, qrels
-
-
-def doc_url(name: str, doc_id: str) -> str:
-    return f"https://{name}.example/doc/{doc_id}"
-
-
-def build_brain(path: Path, name: str, corpus: dict[str, dict]) -> None:
-    """Every document as an extracted source row, with its FTS row, as dbrain stores them."""
-    from datasette_dbrain_websearch.urls import normalize_url
-
-    conn = sqlite3.connect(path)
-    create_brain_schema(conn)
-    now = "2026-01-01T00:00:00Z"
-    rows = []
-    for n, (doc_id, doc) in enumerate(corpus.items(), start=1):
-        url = normalize_url(doc_url(name, doc_id))
-        rows.append(
-            {
-                "id": n,
-                "source_key": url.source_key,
-                "canonical_url": url.canonical_url,
-                "normalized_url": url.normalized_url,
-                "source_type": url.source_type,
-                "domain": url.domain,
-                "note_path": url.note_path,
-                "title": doc.get("title", ""),
-                "extracted_text": doc.get("text", ""),
-                "extract_status": "ok",
-                "created_at": now,
-                "updated_at": now,
-                "extracted_at": now,
-            }
-        )
-    columns = list(rows[0])
-    conn.executemany(
-        f"insert into sources ({', '.join(columns)}) values ({', '.join('?' for _ in columns)})",
-        [[r[c] for c in columns] for r in rows],
-    )
-    conn.executemany(SOURCES_FTS_INSERT, [source_fts_row(r) for r in rows])
-    conn.commit()
-    conn.execute("vacuum")
-    conn.close()
 
 
 def ndcg(ranked: list[str], gold: dict[str, int], k: int = K_NDCG) -> float:
@@ -258,7 +211,7 @@ def main() -> None:
         path = args.brain or Path(tmp) / f"{args.collection}.db"
         if not path.exists():
             started = time.perf_counter()
-            build_brain(path, args.collection, corpus)
+            corpora.build_brain(path, args.collection, corpus)
             took = time.perf_counter() - started
             print(f"built {path.name}: {len(corpus):,} sources in {took:.1f}s")
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)

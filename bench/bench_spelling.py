@@ -31,8 +31,6 @@ Prints; never fails (the rule's targets: found >= 0.8, wrong <= 0.02).
 from __future__ import annotations
 
 import argparse
-import json
-import os
 import random
 import sqlite3
 import statistics
@@ -43,57 +41,24 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench_ir import build_brain
-from cranfield_to_beir import document, records, tidy
+import corpora
 
 from datasette_dbrain_websearch import spelling
 from datasette_dbrain_websearch.fts import plan_query
 from datasette_dbrain_websearch.stemming import stem, tokens
 
 HERE = Path(__file__).resolve().parent
-NAMES = ("cranfield", "squad", "hotpotqa")
+NAMES = corpora.NAMES
 TABLES = ["sources_fts"]
 MIN_TYPO_LETTERS = 5
 TWO_TYPO_LETTERS = 6  # words this long are also given a second typo (column "two")
 KINDS = ("delete", "insert", "substitute", "swap")
 
 
-def data_dir() -> Path:
-    """The shared collections (``DBRAIN_SHARED_DATA`` or ``../shared/data``), read in place."""
-    named = os.environ.get("DBRAIN_SHARED_DATA")
-    return Path(named) if named else HERE.parent.parent / "shared" / "data"
-
-
-def cranfield(folder: Path) -> tuple[dict[str, dict], list[str]]:
-    docs = [document(r) for r in records(folder / "cran.all.1400")]
-    questions = [tidy(r.get("W", "")) for r in records(folder / "cran.qry")]
-    return {d["_id"]: d for d in docs}, questions
-
-
-def squad(folder: Path) -> tuple[dict[str, dict], list[str]]:
-    data = json.loads((folder / "squad-v2-dev-2-articles.json").read_text())["data"]
-    corpus: dict[str, dict] = {}
-    questions: list[str] = []
-    for article in data:
-        for n, paragraph in enumerate(article["paragraphs"], start=1):
-            title = article["title"].replace("_", " ")
-            corpus[f"{article['title']}-{n}"] = {"title": title, "text": paragraph["context"]}
-            questions += [qa["question"] for qa in paragraph["qas"]]
-    return corpus, questions
-
-
-def hotpotqa(folder: Path) -> tuple[dict[str, dict], list[str]]:
-    data = json.loads((folder / "hotpot-dev-distractor-27.json").read_text())
-    corpus: dict[str, dict] = {}
-    for record in data:
-        for title, sentences in record["context"]:
-            corpus.setdefault(title, {"title": title, "text": " ".join(sentences).strip()})
-    return {str(n): d for n, d in enumerate(corpus.values(), start=1)}, [
-        r["question"] for r in data
-    ]
-
-
-LOADERS = {"cranfield": cranfield, "squad": squad, "hotpotqa": hotpotqa}
+def load(name: str) -> tuple[dict[str, dict], list[str]]:
+    """A shared collection's documents and every question asked of it (``corpora``)."""
+    found = corpora.load(name)
+    return found.documents, [q.text for q in (*found.questions, *found.unanswerable)]
 
 
 def typo(word: str, rng: random.Random, first: bool) -> tuple[str, str]:
@@ -242,10 +207,10 @@ def main() -> None:
     args = parser.parse_args()
     limit = 40 if args.smoke and not args.limit else args.limit
     spelling.SHORT_WORD = args.short_word
-    folder = data_dir()
+    folder = corpora.data_dir()
     if not folder.is_dir():
         sys.exit(f"No shared collections at {folder} (set DBRAIN_SHARED_DATA).")
-    loaded = {name: LOADERS[name](folder / name) for name in NAMES}
+    loaded = {name: load(name) for name in NAMES}
     if spelling.english_words() is None:
         sys.exit("No English word list: install the package (pip install -e .).")
     print(
@@ -265,7 +230,7 @@ def main() -> None:
         for name in args.collections:
             corpus, questions = loaded[name]
             path = Path(tmp) / f"{name}.db"
-            build_brain(path, name, corpus)
+            corpora.build_brain(path, name, corpus)
             conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
             spelled = spelled_by(corpus)
             others = correct_words([loaded[o] for o in NAMES if o != name])

@@ -446,13 +446,10 @@ def dbrain_snippet(kind: str, row: dict[str, Any], terms: Sequence[str] = ()) ->
     return snippet
 
 
-def relaxed_texts(kind: str, row: dict[str, Any], terms: Sequence[str] | None = None) -> list[str]:
+def relaxed_texts(kind: str, row: dict[str, Any], terms: Sequence[str]) -> list[str]:
     """What dbrain's ``matchesRelaxedTerms`` reads: key, title, author handle and name, URL,
-    domain, note path, tags and the snippet (``internal/store/search_helpers.go``).
-
-    The snippet follows the search's ``terms`` into an item's transcript (``dbrain_snippet``).
-    Without them, an item's transcript is read whole beside its snippet, as the snippet may be
-    taken from wherever in the transcript the search matched."""
+    domain, note path, tags and the snippet (``internal/store/search_helpers.go``), which
+    follows the search's ``terms`` into an item's transcript (``dbrain_snippet``)."""
     names = (
         "source_key",
         "title",
@@ -464,9 +461,7 @@ def relaxed_texts(kind: str, row: dict[str, Any], terms: Sequence[str] | None = 
         "user_tags",
     )
     texts = [str(row.get(n) or "") for n in names]
-    texts.append(dbrain_snippet(kind, row, terms or ()))
-    if terms is None and kind == "item":
-        texts.append(_flatten(item_transcript(row)))
+    texts.append(dbrain_snippet(kind, row, terms))
     return texts
 
 

@@ -40,7 +40,7 @@ from .brain import (
     searchable_texts,
 )
 from .errors import ResearchError, is_busy
-from .fts import QueryPlan, matches_relaxed_terms, min_relaxed_coverage
+from .fts import QueryPlan, matches_relaxed_terms, min_relaxed_coverage, relaxed_terms
 from .merge import rrf_contribution
 from .urls import source_key, try_normalize_url
 
@@ -640,7 +640,8 @@ def _relaxed(
         hydrate(conn, candidates, shape)
         kept[kind] = []
         for candidate, (row_id, score) in zip(candidates, ranked, strict=True):
-            if matches_relaxed_terms(plan.query_terms, relaxed_texts(kind, candidate.row)):
+            texts = relaxed_texts(kind, candidate.row, relaxed_terms(plan.query_terms))
+            if matches_relaxed_terms(plan.query_terms, texts):
                 candidate.matched = plan.matched_in(searchable_texts(kind, candidate.row))
                 hits[(kind, row_id)] = candidate
                 kept[kind].append((row_id, score))

@@ -74,11 +74,9 @@ def is_english(word: str, words: frozenset[str]) -> bool:
     return fold(word) in words
 
 
-def edit_distance(a: str, b: str, limit: int = MAX_EDITS) -> int:
-    """Edits (insert, delete, substitute, or swap two neighbours: "pmup" is one from "pump")
-    between two words, or ``limit + 1`` as soon as it must exceed ``limit``."""
-    if abs(len(a) - len(b)) > limit:
-        return limit + 1
+def _last_row(a: str, b: str, limit: int) -> list[int] | None:
+    """The last row of the edit table of ``a`` against ``b`` (insert, delete, substitute, or
+    swap two neighbours), or None as soon as every cell of a row is past ``limit``."""
     before: list[int] = []
     previous = list(range(len(b) + 1))
     for i, ca in enumerate(a, start=1):
@@ -89,9 +87,18 @@ def edit_distance(a: str, b: str, limit: int = MAX_EDITS) -> int:
                 cost = min(cost, before[j - 2] + 1)
             current.append(cost)
         if min(current) > limit:
-            return limit + 1
+            return None
         before, previous = previous, current
-    return min(previous[-1], limit + 1)
+    return previous
+
+
+def edit_distance(a: str, b: str, limit: int = MAX_EDITS) -> int:
+    """Edits (insert, delete, substitute, or swap two neighbours: "pmup" is one from "pump")
+    between two words, or ``limit + 1`` as soon as it must exceed ``limit``."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    row = _last_row(a, b, limit)
+    return limit + 1 if row is None else min(row[-1], limit + 1)
 
 
 def prefix_distance(head: str, word: str, limit: int = MAX_EDITS, shortest: int = 0) -> int:
@@ -99,19 +106,8 @@ def prefix_distance(head: str, word: str, limit: int = MAX_EDITS, shortest: int 
     letters long (``limit + 1`` past the limit): a word within ``limit`` edits of a token
     starts within ``limit`` of the token's beginning, and porter rewrites endings only, so
     every token of a stem starts with all but the stem's last letter."""
-    previous = list(range(len(word) + 1))
-    before: list[int] = []
-    for i, ch in enumerate(head, start=1):
-        current = [i]
-        for j, cw in enumerate(word, start=1):
-            cost = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (ch != cw))
-            if i > 1 and j > 1 and ch == word[j - 2] and head[i - 2] == cw:
-                cost = min(cost, before[j - 2] + 1)
-            current.append(cost)
-        if min(current) > limit:
-            return limit + 1
-        before, previous = previous, current
-    return min(min(previous[max(0, shortest) :]), limit + 1)
+    row = _last_row(head, word, limit)
+    return limit + 1 if row is None else min(min(row[max(0, shortest) :]), limit + 1)
 
 
 def allowed_edits(word: str) -> int:
