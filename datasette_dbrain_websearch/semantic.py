@@ -39,6 +39,10 @@ NEAREST_BATCH = 64  # rows found by meaning checked against the filters at a tim
 NOT_CONFIGURED = "not_configured"
 MODEL_UNAVAILABLE = "model_unavailable"
 INDEX_MISSING = "index_missing"
+INDEX_UNREADABLE = "index_unreadable"
+# How long a question waits for the index another program holds locked: briefly, then it is
+# answered by its words, saying why (a WAL file's readers are not blocked by its writers).
+INDEX_WAIT_S = 0.2
 
 Progress = Callable[[int], None]
 
@@ -336,7 +340,10 @@ def _reader(path: str) -> sqlite3.Connection:
     conn = connections.get(path)
     if conn is None:
         conn = connections[path] = sqlite3.connect(
-            f"file:{Path(path).resolve()}?mode=ro", uri=True, check_same_thread=False
+            f"file:{Path(path).resolve()}?mode=ro",
+            uri=True,
+            check_same_thread=False,
+            timeout=INDEX_WAIT_S,
         )
     return conn
 
@@ -555,7 +562,8 @@ def semantic_state(
 ) -> dict[str, Any]:
     """Whether the lane can run for this brain, and how fresh its index is (never raises):
     ``{"status": "used"|"disabled", "reason"?, "message"?, "store"?, "stale_tables"?}``.
-    Reasons: ``not_configured``, ``model_unavailable``, ``index_missing``."""
+    Reasons: ``not_configured``, ``model_unavailable``, ``index_missing``,
+    ``index_unreadable``."""
     try:
         embedding_model(model_id)
     except SemanticUnavailable as exc:
@@ -569,7 +577,15 @@ def semantic_state(
         try:
             conn = _reader(index_path)
             indexed = {kind: indexed_up_to(conn, database, model_id, kind) for kind in kinds}
-        except sqlite3.Error:
+        except sqlite3.Error as exc:
+            if "no such table" not in str(exc):  # locked, corrupt, unreadable: say so
+                return {
+                    "status": "disabled",
+                    "reason": INDEX_UNREADABLE,
+                    "message": "Rows are found by their words only: the index of search by "
+                    f"meaning could not be read ({exc}); another program may be holding the "
+                    "plugin's database.",
+                }
             indexed = {}
     if not any(indexed.values()):
         path = brain.execute("pragma database_list").fetchone()[2] or f"{database}.db"
@@ -594,6 +610,7 @@ def semantic_state(
 WARNINGS = {
     MODEL_UNAVAILABLE: "semantic_model_unavailable",
     INDEX_MISSING: "semantic_index_missing",
+    INDEX_UNREADABLE: "semantic_index_unreadable",
 }
 
 

@@ -310,3 +310,27 @@ async def test_the_page_says_a_row_was_found_by_meaning(coffee_brain):
     ds = make_datasette([str(coffee_brain)])
     html = (await ds.client.get("/-/research", params={"q": "coffee mill", "kind": "item"})).text
     assert "close in meaning to the question (cosine 0." in html
+
+
+async def test_a_locked_index_is_said_not_taken_for_a_missing_one(coffee_brain):
+    """Issue 31: another program holding the plugin's database in exclusive locking mode made
+    the lane say "index missing" (build it!). It now says the index could not be read, and the
+    question is answered by its words; once the lock goes, the lane is back."""
+    index(coffee_brain)
+    ds = make_datasette([str(coffee_brain)])
+    await ds.invoke_startup()
+    holder = sqlite3.connect(coffee_brain.parent / "research_runs.db", isolation_level=None)
+    try:
+        holder.execute("pragma locking_mode = exclusive")
+        holder.execute("begin exclusive")
+        holder.execute("delete from dbrain_websearch_embeddings where row_id = -1")
+        pack = (await ds.client.get("/-/research.json", params={"q": "espresso"})).json()
+    finally:
+        holder.execute("rollback")
+        holder.close()
+    assert pack["evidence"] and "semantic_index_unreadable" in codes(pack)
+    assert "semantic_index_missing" not in codes(pack)
+    assert lane(pack) == {"name": "semantic", "status": "disabled", "reason": "index_unreadable"}
+    assert "could not be read" in pack["warnings"][0]["message"]
+    again = (await ds.client.get("/-/research.json", params={"q": "espresso"})).json()
+    assert codes(again) == [] and lane(again)["status"] == "used"
