@@ -168,6 +168,7 @@ async def run_research(
 
     ``lineage`` (from ``_refinement``) records a refined run's parent and refinement;
     ``model_permitted`` overrides the actor's ``dbrain-llm-answer`` check (the CLI's shell user);
+    a cross-site request (``web.cross_site``) spends nothing: no web search, no model answer;
     ``requester`` (from ``requester_of``) is who a heavy question counts against (None: no
     per-requester limit; ``admission``);
     ``wait_for_trace=False`` returns before the trace is written (see ``then_settle``).
@@ -187,7 +188,7 @@ async def run_research(
         row_url_for(datasette, database),
         web,
         progress=progress,
-        answering=AnswerAccess(model_permitted, datasette, actor),
+        answering=AnswerAccess(model_permitted, datasette, actor, web.cross_site),
         semantic_index=index_path(datasette),
         gate=gate_for(datasette),
         requester=requester,

@@ -111,6 +111,11 @@ def is_current_state(question: str) -> bool:
     return bool(words & CURRENT_STATE_WORDS) or any(p in lowered for p in CURRENT_STATE_PHRASES)
 
 
+CROSS_SITE_WARNING = "external_search_cross_site"
+"""The one warning code for everything a cross-site request was denied (the web here, the
+model in ``answer.stage``, a new run in ``views.compare``): nothing is spent on the account."""
+
+
 def decide(
     mode: str, settings: WebSettings, permitted: bool, verdict: str, cross_site: bool = False
 ) -> Decision:
@@ -142,7 +147,7 @@ def decide(
             False,
             "cross_site",
             {
-                "code": "external_search_cross_site",
+                "code": CROSS_SITE_WARNING,
                 "message": "This request came from another site, so the web was not searched "
                 "on your account; search again from this page to include it.",
             },

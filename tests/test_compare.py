@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from markupsafe import escape
 
-from .helpers import actor_cookies, web_datasette, web_pack
+from .helpers import actor_cookies, csrf, web_datasette, web_pack
 
 QUESTION = "espresso extraction"
 
@@ -22,8 +22,15 @@ async def test_a_web_run_compared_with_the_brain_alone_shows_what_the_web_added(
     root = actor_cookies(ds, "root")
     page = await ds.client.get(pack["trace_url"], cookies=root)
     assert f"/-/research/compare?a={pack['run_id']}&amp;b=brain" in page.text
-    response = await ds.client.get(f"/-/research/compare?a={pack['run_id']}&b=brain", cookies=root)
-    assert response.status_code == 302  # the brain-only run is saved; its comparison has an address
+    offer = await ds.client.get(f"/-/research/compare?a={pack['run_id']}&b=brain", cookies=root)
+    assert offer.status_code == 200 and 'method="post"' in offer.text  # a link makes no run
+    cookies, _, token = await csrf(ds, root)
+    response = await ds.client.post(
+        f"/-/research/compare?a={pack['run_id']}&b=brain",
+        data={"csrftoken": token},
+        cookies=cookies,
+    )
+    assert response.status_code == 303  # the brain-only run is saved; its comparison has an address
     location = response.headers["location"]
     assert location.startswith(f"/-/research/compare?a={pack['run_id']}&b=")
     calls_before = len(fake.requests)
@@ -60,8 +67,13 @@ async def test_a_web_run_compared_with_the_brain_alone_shows_what_the_web_added(
 async def test_json_compares_at_once_and_any_two_runs_compare(brain, fake):
     ds, pack = await web_run(brain, fake)
     root = actor_cookies(ds, "root")
-    direct = await ds.client.get(
-        "/-/research/compare.json", params={"a": pack["run_id"], "b": "brain"}, cookies=root
+    cookies, headers, _ = await csrf(ds, root)
+    direct = await ds.client.post(
+        "/-/research/compare.json",
+        params={"a": pack["run_id"], "b": "brain"},
+        json={},
+        cookies=cookies,
+        headers=headers,
     )
     assert direct.status_code == 200
     brain_only = direct.json()["b"]["run_id"]

@@ -15,6 +15,7 @@ from ..config import AnswerSettings
 from ..display import plural
 from ..fts import matched_terms
 from ..pack import Answer, LocalRow, Pack, Row
+from ..web import CROSS_SITE_WARNING
 from .extractive import Passage, Similarity, extract
 from .gaps import find_gaps, web_contribution
 from .model import Labelled, ModelFailure, ask_model, build_prompt, resolve_model, split_reply
@@ -27,11 +28,14 @@ EXTRACTIVE = "extractive"
 @dataclass(frozen=True)
 class AnswerAccess:
     """What the surface knows about answering for this actor: may the evidence go to a model,
-    and the Datasette (for datasette-llm) and actor to ask for it."""
+    and the Datasette (for datasette-llm) and actor to ask for it. ``cross_site``: another
+    site sent this browser request (``views.common.cross_site_with_cookie``), so no model is
+    asked on the account; the answer is written offline."""
 
     model_permitted: bool = False
     datasette: Any = None
     actor: dict | None = None
+    cross_site: bool = False
 
 
 def choose_rows(ranked: list[Row], most: int) -> list[Row]:
@@ -116,6 +120,9 @@ async def answer_stage(
                 "dbrain-llm-answer); this answer was written offline from the evidence itself.",
             }
         )
+    if use_model and access.cross_site:
+        use_model = False
+        _skip_model_cross_site(pack, warnings)
     rows = choose_rows(ranked, settings.max_evidence)
     pairs = [(p, row) for rank, row in enumerate(rows) for p in _passages(row, rank, passages)]
     chosen = [p for p, _ in pairs]
@@ -184,6 +191,28 @@ async def answer_stage(
     )
     await emit({"stage": "answer", "status": "done", "answer_status": status, "message": message})
     return answer, warnings
+
+
+MODEL_CROSS_SITE = (
+    "This request came from another site, so no language model was asked on your account: "
+    "this answer was written offline from the evidence itself; ask again from this page to "
+    "have the model write it."
+)
+WEB_AND_MODEL_CROSS_SITE = (
+    "This request came from another site, so neither the web nor a language model was used "
+    "on your account: the answer was written offline from your brain's evidence; search again "
+    "from this page to include them."
+)
+
+
+def _skip_model_cross_site(pack: Pack, warnings: list[dict[str, str]]) -> None:
+    """The cross-site warning for a model not asked: one warning per run, so when the web
+    was skipped for the same reason its warning says both."""
+    web_skip = next((w for w in pack.warnings if w.get("code") == CROSS_SITE_WARNING), None)
+    if web_skip is not None:
+        web_skip["message"] = WEB_AND_MODEL_CROSS_SITE
+    else:
+        warnings.append({"code": CROSS_SITE_WARNING, "message": MODEL_CROSS_SITE})
 
 
 async def _ask(

@@ -11,6 +11,7 @@ from ..errors import ResearchError
 from ..service import (
     write_promotion,
 )
+from ..views.common import cross_site_with_cookie, requester_of
 from .shared import (
     KEY_DESCRIPTION,
     MCP_PROMOTE_DESCRIPTION,
@@ -75,8 +76,19 @@ def register_mcp(datasette: Any, mcp: Any) -> None:
     ) -> dict[str, Any]:
         query = ResearchQuery.from_call(locals())
         actor, link = mcp_caller(datasette, ctx)
+        request = mcp_request(ctx)
         try:
-            return await tool_research(datasette, actor, query, MCP_SURFACE, link)
+            return await tool_research(
+                datasette,
+                actor,
+                query,
+                MCP_SURFACE,
+                link,
+                # The heavy-question limit per person, and no spending for another site, as
+                # for the JSON API.
+                requester=requester_of(request) if request else None,
+                cross_site=cross_site_with_cookie(request) if request else False,
+            )
         except ResearchError as exc:
             raise ToolError(refusal_text(exc)) from None
 
@@ -129,16 +141,21 @@ def register_mcp(datasette: Any, mcp: Any) -> None:
         return promotion_reply(datasette, trace, results, link)
 
 
-def mcp_caller(datasette: Any, ctx: Any) -> tuple[dict | None, Link]:
-    """The actor of an MCP call (Datasette put it on the HTTP request's scope) and absolute
-    links for it: an MCP client is not on this site, so a bare path would mean nothing to it."""
+def mcp_request(ctx: Any) -> Any:
+    """The MCP call's HTTP request as Datasette's ``Request`` (None: not over HTTP)."""
     from datasette.utils.asgi import Request
 
     scope = getattr(ctx.request_context.request, "scope", None)
-    if not isinstance(scope, dict):
+    return Request(scope, None) if isinstance(scope, dict) else None
+
+
+def mcp_caller(datasette: Any, ctx: Any) -> tuple[dict | None, Link]:
+    """The actor of an MCP call (Datasette put it on the HTTP request's scope) and absolute
+    links for it: an MCP client is not on this site, so a bare path would mean nothing to it."""
+    request = mcp_request(ctx)
+    if request is None:
         return None, same_path
-    actor = scope.get("actor")
-    request = Request(scope, None)
+    actor = request.scope.get("actor")
     return (actor if isinstance(actor, dict) else None), partial(datasette.absolute_url, request)
 
 

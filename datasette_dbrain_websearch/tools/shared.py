@@ -11,6 +11,7 @@ from functools import partial
 from typing import Any
 
 from .. import display, exports, traces
+from ..admission import requester_key
 from ..brain import KINDS, TABLE, Hit, brain_shape, excerpt_fields, hydrate, row_facts
 from ..brain_access import check_unchanged as check_brain_unchanged
 from ..brain_access import reader
@@ -22,6 +23,7 @@ from ..permissions import PROMOTE, can
 from ..promote import chosen_rows, parse_request
 from ..providers import registered_providers
 from ..service import (
+    actor_id_of,
     choose_brain,
     promotion_message,
     row_url_for,
@@ -325,21 +327,36 @@ def web_refusal(settings: Settings, actor: dict | None) -> ResearchError:
 
 
 async def tool_research(
-    datasette: Any, actor: dict | None, query: ResearchQuery, surface: str, link: Link = same_path
+    datasette: Any,
+    actor: dict | None,
+    query: ResearchQuery,
+    surface: str,
+    link: Link = same_path,
+    requester: str | None = None,
+    cross_site: bool = False,
 ) -> dict[str, Any]:
     """Run and save one research for a tool call; returns the compact pack agents read.
 
+    ``requester`` is who a heavy question counts against (``admission``; the MCP request's
+    actor or address); without one, a signed-in actor (the agent's). ``cross_site``: another
+    site sent the MCP request with a cookie, so neither the web nor a model is used.
+
     Raises ResearchError for everything the caller can act on: no brain to research, a bad
-    argument, a web search the call may not make, a busy brain.
+    argument, a web search the call may not make, a busy brain, a costly question while the
+    requester already has one running (429).
     """
     settings = Settings.from_datasette(datasette)
     database, _ = await choose_brain(datasette, actor, settings, query.database)
     params = query.params()
     options = parse_options(params, settings)
-    web = await web_access(datasette, actor)
+    web = await web_access(datasette, actor, cross_site)
     if options.web.mode != "never" and not (settings.web.enabled and web.permitted):
         raise web_refusal(settings, actor)
-    pack = await run_research(datasette, actor, database, params, settings, web, surface)
+    if requester is None and actor_id_of(actor):
+        requester = requester_key(actor_id_of(actor), None)
+    pack = await run_research(
+        datasette, actor, database, params, settings, web, surface, requester=requester
+    )
     compact = compact_pack(pack, web.labels, link)
     if query.export == "markdown":
         compact["markdown"] = exports.markdown(

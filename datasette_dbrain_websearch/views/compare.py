@@ -1,7 +1,8 @@
 """``/-/research/compare?a=RUN&b=RUN``: two saved runs side by side (``.json`` too).
 
-``b=brain`` compares a run with the same question researched now without the web: the new run
-is saved like any other, and the page moves to its own address, so a reload never researches
+``b=brain`` compares a run with the same question researched now without the web: a GET shows
+the run and a button; only its POST (from this site, within the requester's limits) researches
+and saves the new run, and the page moves to its own address, so a reload never researches
 again. Both runs go through the saved-run check (someone else's run is a 404).
 """
 
@@ -24,10 +25,12 @@ from ..service import (
     saved_run,
     web_access,
 )
+from ..web import CROSS_SITE_WARNING
 from .common import (
     cross_site_with_cookie,
     refusal,
     remembering_access,
+    requester_of,
 )
 
 TEMPLATE = "dbrain_websearch_compare.html"
@@ -53,16 +56,47 @@ def run_id_param(params: dict[str, list[str]], name: str, brain_only: bool = Fal
     return value
 
 
+def cross_site_refused() -> ResearchError:
+    return ResearchError(
+        "This request came from another site, so no run was made on your account; compare "
+        "again from this site's page.",
+        403,
+        CROSS_SITE_WARNING,
+    )
+
+
+def post_to_research() -> ResearchError:
+    return ResearchError(
+        f"b={BRAIN_ONLY} researches the question again and saves a run: send it as a POST "
+        "(the compare page's button does).",
+        405,
+        "method_not_allowed",
+    )
+
+
 async def brain_only(datasette: Any, request: Any, trace: dict[str, Any]) -> dict[str, Any]:
-    """The run's question researched again as it was, but never on the web; saved."""
+    """The run's question researched again as it was, but never on the web; saved. Only on a
+    POST from this site, within the requester's limits (``admission``), as research is."""
+    if cross_site_with_cookie(request):
+        raise cross_site_refused()
     settings = Settings.from_datasette(datasette)
     params = {**run_params(trace["pack"]), "q": [trace["pack"]["question"]]}
     params["external"] = ["never"]
-    web = await web_access(datasette, request.actor, cross_site_with_cookie(request))
+    web = await web_access(datasette, request.actor, cross_site=False)
     pack = await run_research(
-        datasette, request.actor, trace["database"], params, settings, web, "page"
+        datasette,
+        request.actor,
+        trace["database"],
+        params,
+        settings,
+        web,
+        "page",
+        requester=requester_of(request),
     )
     return await saved_run(datasette, request.actor, pack["run_id"])
+
+
+READING = ("GET", "HEAD")
 
 
 @remembering_access
@@ -73,25 +107,59 @@ async def compare_view(request: Any, datasette: Any) -> Response:
         a = await saved_run(datasette, request.actor, run_id_param(params, "a"))
         b_id = run_id_param(params, "b", brain_only=True)
         if b_id == BRAIN_ONLY:
+            if request.method in READING and not as_json:
+                return await offer(datasette, request, a)
+            if request.method != "POST":
+                raise post_to_research()
             b = await brain_only(datasette, request, a)
             if not as_json:
-                return Response.redirect(compare_path(datasette, a["run_id"], b["run_id"]))
+                return Response.redirect(compare_path(datasette, a["run_id"], b["run_id"]), 303)
         else:
             b = await saved_run(datasette, request.actor, b_id)
     except ResearchError as exc:
-        return await refusal(datasette, request, as_json, exc)
+        response = await refusal(datasette, request, as_json, exc)
+        if exc.status == 405:
+            response.headers["Allow"] = "POST"
+        return response
     costs = await ledger.run_costs(plugin_database(datasette), [a["run_id"], b["run_id"]])
     comparison = compare_runs(a, b, costs)
     if as_json:
         return Response.json(comparison)
-    labels = {name: p.label for name, p in registered_providers(datasette).items()}
-    context = {
-        "comparison": comparison,
-        "labels": labels,
+    html = await datasette.render_template(
+        TEMPLATE,
+        {
+            **page_context(datasette),
+            "comparison": comparison,
+            "offer": None,
+            "json_url": compare_path(datasette, a["run_id"], b["run_id"], as_json=True),
+        },
+        request=request,
+    )
+    return Response.html(html)
+
+
+def page_context(datasette: Any) -> dict[str, Any]:
+    return {
+        "labels": {name: p.label for name, p in registered_providers(datasette).items()},
         "say": display,
         "run_url": lambda run_id: traces.run_path(datasette, run_id),
-        "json_url": compare_path(datasette, a["run_id"], b["run_id"], as_json=True),
         "runs_url": datasette.urls.path("/-/research/runs"),
+    }
+
+
+async def offer(datasette: Any, request: Any, a: dict[str, Any]) -> Response:
+    """``b=brain`` on a GET: the run and a button that researches it without the web. A link
+    (or another site) never makes a run; the button's POST does."""
+    pack = a["pack"]
+    context = {
+        **page_context(datasette),
+        "comparison": None,
+        "offer": {
+            "run_id": a["run_id"],
+            "question": pack["question"],
+            "started_at": a.get("started_at", ""),
+            "action": compare_path(datasette, a["run_id"], BRAIN_ONLY),
+        },
     }
     html = await datasette.render_template(TEMPLATE, context, request=request)
     return Response.html(html)
