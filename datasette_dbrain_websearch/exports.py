@@ -2,8 +2,11 @@
 
 Markdown holds the verified answer with its citations as numbered references, then every row with
 its origin, URL, excerpt and how deep its text goes. Brain rows are numbered ``[1]``, ``[2]``…
-and web rows ``[W1]``, ``[W2]``…, so a citation says where it points before it is looked up. CSV
-holds the rows, one a line, with the same reference and origin columns.
+and web rows ``[W1]``, ``[W2]``…, so a citation says where it points before it is looked up.
+Every text it quotes (titles, answer sentences, excerpts, notes, messages) goes through
+``_escape``, and only http(s) addresses become links (``_link``): anyone's words are shown as
+written, never applied as HTML, links or images. CSV holds the rows, one a line, with the same
+reference and origin columns, its text as data and no cell a spreadsheet would run (``_cell``).
 """
 
 from __future__ import annotations
@@ -69,7 +72,7 @@ def badge(row: Row, labels: Mapping[str, str]) -> str:
 def _sentence(sentence: Row, refs: Mapping[str, str]) -> str:
     """An answer sentence with its ``[key]`` citations as references (a key the run does not
     hold cannot appear: the verifier removed it)."""
-    text = sentence["text"].strip()
+    text = _escape(sentence["text"])
     cited = "".join(f"[{refs[k]}]" for k in sentence["citations"] if k in refs)
     return f"{text} {cited}".rstrip()
 
@@ -77,7 +80,7 @@ def _sentence(sentence: Row, refs: Mapping[str, str]) -> str:
 def _answer_lines(pack: PackJSON, refs: Mapping[str, str]) -> list[str]:
     answer = pack.get("answer") or {}
     if answer.get("status") != "ok" or not answer.get("sentences"):
-        return [answer["message"], ""] if answer.get("message") else []
+        return [_escape(answer["message"]), ""] if answer.get("message") else []
     brain, web = display.answer_parts(answer)
     lines: list[str] = []
     for part, heading in ((brain, ""), (web, "From the web (outside your brain):")):
@@ -94,33 +97,48 @@ def _answer_lines(pack: PackJSON, refs: Mapping[str, str]) -> list[str]:
 
 
 def _quote(text: str) -> str:
-    return "\n".join(f"   > {line}" if line else "   >" for line in text.strip().splitlines())
+    """An excerpt as a block quote, line by line, each line escaped."""
+    lines = (_escape(line) for line in text.strip().splitlines())
+    return "\n".join(f"   > {line}" if line else "   >" for line in lines)
 
 
 def _row_lines(ref: str, row: Row, labels: Mapping[str, str], link: Link) -> list[str]:
     title = row.get("title") or row.get("url") or row["source_key"]
-    origin = badge(row, labels)
+    origin = _escape(badge(row, labels))
     if row["origin"] == WEB_ORIGIN:
         origin += f" · {depth(row)}"
     lines = [f"{ref}. **{_escape(title)}** — {origin}"]
     if row.get("url"):
-        lines.append(f"   <{row['url']}>")
+        lines.append(f"   {_link(row['url'])}")
     if row.get("row_url"):
-        lines.append(f"   In your brain: <{link(row['row_url'])}>")
+        lines.append(f"   In your brain: {_link(link(row['row_url']))}")
     page = row.get("linked_source") or {}
     if page.get("source_key"):
-        where = f" <{link(page['row_url'])}>" if page.get("row_url") else ""
+        where = f" {_link(link(page['row_url']))}" if page.get("row_url") else ""
         lines.append(f"   Linked page: {_escape(page.get('title') or page.get('url', ''))}{where}")
     if row.get("also_found_by"):
-        lines.append(f"   Also found by {display.names(labels, row['also_found_by'])}")
+        lines.append(f"   Also found by {_escape(display.names(labels, row['also_found_by']))}")
     if row.get("excerpt"):
         lines.append(_quote(row["excerpt"]))
     return [*lines, ""]
 
 
+_MARKUP = re.compile(r"([\\`*_\[\]<>#|&])")
+_WEB_LINK = re.compile(r"https?://[^\s<>\\]+", re.IGNORECASE)
+
+
 def _escape(text: str) -> str:
-    """Markdown's inline markup in a title is shown as written, not applied."""
-    return re.sub(r"([\\`*_\[\]<>#|])", r"\\\1", " ".join(text.split()))
+    """Quoted text (a title, an answer's sentence, an excerpt, a note) shown as written, never
+    applied: every character Markdown or HTML could act on is backslash-escaped, so no tag
+    (``<img onerror=…>``), entity (``&lt;``), link, image or emphasis survives; whitespace
+    becomes one space."""
+    return _MARKUP.sub(r"\\\1", " ".join(text.split()))
+
+
+def _link(url: str) -> str:
+    """An address as a link only when it is http(s) and nothing in it can end the link early;
+    any other (``javascript:``, ``data:``, ``vbscript:``…) is shown as escaped text."""
+    return f"<{url}>" if _WEB_LINK.fullmatch(url) else _escape(url)
 
 
 def markdown(pack: PackJSON, when: str, labels: Mapping[str, str], link: Link) -> str:
@@ -138,7 +156,7 @@ def markdown(pack: PackJSON, when: str, labels: Mapping[str, str], link: Link) -
             f" · run [{pack['run_id']}]({link(pack['trace_url'])})" if pack.get("trace_url") else ""
         ),
         "",
-        f"**{said}.** {verdict['message']}",
+        f"**{said}.** {_escape(verdict['message'])}",
         "",
     ]
     answer = _answer_lines(pack, refs)
