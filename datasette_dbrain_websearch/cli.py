@@ -356,8 +356,12 @@ def register(cli: click.Group) -> None:
         for scripts: send it as ``Authorization: Bearer <token>``."""
         from datasette.app import Datasette
 
-        from .tokens import create_token
+        from .tokens import check_actor_id, create_token
 
+        try:
+            check_actor_id(actor_id)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="ACTOR_ID") from exc
         if not secret:
             raise click.ClickException(
                 "A token is signed with the server's secret: start Datasette with --secret "

@@ -20,10 +20,19 @@ NAMESPACE = "dbrain-websearch-token"
 ROUTES = "/-/research"
 
 
+def check_actor_id(actor_id: str) -> str:
+    """An actor id a token may name: an empty or blank one (``{"id": ""}``) names no one, and
+    is refused with a ``ValueError``."""
+    if not actor_id.strip():
+        raise ValueError("an actor id cannot be empty")
+    return actor_id
+
+
 def create_token(
     datasette: Any, actor_id: str, expires_after: int | None = None, now: float | None = None
 ) -> str:
     """A token acting as ``actor_id`` (for ``expires_after`` seconds, when given)."""
+    check_actor_id(actor_id)
     payload: dict[str, Any] = {"a": actor_id, "t": int(now if now is not None else time.time())}
     if expires_after:
         payload["d"] = int(expires_after)
@@ -42,6 +51,8 @@ def actor_for_token(
     except (BadSignature, ValueError, TypeError):
         return None
     if not isinstance(payload, dict) or not isinstance(payload.get("a"), str):
+        return None
+    if not payload["a"].strip():  # a blank actor, signed before tokens refused one
         return None
     expires = payload.get("d")
     if expires and (now if now is not None else time.time()) > payload.get("t", 0) + expires:

@@ -1,7 +1,8 @@
 """Exports escape what they quote: a run whose answer, excerpts, web snippets and a promoted note
 hold an XSS payload set, made through the public surfaces (a web run on the fake providers, a
 promotion with a note, the answer), downloads as Markdown with every payload shown as written,
-never applied (no raw HTML, no ``javascript:`` link), and as CSV with the text kept as data."""
+never applied (no raw HTML, no ``javascript:`` link), and as CSV with the text kept as data.
+The token command refuses an empty actor."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import re
 import sqlite3
 
 import pytest
+from click.testing import CliRunner
+from datasette.cli import cli
 
 from datasette_dbrain_websearch import exports
 from datasette_dbrain_websearch.demo.corpus import PAGES, Page
@@ -202,3 +205,31 @@ def test_only_web_addresses_become_links_in_markdown():
     shown = re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", text)
     for written in (*urls, PAYLOADS[0], PAYLOADS[3]):
         assert written in shown, written
+
+
+@pytest.mark.parametrize("actor", ["", "   ", "\t"])
+def test_the_token_command_refuses_an_empty_actor(actor):
+    result = CliRunner().invoke(
+        cli, ["dbrain-websearch", "token", actor], env={"DATASETTE_SECRET": "s3cret"}
+    )
+    assert result.exit_code != 0
+    assert "dbrainws_" not in result.output
+    assert "ACTOR_ID" in result.output and "empty" in result.output
+
+
+def test_a_token_never_names_a_blank_actor():
+    from datasette.app import Datasette
+
+    from datasette_dbrain_websearch.tokens import NAMESPACE, PREFIX, actor_for_token, create_token
+
+    ds = Datasette([], secret="s3cret")
+    for actor in ("", "  "):
+        with pytest.raises(ValueError, match="empty"):
+            create_token(ds, actor)
+        # A blank actor signed before the refusal acts as no one.
+        signed = PREFIX + ds.sign({"a": actor, "t": 0}, NAMESPACE)
+        assert actor_for_token(ds, f"Bearer {signed}", "/-/research/promote") is None
+    assert actor_for_token(ds, f"Bearer {create_token(ds, 'root')}", "/-/research") == {
+        "id": "root",
+        "token": "dbrain-websearch",
+    }
