@@ -19,10 +19,12 @@ import logging
 import re
 import sqlite3
 import weakref
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from .errors import is_busy
 from .judge import NO_EVIDENCE
 from .pack_json import PackJSON
 from .runs_db import EVENTS_TABLE, FEEDBACK_TABLE, RUNS_TABLE, bounded_write, plugin_database
@@ -340,23 +342,52 @@ async def settle(db: Any, run_id: str | None = None) -> None:
     """Wait for the saves under way (of one run, or all), so a run just answered reads as
     saved; a failed save was logged by ``_save_logged`` and reads as missing."""
     pending = (_PENDING.get(db) or {}) if db is not None else {}
-    tasks = [pending[run_id]] if run_id in pending else [] if run_id else list(pending.values())
+    # A list of runs does not wait for a save retrying behind another program's lock.
+    waiting = {k: t for k, t in pending.items() if k == run_id or k not in _RETRYING}
+    tasks = [waiting[run_id]] if run_id in waiting else [] if run_id else list(waiting.values())
     loop = asyncio.get_running_loop()
     tasks = [t for t in tasks if t.get_loop() is loop]
     if tasks:
         await asyncio.wait(tasks)
 
 
+# Pauses between attempts at a save beside the response that another program's lock refused:
+# the answer already links to the run, so the save keeps trying for about half a minute.
+SAVE_RETRY_PAUSES_S = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
+pause_before_retry: Callable[[float], Awaitable[None]] = asyncio.sleep
+
+
 async def _save_logged(
-    db: Any, run_id: str, row: dict[str, Any], events: list[dict[str, Any]]
+    db: Any,
+    run_id: str,
+    row: dict[str, Any],
+    events: list[dict[str, Any]],
 ) -> None:
+    """Save a run whose answer was sent; while the runs database is locked, try again after
+    each of ``SAVE_RETRY_PAUSES_S`` (``pause_before_retry`` waits them: tests replace it)."""
+    pauses = iter(SAVE_RETRY_PAUSES_S)
     try:
-        await _write(db, row, events)
+        while True:
+            try:
+                await _write(db, row, events)
+                return
+            except sqlite3.Error as exc:
+                wait = next(pauses, None)
+                if wait is None or not is_busy(exc):
+                    raise
+                _RETRYING.add(run_id)
+                await pause_before_retry(wait)
     except Exception as exc:  # the answer was sent already: say it in the log, and on its link
         log.warning("dbrain-websearch: run %s was not saved: %r", run_id, exc)
         _NOT_SAVED[run_id] = type(exc).__name__
         while len(_NOT_SAVED) > MAX_NOT_SAVED:
             _NOT_SAVED.pop(next(iter(_NOT_SAVED)))
+    finally:
+        _RETRYING.discard(run_id)
+
+
+# Runs whose save is waiting out another program's lock.
+_RETRYING: set[str] = set()
 
 
 # Runs whose save beside the response failed (a locked or full runs database), by run id: their
