@@ -22,8 +22,9 @@ brain holds one for up to its ``time_limit_ms``. So, per Datasette, local search
   a whole /64) has at most ``PER_REQUESTER`` heavy question in flight (429
   ``too_many_costly_searches``).
 
-Surfaces without a requester (the CLI, agent tools) take their turn without per-requester
-limits. Many addresses sending ordinary questions as fast as they can is a flood; that is for
+The JSON API, the page, compare, MCP and signed-in agent tool calls count against their
+requester; surfaces without one (the CLI, an anonymous agent tool call) take their turn without
+per-requester limits. Many addresses sending ordinary questions as fast as they can is a flood; that is for
 the proxy in front of Datasette to rate-limit.
 """
 
