@@ -34,6 +34,10 @@ MAX_RAW_PREFIXES = 4
 SHORT_PREFIX = 4  # a prefix shorter than this expands to a large share of the vocabulary
 LIGHT_RAW_TERMS = 4  # a raw query with more words than this is heavy
 LIGHT_DBRAIN_TERMS = 8
+# A raw query ORing thousands of words reads thousands of posting lists (3,000 words took 7 s
+# against a 3 s limit): refused at once. A simple question keeps its first ``fts.MAX_TERMS``.
+MAX_RAW_WORDS = 64
+_RAW_OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
 
 # An FTS5 token: a quoted string (whose inner ``*`` is plain text) or a bareword, each a prefix
 # when ``*`` follows it.
@@ -99,9 +103,30 @@ def raw_prefix_stems(query: str) -> list[str]:
     return stems
 
 
+def raw_words(query: str) -> int:
+    """About how many words a raw FTS5 query searches: its tokens (each word of a quoted
+    phrase too) but the boolean operators (column names and ``NEAR`` distances count: it is
+    a bound, not a count to the word)."""
+    searched = [
+        word
+        for match in _RAW_TOKEN.finditer(query)
+        for word in re.findall(r"\w+", match.group(1) or match.group(3) or "")
+        if match.group(1) is not None or word.upper() not in _RAW_OPERATORS
+    ]
+    return len(searched)
+
+
 def raw_cost(query: str, words: Sequence[str]) -> Cost:
-    """A raw query's cost, from its shape; a prefix of under ``MIN_RAW_PREFIX`` characters,
-    or more than ``MAX_RAW_PREFIXES`` prefixes, is refused (400)."""
+    """A raw query's cost, from its shape; more than ``MAX_RAW_WORDS`` words, a prefix of under
+    ``MIN_RAW_PREFIX`` characters, or more than ``MAX_RAW_PREFIXES`` prefixes, is refused (400):
+    too costly by construction, it would never fit its time limit."""
+    searched = raw_words(query)
+    if searched > MAX_RAW_WORDS:
+        raise ResearchError(
+            f"A raw query may search at most {MAX_RAW_WORDS} words (this one has {searched:,}): "
+            "every word is another posting list to read. Search the few that matter.",
+            code="too_many_terms",
+        )
     stems = raw_prefix_stems(query)
     short = [s for s in stems if len(s) < MIN_RAW_PREFIX]
     if short:

@@ -280,6 +280,21 @@ async def test_a_one_letter_prefix_is_refused_before_it_runs(ds):
     assert body["code"] == "prefix_too_short" and '"a*"' in body["error"]
 
 
+async def test_a_raw_query_too_costly_by_construction_is_refused_at_once(ds):
+    """Issue 31: 3,000 words OR-ed in a raw query ran into its time limit (7 s against 3 s) and
+    came back 503 "try again": it never would fit. It is a 400 naming the limit, before any
+    posting is read; 64 words still run."""
+    many = " OR ".join(f"word{n}" for n in range(1000))
+    response = await ds.client.get("/-/research.json", params={"q": many, "syntax": "raw"})
+    assert response.status_code == 400
+    body = response.json()
+    assert body["code"] == "too_many_terms" and "at most 64 words" in body["error"]
+    assert "retry-after" not in response.headers
+    fits = " OR ".join(["espresso", *(f"word{n}" for n in range(63))])
+    response = await ds.client.get("/-/research.json", params={"q": fits, "syntax": "raw"})
+    assert response.status_code == 200 and response.json()["evidence"]
+
+
 async def test_a_question_of_many_common_words_is_narrowed(ds, monkeypatch):
     """Over the postings budget, the commonest terms leave the ranking query (and say so);
     the rows are still judged on every word."""
