@@ -41,8 +41,9 @@ log = logging.getLogger("datasette_dbrain_websearch")
 
 @contextmanager
 def remembered_access() -> Iterator[None]:
-    """Inside it, each permission question (``may``) is asked once: the view, the page's menu
-    and the saved-run checks ask it again (on Datasette 1.0 every question is a query)."""
+    """Inside it, each permission question (``may``), and whether each database is a brain, is
+    asked once: the view, the page's menu and the saved-run checks ask again (on Datasette 1.0
+    every permission question is a query)."""
     token = _ACCESS.set({})
     try:
         yield
@@ -59,7 +60,7 @@ ROOT = "root"
 # The permission answers of the request a research view is handling: each is asked once, though
 # the view, the page's menu and the saved-run checks ask it again (on Datasette 1.0 every
 # question is a query).
-_ACCESS: ContextVar[dict[tuple[Any, ...], bool] | None] = ContextVar("dbrain_access", default=None)
+_ACCESS: ContextVar[dict[tuple[Any, ...], Any] | None] = ContextVar("dbrain_access", default=None)
 
 
 async def may(datasette: Any, actor: dict | None, action: str, database: str | None = None) -> bool:
@@ -83,9 +84,31 @@ async def brain_databases(datasette: Any, settings: Settings) -> list[str]:
     for name, db in datasette.databases.items():
         if name in HIDDEN_DATABASES or db is own:
             continue
-        if is_brain(await reader(db)(table_names)):
+        if await _is_brain(db):
             names.append(name)
     return names
+
+
+async def _is_brain(db: Any) -> bool:
+    """Whether a database is a brain, asked once per request inside ``remembered_access``: a
+    brain another program holds locked costs the request one bounded wait (its 503), not one
+    more for the page's menu."""
+    memo = _ACCESS.get()
+    key = ("is_brain", db.name)
+    if memo is not None and key in memo:
+        found = memo[key]
+        if isinstance(found, ResearchError):
+            raise found
+        return bool(found)
+    try:
+        found = is_brain(await reader(db)(table_names))
+    except ResearchError as exc:
+        if memo is not None:
+            memo[key] = exc
+        raise
+    if memo is not None:
+        memo[key] = found
+    return found
 
 
 async def researchable_brains(datasette: Any, actor: dict | None, settings: Settings) -> list[str]:

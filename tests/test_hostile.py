@@ -169,6 +169,33 @@ async def test_a_locked_brain_is_a_503_that_says_so_quickly(ds, brain, locked, m
     assert '"code": "brain_busy"' in stream.text
 
 
+async def test_a_locked_brain_costs_the_page_one_wait_as_the_json(ds, locked, monkeypatch):
+    """Issue 31: the page waited twice for a locked brain (2 s against the JSON's 1 s): once to
+    find the brains, once more for the menu of its 503 page. Whether a database is a brain is
+    now asked once per request; each path meets the lock once."""
+    from contextlib import contextmanager
+
+    real = brain_access.brief_busy_wait
+    waited: list[str] = []
+
+    @contextmanager
+    def counted(conn, database):
+        try:
+            with real(conn, database):
+                yield
+        except ResearchError:
+            waited.append(database)
+            raise
+
+    monkeypatch.setattr(brain_access, "BUSY_WAIT_MS", 50)
+    monkeypatch.setattr(brain_access, "brief_busy_wait", counted)
+    for path in ("/-/research.json", "/-/research"):
+        waited.clear()
+        response = await ds.client.get(path, params={"q": "espresso"})
+        assert response.status_code == 503
+        assert waited == ["brain"], path
+
+
 async def test_a_brain_locked_mid_run_is_a_503(ds, brain, monkeypatch):
     real = pipeline.retrieve
 
