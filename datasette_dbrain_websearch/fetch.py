@@ -37,17 +37,30 @@ import functools
 import importlib.util
 import ipaddress
 import logging
+import multiprocessing
 import os
+import signal
 import socket
 import ssl
-from collections.abc import Iterable, Iterator
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 import httpcore
 import httpx
 
-__all__ = ["BlockedAddress", "FetchResult", "fetch_page", "is_public_address"]
+__all__ = [
+    "BlockedAddress",
+    "FetchResult",
+    "fetch_page",
+    "host_refusal",
+    "is_public_address",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -143,8 +156,9 @@ def public_host(host: str, allow_networks: Iterable[str] = ()) -> bool:
     """May a page on this host be shown as web evidence? False for ``localhost`` and for IP
     literals (in any form a resolver accepts: ``2130706433``, ``0x7f.1``, ``[::1]``) that are
     not public, unless inside ``allow_networks``. Other names pass: a name is resolved, and its
-    addresses checked, only when a promotion fetches the page."""
-    host = host.strip("[]").rstrip(".").lower().split("%", 1)[0]
+    addresses checked, when a promotion fetches the page or before a page reader is asked for it
+    (``host_refusal``)."""
+    host = _host_key(host)
     if host == "localhost" or host.endswith(".localhost"):
         host = "127.0.0.1"
     try:
@@ -181,11 +195,86 @@ async def _resolve(host: str, port: int) -> list[IPAddress]:
     return addresses
 
 
-class _GuardedBackend(httpcore.AsyncNetworkBackend):
-    """Resolves, checks and connects in one step, so the checked address is the one connected to."""
+# Names that only mean something inside a network: single labels (``metadata``, ``intranet``)
+# and the suffixes set aside for private and local use. A name that does not resolve here but is
+# one of these may well resolve inside a reader service's network (``metadata.google.internal``).
+_INTERNAL_SUFFIXES = (
+    ".localhost",
+    ".local",
+    ".localdomain",
+    ".internal",
+    ".intranet",
+    ".lan",
+    ".home",
+    ".corp",
+    ".private",
+    ".home.arpa",
+)
 
-    def __init__(self, allowed: tuple[IPNetwork, ...]) -> None:
+
+def _host_key(host: str) -> str:
+    """A host as written in a URL, compared the way a resolver would see it."""
+    return host.strip("[]").rstrip(".").lower().split("%", 1)[0]
+
+
+def internal_name(host: str) -> bool:
+    """Is ``host`` a name only a private network can resolve (a single label, ``localhost``,
+    or under ``.internal``, ``.local``, ``.lan``, ``.home.arpa`` and the like)?"""
+    host = _host_key(host)
+    return "." not in host or host == "localhost" or host.endswith(_INTERNAL_SUFFIXES)
+
+
+async def host_refusal(url: str, allow_networks: Iterable[str] = (), timeout: float = 5.0) -> str:
+    """Why a page at ``url`` may not be fetched on this server's behalf by someone else (a page
+    reader given its URL), or ``""`` when it may: the policy the fetcher applies to its own
+    connections, applied before the request.
+
+    An IP literal must be public (or inside ``allow_networks``), as in ``public_host``. A name is
+    resolved here and refused if any of its addresses is not; a name that does not resolve here
+    is refused when it is an internal name (``internal_name``) and otherwise passed on, since the
+    reader cannot find it either unless its network has names of its own.
+    """
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+    except ValueError:
+        return "invalid URL"
+    if parts.scheme not in ("http", "https"):
+        return "only http and https pages can be read"
+    if not host:
+        return "the URL has no host"
+    if not public_host(host, allow_networks):
+        return "refused: not a public address"
+    try:
+        ipaddress.ip_address(_host_key(host))
+        return ""  # a public (or allowed) literal; public_host has judged it
+    except ValueError:
+        pass
+    allowed = _parse_networks(allow_networks)
+    try:
+        with anyio.fail_after(timeout):
+            addresses = await _resolve(_host_key(host), 443 if parts.scheme == "https" else 80)
+    except _LookupFailed:
+        return "refused: a name internal to a network" if internal_name(host) else ""
+    except TimeoutError:
+        return f"refused: the name did not resolve within {timeout:g} s"
+    if not all(_permitted(address, allowed) for address in addresses):
+        return "refused: the name resolves to an address that is not public"
+    return ""
+
+
+class _GuardedBackend(httpcore.AsyncNetworkBackend):
+    """Resolves, checks and connects in one step, so the checked address is the one connected to.
+
+    ``trusted`` holds ``(host, port)`` origins the configuration itself names (a page reader):
+    connections to exactly those skip the address check, and nothing else does.
+    """
+
+    def __init__(
+        self, allowed: tuple[IPNetwork, ...], trusted: frozenset[tuple[str, int]] = frozenset()
+    ) -> None:
         self._allowed = allowed
+        self._trusted = trusted
         self._inner = httpcore.AnyIOBackend()
 
     async def connect_tcp(
@@ -200,7 +289,8 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
             addresses = await _resolve(host, port)
         # One bad answer refuses the host: a name that mixes public and private addresses is
         # exactly what a rebinding attack looks like.
-        if not all(_permitted(address, self._allowed) for address in addresses):
+        trusted = (_host_key(host), port) in self._trusted
+        if not trusted and not all(_permitted(address, self._allowed) for address in addresses):
             raise BlockedAddress(f"refused to connect to {host}: it is not a public address")
         for address in addresses[:-1]:
             with contextlib.suppress(httpcore.ConnectError):
@@ -225,6 +315,18 @@ class _GuardedBackend(httpcore.AsyncNetworkBackend):
         )
 
 
+def _origins(url: str) -> frozenset[tuple[str, int]]:
+    """``{(host, port)}`` of ``url`` (the port its scheme implies when it names none)."""
+    if not url:
+        return frozenset()
+    try:
+        parts = urlsplit(url)
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return frozenset()
+    return frozenset({(_host_key(parts.hostname or ""), port)}) if parts.hostname else frozenset()
+
+
 @functools.lru_cache(maxsize=4)
 def _ssl_context(cert_file: str | None, cert_dir: str | None) -> ssl.SSLContext:
     """httpx's TLS context for these ``SSL_CERT_FILE``/``SSL_CERT_DIR`` values, built once:
@@ -240,14 +342,16 @@ class _GuardedTransport(httpx.AsyncHTTPTransport):
     ever stops being a connection pool this refuses to run rather than fetch unguarded.
     """
 
-    def __init__(self, allowed: tuple[IPNetwork, ...]) -> None:
+    def __init__(
+        self, allowed: tuple[IPNetwork, ...], trusted: frozenset[tuple[str, int]] = frozenset()
+    ) -> None:
         # Honours SSL_CERT_FILE/SSL_CERT_DIR like httpx does; proxy variables are not read.
         ssl_context = _ssl_context(os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR"))
         super().__init__(verify=ssl_context, trust_env=False)
         if not isinstance(getattr(self, "_pool", None), httpcore.AsyncConnectionPool):
             raise RuntimeError("this httpx version cannot take the address-checking backend")
         self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context, network_backend=_GuardedBackend(allowed)
+            ssl_context=ssl_context, network_backend=_GuardedBackend(allowed, trusted)
         )
 
 
@@ -309,6 +413,8 @@ def _chain(exc: BaseException) -> Iterator[BaseException]:
 
 def _classify(exc: BaseException, timeout: float) -> tuple[str, str]:
     """Map an exception from the fetch to dbrain's failure kind and a message safe to show."""
+    if isinstance(exc, ExtractionTimeout):
+        return "timeout", f"timed out after {timeout:g} s extracting the page's text"
     if isinstance(exc, BlockedAddress):
         return "fetch_failed", str(exc)
     if isinstance(exc, _LookupFailed):
@@ -361,7 +467,8 @@ def extractor_missing() -> str:
 def _extract(
     body: bytes, media_type: str, charset: str | None, url: str
 ) -> tuple[str, str, str, str]:
-    """Title, description, site name and main text; CPU-bound, so it runs in a worker thread."""
+    """Title, description, site name and main text; CPU-bound, so HTML is extracted in a worker
+    process (``ExtractPool``), plain text in a thread."""
     if media_type == "text/plain":
         return "", "", "", _decode(body, charset).strip()
     import trafilatura  # the [fetch] extra; fetch_page checks for it before any request
@@ -383,6 +490,215 @@ def _extract(
         document.sitename or "",
         (document.text or "").strip(),
     )
+
+
+# Extraction is CPU-bound and, on some markup, far worse than linear (trafilatura's fallback
+# compares every paragraph with its neighbours: 0.5 MB of small nested blocks takes 11 s, 1 MB
+# 40 s). So it runs in worker processes: one that passes the fetch's deadline is killed, and
+# one left holding much memory after a page is replaced, so the memory goes back to the system.
+MAX_MARKUP = 2 * 1024 * 1024  # bytes of markup handed to the extractor; the rest is cut off
+EXTRACT_WORKERS = 2  # pages extracted at once, in this process and all its requests
+RETIRE_RSS = 256 * 1024 * 1024  # a worker holding more than this after a page is replaced
+
+
+class ExtractionTimeout(TimeoutError):
+    """The page's text was not extracted before the fetch's deadline; the worker was killed."""
+
+
+class ExtractionFailed(Exception):
+    """The extracting worker raised or died."""
+
+
+def _resident_bytes() -> int:
+    """This process's resident memory now (its peak where /proc is missing)."""
+    try:
+        with open("/proc/self/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        import resource
+
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        return peak if sys.platform == "darwin" else peak * 1024
+
+
+def _worker_main(conn: Any) -> None:
+    """A worker's loop: run each ``(function, args)`` sent, answer ``((ok, value), rss)``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the server, which stops us
+    while True:
+        try:
+            function, args = conn.recv()
+        except (EOFError, OSError):  # the server has gone
+            return
+        try:
+            reply: tuple[bool, Any] = (True, function(*args))
+        except BaseException as exc:  # MemoryError included: report it, then carry on
+            reply = (False, f"{type(exc).__name__}: {exc}"[:300])
+        conn.send((reply, _resident_bytes()))
+
+
+def _context() -> Any:
+    """``forkserver`` where there is one: a worker is forked from a server that has imported the
+    extractor already (~10 ms, not the ~0.5 s of a fresh interpreter), and never from this
+    process's threads; ``spawn`` elsewhere."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        context = multiprocessing.get_context("forkserver")
+        context.set_forkserver_preload([__name__, "trafilatura"])
+        return context
+    return multiprocessing.get_context("spawn")
+
+
+class _Worker:
+    def __init__(self, context: Any) -> None:
+        self.conn, child = context.Pipe()
+        self.process = context.Process(
+            target=_worker_main, args=(child,), daemon=True, name="dbrain-websearch-extract"
+        )
+        self.process.start()
+        child.close()
+
+    def stop(self) -> None:
+        with contextlib.suppress(Exception):
+            self.process.kill()
+            self.process.join(5)
+        with contextlib.suppress(Exception):
+            self.conn.close()
+
+
+class ExtractPool:
+    """At most ``size`` extractions at once, each in a worker process and within a deadline.
+
+    ``run`` blocks, so it is called in a thread. Waiting for a free worker counts against the
+    deadline; a worker that passes it is killed and a new one started for the next page. Workers
+    live as long as the server (they are daemon processes), and leave when it does.
+    """
+
+    def __init__(self, size: int = EXTRACT_WORKERS, retire_rss: int = RETIRE_RSS) -> None:
+        self.size = size
+        self.retire_rss = retire_rss
+        self._slots = threading.BoundedSemaphore(size)
+        self._idle: list[_Worker] = []
+        self._lock = threading.Lock()
+        self._context: Any = None
+        self._warming = False
+        self.started = 0  # workers started, killed at the deadline, retired for their memory
+        self.killed = 0
+        self.retired = 0
+
+    def run(
+        self,
+        function: Callable[..., Any],
+        args: tuple[Any, ...],
+        deadline: float,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> Any:
+        """``function(*args)`` in a worker, or ``ExtractionTimeout`` once ``deadline`` (on
+        ``clock``) has passed; ``ExtractionFailed`` if it raised or the worker died."""
+        if not self._slots.acquire(timeout=max(0.0, deadline - clock())):
+            raise ExtractionTimeout("no extraction worker was free before the deadline")
+        try:
+            if deadline - clock() <= 0:
+                raise ExtractionTimeout("the deadline passed before extraction started")
+            worker = self._take()
+            try:
+                worker.conn.send((function, args))
+                answered = worker.conn.poll(max(0.0, deadline - clock()))
+                if answered:
+                    (ok, value), rss = worker.conn.recv()
+            except (EOFError, OSError) as exc:
+                worker.stop()
+                raise ExtractionFailed("the extraction worker stopped") from exc
+            if not answered:
+                self.killed += 1
+                worker.stop()
+                raise ExtractionTimeout("the extraction passed the deadline")
+            self._give_back(worker, rss)
+            if not ok:
+                raise ExtractionFailed(value)
+            return value
+        finally:
+            self._slots.release()
+
+    def warm(self) -> None:
+        """Start the first worker ahead of need (while the pages download): it is the one that
+        starts the fork server too, which costs a fresh interpreter and the extractor's imports."""
+        with self._lock:
+            if self.started or self._warming:
+                return
+            self._warming = True
+        try:
+            worker = self._start()
+            with self._lock:
+                self._idle.append(worker)
+        finally:
+            self._warming = False
+
+    def close(self) -> None:
+        """Stop the idle workers (busy ones stop at their deadline or when they finish)."""
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for worker in idle:
+            worker.stop()
+
+    def pids(self) -> list[int]:
+        with self._lock:
+            return [w.process.pid for w in self._idle if w.process.pid is not None]
+
+    def _start(self) -> _Worker:
+        with self._lock:
+            if self._context is None:
+                self._context = _context()
+            context = self._context
+        worker = _Worker(context)
+        self.started += 1
+        return worker
+
+    def _take(self) -> _Worker:
+        while True:
+            with self._lock:
+                worker = self._idle.pop() if self._idle else None
+            if worker is None:
+                return self._start()
+            if worker.process.is_alive():
+                return worker
+            worker.stop()
+
+    def _give_back(self, worker: _Worker, rss: int) -> None:
+        if rss > self.retire_rss:
+            self.retired += 1
+            worker.stop()
+            return
+        with self._lock:
+            if len(self._idle) < self.size:
+                self._idle.append(worker)
+                return
+        worker.stop()
+
+
+_POOL = ExtractPool()
+_EXTRACTOR: Callable[..., tuple[str, str, str, str]] = _extract  # tests stand in a slow one
+
+
+def _warm_pool() -> None:
+    """Start the first extraction worker in the background, so no page waits for it."""
+    if not _POOL.started:
+        threading.Thread(target=_warm_quietly, daemon=True, name="dbrain-extract-warm").start()
+
+
+def _warm_quietly() -> None:
+    try:
+        _POOL.warm()
+    except Exception:  # the page's own extraction will start one, or say why it cannot
+        logger.debug("could not start an extraction worker ahead of need", exc_info=True)
+
+
+async def _extract_within(body: _Body, deadline: float, max_markup: int) -> tuple[str, ...]:
+    """The page's fields, extracted in a worker before ``deadline``; plain text needs none."""
+    if body.media_type == "text/plain":
+        return await anyio.to_thread.run_sync(
+            _extract, body.content, body.media_type, body.charset, body.final_url
+        )
+    args = (body.content[:max_markup], body.media_type, body.charset, body.final_url)
+    return await anyio.to_thread.run_sync(_POOL.run, _EXTRACTOR, args, deadline)
 
 
 @dataclass(frozen=True)
@@ -462,17 +778,23 @@ async def fetch_page(
     *,
     timeout: float = 15.0,
     max_bytes: int = 5 * 1024 * 1024,
+    max_markup: int = MAX_MARKUP,
     max_redirects: int = 5,
     allow_networks: tuple[str, ...] = (),
+    trusted_origin: str = "",
     user_agent: str = "datasette-dbrain-websearch",
 ) -> FetchResult:
     """Fetch ``url`` and extract its readable text; failures come back as a result, not raised.
 
-    ``timeout`` bounds the whole network exchange (every redirect and the body). Extraction runs
-    afterwards, with the connection closed, in a worker thread so it does not block the loop.
-    ``allow_networks`` lists CIDRs that may be connected to even though they are not public (a
-    self-hosted setup, tests); an invalid CIDR raises ValueError, being a configuration error.
+    ``timeout`` bounds the whole fetch: the network exchange (every redirect and the body) and
+    then the extraction, which runs with the connection closed in a worker process that is
+    killed if it passes the deadline (a ``timeout`` failure). At most ``max_markup`` bytes of a
+    page's markup are extracted; the rest is cut off. ``allow_networks`` lists CIDRs that may be
+    connected to even though they are not public (a self-hosted setup, tests); an invalid CIDR
+    raises ValueError, being a configuration error. ``trusted_origin`` is a URL whose host and
+    port (a page reader the configuration names) may be connected to whatever its address.
     """
+    deadline = time.monotonic() + timeout
     allowed = _parse_networks(allow_networks)
     missing = extractor_missing()
     if missing:
@@ -482,9 +804,10 @@ async def fetch_page(
     except (httpx.InvalidURL, TypeError):
         return _failure(url, "fetch_failed", "invalid URL")
     progress = _Progress()
+    _warm_pool()
     try:
         async with httpx.AsyncClient(
-            transport=_GuardedTransport(allowed),
+            transport=_GuardedTransport(allowed, _origins(trusted_origin)),
             follow_redirects=False,
             trust_env=False,
             timeout=httpx.Timeout(timeout),
@@ -494,9 +817,7 @@ async def fetch_page(
                 outcome = await _follow(client, url, max_redirects, max_bytes, progress)
         if isinstance(outcome, FetchResult):
             return outcome
-        title, description, site_name, text = await anyio.to_thread.run_sync(
-            _extract, outcome.content, outcome.media_type, outcome.charset, outcome.final_url
-        )
+        title, description, site_name, text = await _extract_within(outcome, deadline, max_markup)
     except Exception as exc:
         kind, error = _classify(exc, timeout)
         if kind == "unknown":

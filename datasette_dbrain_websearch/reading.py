@@ -6,6 +6,12 @@ through the SSRF-guarded fetcher and extractor (or a reader service, ``read_via`
 within what is left of the web stage's time, cached like provider answers and counted in the
 ledger. A page that cannot be read leaves its row on the provider's snippet, with a warning
 that names it.
+
+Bounds: at most ``MAX_READ`` pages per request and ``MAX_READ`` being read at once per actor;
+each page's fetch and extraction share one deadline (the extraction runs in a worker process
+that is killed when it passes, see ``fetch.ExtractPool``). A page is sent to ``read_via`` only if
+the fetcher's own public-host policy would let it fetch the page itself (``fetch.host_refusal``):
+the reader's address is trusted because the configuration names it, which admits no result.
 """
 
 from __future__ import annotations
@@ -19,11 +25,11 @@ from urllib.parse import urlsplit
 
 from . import ledger, runs_db
 from .config import WebSettings
-from .fetch import FetchResult, extractor_missing, fetch_page
+from .fetch import FetchResult, extractor_missing, fetch_page, host_refusal
 from .providers.base import WebResult
 
 LEDGER_NAME = "page_read"  # the ledger's "provider" for page reads (they cost nothing)
-MAX_READ = 10
+MAX_READ = 10  # pages per request, and pages being read at once for one actor
 PAGE_TIMEOUT = 15.0  # seconds for one page, when the stage has that much left
 MIN_SECONDS = 1.0  # less time than this left: the pages are not read at all
 PAGE_CHARS = 20_000  # what the answer's passages and verifier see of a read page
@@ -64,6 +70,10 @@ def page_of(url: str, fetched: FetchResult) -> Page:
     return Page(url, False, error=fetched.error or "the page has no main text")
 
 
+# Pages being read now, per actor id ("" for anonymous visitors, who share one allowance).
+_reading: dict[str, int] = {}
+
+
 class PageReader:
     """Reads pages for one run: cache first, then the fetcher, all at once."""
 
@@ -98,7 +108,28 @@ class PageReader:
             return outcome
         started = time.monotonic()
         timeout = min(PAGE_TIMEOUT, seconds_left)
-        pages = await asyncio.gather(*(self._one(url, timeout, outcome) for url in urls))
+        busy = _reading.get(self.actor_id, 0)
+        taken = list(urls)[: max(0, MAX_READ - busy)]
+        if len(taken) < len(urls):
+            outcome.warnings.append(
+                {
+                    "code": "page_read_skipped",
+                    "message": f"{len(urls) - len(taken)} of {len(urls)} pages were not read: "
+                    f"{busy} pages were being read for you already (at most {MAX_READ} at "
+                    "once), so those rows rest on the providers' snippets.",
+                }
+            )
+        if not taken:
+            return outcome
+        _reading[self.actor_id] = busy + len(taken)
+        try:
+            pages = await asyncio.gather(*(self._one(url, timeout, outcome) for url in taken))
+        finally:
+            left = _reading.get(self.actor_id, 0) - len(taken)
+            if left > 0:
+                _reading[self.actor_id] = left
+            else:
+                _reading.pop(self.actor_id, None)
         outcome.pages = {page.url: page for page in pages}
         failed = [page for page in pages if not page.ok]
         if failed:
@@ -115,14 +146,24 @@ class PageReader:
         return outcome
 
     async def _one(self, url: str, timeout: float, outcome: ReadOutcome) -> Page:
-        key = runs_db.cache_key(LEDGER_NAME, {"url": url, "via": self.settings.read_via})
+        via = self.settings.read_via
+        deadline = time.monotonic() + timeout
+        if via:
+            # The reader fetches what it is given: only what the fetcher itself would fetch.
+            refusal = await host_refusal(url, self.settings.fetch_allow_networks, timeout)
+            if refusal:
+                return Page(url, False, error=refusal)
+        key = runs_db.cache_key(LEDGER_NAME, {"url": url, "via": via})
         cached = await self._cached(key)
         if cached is not None:
             return Page(url, True, cached.text, cached.title, cached=True)
-        target = reader_url(url, self.settings.read_via)
+        target = reader_url(url, via)
         started = time.monotonic()
         fetched = await fetch_page(
-            target, timeout=timeout, allow_networks=self.settings.fetch_allow_networks
+            target,
+            timeout=max(0.0, deadline - started),
+            allow_networks=self.settings.fetch_allow_networks,
+            trusted_origin=via,
         )
         outcome.ledger.extend(
             ledger.rows_for(

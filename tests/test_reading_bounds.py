@@ -1,0 +1,310 @@
+"""Reading pages is bounded, and a page reader is only sent what the fetcher would fetch itself.
+
+Extraction runs in a worker process under the fetch's deadline (a huge nested page or a stalled
+extractor is cut there, the worker killed and the next page still read); ``read`` is capped per
+request and per actor; ``read_via`` resolves each page's host and applies the fetcher's public-host
+policy before asking the reader, whose own address (trusted because the configuration names it)
+admits no search result. No test here waits on a deadline of a few seconds to pass: each cuts
+something that would otherwise run for a minute or more, and asserts a generous bound.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import socketserver
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from datasette_dbrain_websearch import fetch, reading
+from datasette_dbrain_websearch.config import WebSettings
+from datasette_dbrain_websearch.fetch import (
+    ExtractionTimeout,
+    ExtractPool,
+    fetch_page,
+    host_refusal,
+)
+from datasette_dbrain_websearch.providers import Provider, WebResult
+from datasette_dbrain_websearch.reading import MAX_READ, PageReader
+
+from .helpers import registered, web_datasette, web_pack
+
+PAGE_HOST = "127.0.0.2"
+ALLOW = (f"{PAGE_HOST}/32",)
+PUBLIC = "93.184.215.14"  # a public address, as a resolver would answer for a real site
+UNIT = "<div><p><span><b><i>lattice qcd</i></b></span></p></div>"
+ARTICLE = (
+    "<html><head><title>Lattice QCD notes</title></head><body><article>"
+    + "<p>Lattice QCD puts quarks and gluons on a grid of points in space and time.</p>" * 12
+    + "</article></body></html>"
+).encode()
+
+
+def nested_page(megabytes: float) -> bytes:
+    """Small nested blocks, many of them: trafilatura's cost grows with their square."""
+    count = int(megabytes * 1024 * 1024) // len(UNIT)
+    return f"<html><head><title>t</title></head><body>{UNIT * count}</body></html>".encode()
+
+
+def stall(*args: Any) -> tuple[str, str, str, str]:
+    """An extractor that never finishes in time (run in the worker, which must be killed)."""
+    time.sleep(120)
+    return "", "", "", "too late"
+
+
+def resident_mb() -> float:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A killed child may linger as a zombie until reaped; that holds no memory.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().split(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+class Pages(ThreadingHTTPServer):
+    daemon_threads = True
+    block_on_close = False
+
+    def __init__(self) -> None:
+        self.nested = nested_page(4.9)
+        super().__init__((PAGE_HOST, 0), Handler)
+
+    def server_bind(self) -> None:  # no reverse DNS lookup (getfqdn), which can stall offline
+        socketserver.TCPServer.server_bind(self)
+        self.server_name, self.server_port = self.server_address[:2]
+
+
+class Handler(BaseHTTPRequestHandler):
+    server: Pages
+
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+    def do_GET(self) -> None:
+        body = self.server.nested if self.path.startswith("/nested") else ARTICLE
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            self.wfile.write(body)
+
+
+@pytest.fixture(scope="module")
+def site() -> Iterator[str]:
+    server = Pages()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    yield f"http://{PAGE_HOST}:{server.server_port}"
+    server.shutdown()
+    server.server_close()
+
+
+async def test_a_huge_nested_page_is_cut_at_the_deadline_and_the_next_page_reads(site):
+    before = resident_mb()
+    killed = fetch._POOL.killed
+    started = time.monotonic()
+    # 4.9 MB of nested blocks: minutes of extraction, and hundreds of MB, in a thread before.
+    result = await fetch_page(f"{site}/nested", timeout=5, allow_networks=ALLOW)
+    elapsed = time.monotonic() - started
+    assert (result.ok, result.failure_kind) == (False, "timeout"), result
+    assert result.error.startswith("timed out after 5 s")
+    assert elapsed < 25, elapsed
+    # The extraction ran (and was killed) in a worker: this process holds the page, no tree.
+    assert resident_mb() - before < 150
+    if "extracting" in result.error:  # (under heavy load the download itself may be what timed out)
+        assert fetch._POOL.killed == killed + 1
+    after = await fetch_page(f"{site}/article", allow_networks=ALLOW)
+    assert after.ok and "quarks and gluons" in after.text, after
+
+
+async def test_a_stalled_extractor_is_killed_and_its_worker_replaced(site, monkeypatch):
+    monkeypatch.setattr(fetch, "_EXTRACTOR", stall)
+    killed, pids = fetch._POOL.killed, set(fetch._POOL.pids())
+    started = time.monotonic()
+    result = await fetch_page(f"{site}/article", timeout=3, allow_networks=ALLOW)
+    assert time.monotonic() - started < 20  # a 120 s stall, cut at 3 s
+    assert (result.ok, result.failure_kind) == (False, "timeout"), result
+    assert fetch._POOL.killed == killed + 1
+    assert not [pid for pid in pids if pid not in fetch._POOL.pids() and alive(pid)]
+    monkeypatch.setattr(fetch, "_EXTRACTOR", fetch._extract)
+    after = await fetch_page(f"{site}/article", allow_networks=ALLOW)
+    assert after.ok and "quarks and gluons" in after.text, after
+
+
+def test_the_deadline_is_decided_on_the_clock_given():
+    pool = ExtractPool(size=1)
+    now = [100.0]
+    try:
+        # The deadline has passed by the clock: nothing is started, nothing waits.
+        with pytest.raises(ExtractionTimeout):
+            pool.run(stall, (), deadline=99.0, clock=lambda: now[0])
+        assert pool.started == 0
+        # The only worker slot is busy and the deadline is now: no waiting for it either.
+        assert pool._slots.acquire(timeout=0)
+        with pytest.raises(ExtractionTimeout):
+            pool.run(stall, (), deadline=100.0, clock=lambda: now[0])
+        pool._slots.release()
+        assert pool.started == 0
+    finally:
+        pool.close()
+
+
+def test_a_worker_left_holding_memory_is_replaced():
+    pool = ExtractPool(size=1, retire_rss=0)  # every worker holds more than nothing
+    try:
+        args = (ARTICLE, "text/html", "utf-8", "https://lattice.example/")
+        first = pool.run(fetch._extract, args, deadline=time.monotonic() + 60)
+        assert "quarks and gluons" in first[3]
+        assert (pool.started, pool.retired, pool.pids()) == (1, 1, [])
+        pool.retire_rss = 1 << 40
+        pool.run(fetch._extract, args, deadline=time.monotonic() + 60)
+        (pid,) = pool.pids()
+        pool.run(fetch._extract, args, deadline=time.monotonic() + 60)
+        assert (pool.started, pool.retired, pool.pids()) == (2, 1, [pid])  # kept, and reused
+    finally:
+        pool.close()
+
+
+async def test_an_actor_reads_at_most_max_read_pages_at_once(site, monkeypatch):
+    monkeypatch.setitem(reading._reading, "alice", MAX_READ - 1)
+    reader = PageReader(WebSettings(fetch_allow_networks=ALLOW), None, actor_id="alice")
+    urls = [f"{site}/article?{i}" for i in range(3)]
+    outcome = await reader.read(urls, 30)
+    assert list(outcome.pages) == urls[:1] and outcome.pages[urls[0]].ok
+    (warning,) = outcome.warnings
+    assert warning["code"] == "page_read_skipped" and "2 of 3 pages" in warning["message"]
+    assert reading._reading["alice"] == MAX_READ - 1  # its own reads are given back
+    # Another actor is not held up by alice's reads.
+    other = await PageReader(WebSettings(fetch_allow_networks=ALLOW), None, "bob").read(urls, 30)
+    assert len(other.pages) == 3 and not other.warnings and "bob" not in reading._reading
+
+
+@pytest.fixture
+def dns(monkeypatch):
+    """Made-up names answer from ``answers``; any other name does not exist."""
+    answers: dict[str, list[str]] = {}
+
+    async def resolve(host: str, port: int, **kwargs: Any) -> list[Any]:
+        if host in answers:
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port)) for a in answers[host]]
+        raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+
+    monkeypatch.setattr(fetch, "_getaddrinfo", resolve)
+    return answers
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://127.0.0.1/x",
+        "http://[::1]:8080/x",
+        "http://2130706433/x",
+        "http://0x7f.1/x",
+        "http://169.254.169.254/latest/meta-data/",
+        "http://10.0.0.5/x",
+        "http://localhost/x",
+        "http://reader.localhost/x",
+        "http://metadata.google.internal/computeMetadata/v1/",
+        "http://metadata/computeMetadata/v1/",
+        "http://printer.local/",
+        "http://router.home.arpa/",
+        "http://loopback.example/x",  # resolves to 127.0.0.1
+        "http://mixed.example/x",  # one public address, one private: a rebinding setup
+        "http://gcp.example/x",  # resolves to the metadata address
+        "file:///etc/passwd",
+    ],
+)
+async def test_a_reader_is_not_asked_for_a_page_the_fetcher_would_refuse(dns, url):
+    dns.update(
+        {
+            "loopback.example": ["127.0.0.1"],
+            "mixed.example": [PUBLIC, "10.0.0.1"],
+            "gcp.example": ["169.254.169.254"],
+            "metadata.google.internal": ["169.254.169.254"],
+        }
+    )
+    assert await host_refusal(url)
+
+
+async def test_a_reader_is_asked_for_public_pages(dns):
+    dns.update({"lattice.example": [PUBLIC], "wiki.corp.example": ["10.1.2.3"]})
+    assert await host_refusal("https://lattice.example/qcd") == ""
+    assert await host_refusal("http://8.8.8.8/") == ""
+    # A name that resolves nowhere here, and is no network's own, is the reader's to find.
+    assert await host_refusal("https://nowhere.example/") == ""
+    # fetch_allow_networks (a network whose results are wanted) is honoured, as for fetches.
+    assert await host_refusal("http://wiki.corp.example/", ["10.0.0.0/8"]) == ""
+    assert await host_refusal("http://wiki.corp.example/")
+    # An internal name is refused even when it resolves nowhere here.
+    assert await host_refusal("http://metadata.google.internal/")
+
+
+class Hosts(Provider):
+    """Results on every kind of host: one public page the reader holds, the rest internal."""
+
+    name, label = "hosts", "Hosts"
+
+    def __init__(self, urls: list[str]) -> None:
+        self.urls = urls
+
+    async def search(self, request, ctx):
+        return [
+            WebResult(url=url, title="Lattice QCD", snippet="Lattice QCD on a grid.", rank=i)
+            for i, url in enumerate(self.urls, start=1)
+        ]
+
+
+async def test_read_via_sends_only_public_pages_and_its_own_address_admits_no_result(
+    brain, fake, dns, monkeypatch
+):
+    public = next(p.url for p in fake.pages if "lattice qcd" in (p.title or "").lower())
+    reader_port = fake.url.rsplit(":", 1)[1]
+    dns.update({public.split("/")[2]: [PUBLIC], "loopback.example": ["127.0.0.1"]})
+    internal_names = [
+        "http://loopback.example/lattice",
+        "http://metadata.google.internal/computeMetadata/v1/lattice",
+    ]
+    literals = [
+        f"http://127.0.0.1:{reader_port}/lattice",  # the reader's own address and port
+        "http://localhost/lattice",
+        "http://[::1]/lattice",
+        "http://2130706433/lattice",
+    ]
+    with registered(Hosts([public, *internal_names, *literals])):
+        # No fetch_allow_networks: the reader needs none, being named by read_via.
+        ds = await web_datasette(brain, fake, providers=["hosts"], read_via=f"{fake.url}/reader/")
+        pack = await web_pack(ds, "lattice qcd", read="10")
+    asked = [r.path for r in fake.requests if r.provider == "reader"]
+    assert asked == [f"/reader/{public}"]
+    rows = {r["url"]: r for r in pack["external_evidence"]}
+    assert rows[public]["depth"] == "page"
+    # Literals on loopback (the reader's network included) never become rows at all.
+    assert not [url for url in rows if "127.0.0.1" in url or "localhost" in url or "[::1]" in url]
+    assert any(w["code"] == "external_url_not_public" for w in pack["warnings"])
+    read = {r["url"]: r for r in pack["external_search"]["read"]}
+    for url in internal_names:
+        host = url.split("/")[2]  # (the row's URL is canonical: https)
+        (entry,) = [r for u, r in read.items() if u.split("/")[2] == host]
+        assert entry["read"] is False and entry["error"].startswith("refused: ")
+
+
+def test_the_readers_origin_is_trusted_and_nothing_else():
+    trusted = fetch._origins("http://127.0.0.1:8002/reader/")
+    assert trusted == frozenset({("127.0.0.1", 8002)})
+    assert fetch._origins("https://Reader.Example/r/") == frozenset({("reader.example", 443)})
+    assert fetch._origins("") == frozenset()
