@@ -295,7 +295,9 @@ OPTIONS: tuple[Option, ...] = (
         "external_search.read_via",
         "string",
         "",
-        "a reader service answering `<read_via><page URL>` with the page; empty: fetch pages",
+        "a reader service answering `<read_via><page URL>` with the page; empty: fetch pages. "
+        "Trusted as named (no `fetch_allow_networks` entry needed); it is sent only pages the "
+        "fetcher itself would fetch",
     ),
     Option(
         "external_search.fetch_allow_networks",
