@@ -24,8 +24,8 @@ brain holds one for up to its ``time_limit_ms``. So, per Datasette, local search
 
 The JSON API, the page, compare, MCP and signed-in agent tool calls count against their
 requester; surfaces without one (the CLI, an anonymous agent tool call) take their turn without
-per-requester limits. Many addresses sending ordinary questions as fast as they can is a flood; that is for
-the proxy in front of Datasette to rate-limit.
+per-requester limits. Many addresses sending ordinary questions as fast as they can is a flood;
+that is for the proxy in front of Datasette to rate-limit.
 """
 
 from __future__ import annotations

@@ -128,7 +128,7 @@ def row_url_for(datasette: Any, database: str):
 
 async def web_access(datasette: Any, actor: dict | None, cross_site: bool = False) -> WebAccess:
     """May this actor reach the web, through which providers, with which cache (``cross_site``:
-    another site sent this browser request, ``views.common.cross_site_with_cookie``)."""
+    another site sent this browser request, ``requesters.cross_site_with_cookie``)."""
     return WebAccess(
         permitted=await may(datasette, actor, WEB_SEARCH),
         providers=registered_providers(datasette),

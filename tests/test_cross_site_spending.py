@@ -2,7 +2,7 @@
 surface that makes runs goes through the per-person limits, through HTTP on both lines.
 
 Cross-site is a request signed in by the ``ds_actor`` cookie with ``Sec-Fetch-Site:
-cross-site`` (``views.common.cross_site_with_cookie``): it gets no web search, no model answer
+cross-site`` (``requesters.cross_site_with_cookie``): it gets no web search, no model answer
 (the offline answer instead, with the same ``external_search_cross_site`` warning) and no new
 compare run. Compare makes its brain-only run only on a POST; compare and MCP count a heavy
 question against its requester as the JSON API does (the gate is held by hand: no waits).

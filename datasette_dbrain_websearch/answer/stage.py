@@ -29,7 +29,7 @@ EXTRACTIVE = "extractive"
 class AnswerAccess:
     """What the surface knows about answering for this actor: may the evidence go to a model,
     and the Datasette (for datasette-llm) and actor to ask for it. ``cross_site``: another
-    site sent this browser request (``views.common.cross_site_with_cookie``), so no model is
+    site sent this browser request (``requesters.cross_site_with_cookie``), so no model is
     asked on the account; the answer is written offline."""
 
     model_permitted: bool = False

@@ -1,6 +1,6 @@
 """What the HTTP views share: resolving a request's brain, reading request bodies, the one JSON
-error shape and error pages, the cross-site check, the live stream, and the ASGI guards (body
-cap, unreadable forms). What any surface does with a Datasette is in ``service``."""
+error shape and error pages, the live stream, and the ASGI guards (body cap, unreadable
+forms). What any surface does with a Datasette is in ``service``."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from datasette import Forbidden, NotFound, Response
 from datasette.utils import tilde_decode
 from datasette.utils.asgi import AsgiStream
 
-from ..admission import requester_key
 from ..config import Settings
 from ..errors import ResearchError
 from ..options import param
@@ -24,7 +23,6 @@ from ..pack import row_keys
 from ..pack_json import PackJSON
 from ..permissions import RESEARCH
 from ..service import (
-    actor_id_of,
     brain_databases,
     choose_brain,
     may,
@@ -55,22 +53,6 @@ def database_for_route(datasette: Any, route: str) -> str | None:
         if getattr(db, "route", name) == decoded:
             return name
     return None
-
-
-SAME_SITE = ("same-origin", "same-site", "none")  # Sec-Fetch-Site: "none" is a typed URL
-
-
-def cross_site_with_cookie(request: Any) -> bool:
-    """A browser request another site made (a link, a form, a script), signed in by this
-    person's cookie. Browsers say so in ``Sec-Fetch-Site`` (older ones in ``Origin``); a
-    request with an API token, or without a cookie, is nobody's browser session."""
-    if request.headers.get("authorization") or "ds_actor" not in request.cookies:
-        return False
-    fetch_site = request.headers.get("sec-fetch-site", "").lower()
-    if fetch_site:
-        return fetch_site not in SAME_SITE
-    origin = request.headers.get("origin", "")
-    return bool(origin) and urllib.parse.urlsplit(origin).netloc != request.host
 
 
 def error_response(error: ResearchError) -> Response:
@@ -136,12 +118,6 @@ async def page_error(datasette: Any, request: Any, error: ResearchError) -> Resp
 async def refusal(datasette: Any, request: Any, as_json: bool, error: ResearchError) -> Response:
     """A refused request, answered in the form it asked for."""
     return error_response(error) if as_json else await page_error(datasette, request, error)
-
-
-def requester_of(request: Any) -> str:
-    """Who a request counts against (``admission.requester_key``)."""
-    client = request.scope.get("client") or ("",)
-    return requester_key(actor_id_of(request.actor), client[0])
 
 
 MODE_LABELS = {"never": "Off", "on_weak": "If local evidence is weak", "always": "Always"}

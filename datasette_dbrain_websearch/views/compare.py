@@ -19,6 +19,7 @@ from ..config import Settings
 from ..errors import ResearchError
 from ..options import param, run_params
 from ..providers import registered_providers
+from ..requesters import cross_site_with_cookie, requester_of
 from ..runs_db import plugin_database
 from ..service import (
     run_research,
@@ -27,10 +28,8 @@ from ..service import (
 )
 from ..web import CROSS_SITE_WARNING
 from .common import (
-    cross_site_with_cookie,
     refusal,
     remembering_access,
-    requester_of,
 )
 
 TEMPLATE = "dbrain_websearch_compare.html"

@@ -21,6 +21,7 @@ from ..pack_json import PackJSON
 from ..permissions import PROMOTE, RESEARCH, USAGE
 from ..pipeline import WebAccess
 from ..providers.base import clean, scrub
+from ..requesters import cross_site_with_cookie, requester_of
 from ..runs_db import plugin_database
 from ..service import (
     brain_databases,
@@ -38,12 +39,10 @@ from .common import (
     MODE_LABELS,
     Stream,
     citation_anchors,
-    cross_site_with_cookie,
     error_response,
     page_error,
     refusal,
     remembering_access,
-    requester_of,
     research_path,
     resolve_brain,
     stream_path,

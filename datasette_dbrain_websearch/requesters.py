@@ -1,0 +1,32 @@
+"""Who sent an HTTP request, as every surface reads it (the page, the JSON API, compare, MCP):
+the requester a costly question counts against (``admission``), and whether another site sent
+it with this person's cookie (a cross-site request spends nothing on their account)."""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any
+
+from .admission import requester_key
+from .service import actor_id_of
+
+SAME_SITE = ("same-origin", "same-site", "none")  # Sec-Fetch-Site: "none" is a typed URL
+
+
+def cross_site_with_cookie(request: Any) -> bool:
+    """A browser request another site made (a link, a form, a script), signed in by this
+    person's cookie. Browsers say so in ``Sec-Fetch-Site`` (older ones in ``Origin``); a
+    request with an API token, or without a cookie, is nobody's browser session."""
+    if request.headers.get("authorization") or "ds_actor" not in request.cookies:
+        return False
+    fetch_site = request.headers.get("sec-fetch-site", "").lower()
+    if fetch_site:
+        return fetch_site not in SAME_SITE
+    origin = request.headers.get("origin", "")
+    return bool(origin) and urllib.parse.urlsplit(origin).netloc != request.host
+
+
+def requester_of(request: Any) -> str:
+    """Who a request counts against (``admission.requester_key``)."""
+    client = request.scope.get("client") or ("",)
+    return requester_key(actor_id_of(request.actor), client[0])
