@@ -152,6 +152,11 @@ def _permitted(ip: IPAddress, allowed: tuple[IPNetwork, ...]) -> bool:
     return is_public_address(ip)
 
 
+def _host_key(host: str) -> str:
+    """A host as written in a URL, compared the way a resolver would see it."""
+    return host.strip("[]").rstrip(".").lower().split("%", 1)[0]
+
+
 def public_host(host: str, allow_networks: Iterable[str] = ()) -> bool:
     """May a page on this host be shown as web evidence? False for ``localhost`` and for IP
     literals (in any form a resolver accepts: ``2130706433``, ``0x7f.1``, ``[::1]``) that are
@@ -210,11 +215,6 @@ _INTERNAL_SUFFIXES = (
     ".private",
     ".home.arpa",
 )
-
-
-def _host_key(host: str) -> str:
-    """A host as written in a URL, compared the way a resolver would see it."""
-    return host.strip("[]").rstrip(".").lower().split("%", 1)[0]
 
 
 def internal_name(host: str) -> bool:
@@ -608,7 +608,8 @@ class ExtractPool:
                 worker.stop()
                 raise ExtractionFailed("the extraction worker stopped") from exc
             if not answered:
-                self.killed += 1
+                with self._lock:
+                    self.killed += 1
                 worker.stop()
                 raise ExtractionTimeout("the extraction passed the deadline")
             self._give_back(worker, rss)
@@ -649,7 +650,8 @@ class ExtractPool:
                 self._context = _context()
             context = self._context
         worker = _Worker(context)
-        self.started += 1
+        with self._lock:
+            self.started += 1
         return worker
 
     def _take(self) -> _Worker:
@@ -663,12 +665,11 @@ class ExtractPool:
             worker.stop()
 
     def _give_back(self, worker: _Worker, rss: int) -> None:
-        if rss > self.retire_rss:
-            self.retired += 1
-            worker.stop()
-            return
+        """Keep ``worker`` for the next page, unless it holds too much memory (or is spare)."""
         with self._lock:
-            if len(self._idle) < self.size:
+            if rss > self.retire_rss:
+                self.retired += 1
+            elif len(self._idle) < self.size:
                 self._idle.append(worker)
                 return
         worker.stop()
