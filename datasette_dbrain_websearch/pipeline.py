@@ -248,17 +248,23 @@ async def _local_stage(
         budget.charge(admitted.waited_s)
         budget.yielding = admitted.should_yield
         budget.progress_ops = PROGRESS_OPS if cost.heavy else LIGHT_PROGRESS_OPS
-        result, semantic_lane, lane, corrections = await local_query(
-            lambda conn: _local(conn, options, settings, plan, database, semantic_index, surveyed)
-        )
+
+        def search(conn: Any) -> tuple[Any, ...]:
+            """Retrieval, then the rows and their excerpts in the same hop to the query thread:
+            excerpts are CPU work (a matcher over every row's texts), not the event loop's."""
+            found = _local(conn, options, settings, plan, database, semantic_index, surveyed)
+            searched = plan.searched(found[0].prefixed)
+            rows = [local_row(h, searched, row_url, settings.excerpt_chars) for h in found[0].hits]
+            return (*found, searched, rows)
+
+        result, semantic_lane, lane, corrections, plan, rows = await local_query(search)
     budget.yielding, budget.progress_ops = None, PROGRESS_OPS
-    plan = plan.searched(result.prefixed)
     return LocalStage(
         plan=plan,
         cost=cost,
         result=result,
         surveyed=surveyed,
-        rows=[local_row(h, plan, row_url, settings.excerpt_chars) for h in result.hits],
+        rows=rows,
         semantic_lane=semantic_lane,
         lane=lane,
         corrections=corrections,
