@@ -58,6 +58,7 @@ def test_fairness_bench_runs_and_reports_its_bound(smoke):
     assert re.search(r"calm +\d+ +[\d.]+ +[\d.]+ +1\.00x", smoke.stdout)
     assert re.search(r"attack +\d+ ", smoke.stdout)
     assert "bound 3x of calm p50:" in smoke.stdout and "hostile statuses: {" in smoke.stdout
+    assert re.search(r"ordinary questions answered under attack: \d+ of \d+", smoke.stdout)
 
 
 @pytest.mark.bench("load")
