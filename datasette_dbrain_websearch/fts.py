@@ -159,6 +159,10 @@ CURRENT_STATE_WORDS = frozenset(
 
 NEGATIONS = frozenset({"not", "without", "exclude", "wrong"})  # drop the next word
 CORRECTIONS = frozenset({"instead", "correct", "correction"})  # dropped themselves
+# The ranking query's own stop words (``search_terms``); a question holding any word of either
+# list is asked in words, not typed as a list of keywords (``is_keyword_list``).
+SEARCH_STOP_WORDS = ENGLISH_STOP_WORDS | CHAT_WORDS
+KEYWORD_LIST_STOPS = SEARCH_STOP_WORDS | QUESTION_STOP_WORDS
 RAW_OPERATORS = frozenset({"and", "or", "not", "near"})
 
 # Phrases that frame a question as a question to the brain: scaffolding, never searched.
@@ -394,8 +398,7 @@ def is_keyword_list(question: str, terms: Sequence[str]) -> bool:
     not asked in words ("When did the church reform begin?")? Each keyword of such a list is
     wanted: the verdict asks one row to hold them all."""
     words = question_words(question)
-    stops = QUESTION_STOP_WORDS | ENGLISH_STOP_WORDS | CHAT_WORDS
-    return 0 < len(terms) <= KEYWORDS and not any(w in stops for w in words)
+    return 0 < len(terms) <= KEYWORDS and not any(w in KEYWORD_LIST_STOPS for w in words)
 
 
 def is_compound(token: str) -> bool:
@@ -449,13 +452,7 @@ def dbrain_parts(term: str) -> list[str]:
 
 
 def _dbrain_keeps(word: str) -> bool:
-    return (
-        word not in QUESTION_STOP_WORDS
-        and word not in NEGATIONS
-        and word not in CORRECTIONS
-        and word not in CURRENT_STATE_WORDS
-        and not looks_like_source_key_fragment(word)
-    )
+    return _kept(word, QUESTION_STOP_WORDS)
 
 
 class QuestionTerms(NamedTuple):
@@ -571,9 +568,14 @@ def search_terms(question: str, terms: list[str]) -> tuple[SearchTerm, ...]:
 
 def _searched(word: str) -> bool:
     """Is a word the ranking query searches even where it is not one of dbrain's terms?"""
+    return _kept(word, SEARCH_STOP_WORDS)
+
+
+def _kept(word: str, stop_words: frozenset[str]) -> bool:
+    """A word neither reading of the question drops: not a stop word of that reading, a
+    negation or correction, a current-state word or a pasted key's fragment."""
     return (
-        word not in ENGLISH_STOP_WORDS
-        and word not in CHAT_WORDS
+        word not in stop_words
         and word not in NEGATIONS
         and word not in CORRECTIONS
         and word not in CURRENT_STATE_WORDS

@@ -30,7 +30,15 @@ from .pack import LocalRow, Pack, WebRow, WebSearch, new_run_id
 from .profiles import apply_profile, profile_for
 from .providers.base import Provider
 from .reading import PageReader, read_targets
-from .retrieval import LocalResult, Survey, narrow, question_cost, retrieve, survey
+from .retrieval import (
+    LocalResult,
+    Survey,
+    brain_frequencies,
+    narrow,
+    question_cost,
+    retrieve,
+    survey,
+)
 from .semantic import (
     SemanticLane,
     SemanticUnavailable,
@@ -290,11 +298,7 @@ def _rule(local: LocalStage, options: Options, settings: Settings) -> Rule:
         or not local.surveyed
     ):
         return Rule(thresholds, DBRAIN)
-    frequencies: dict[str, int] = {}
-    for table in local.surveyed.values():
-        for name, rows in table.frequencies.items():
-            frequencies[name] = frequencies.get(name, 0) + rows
-    rows = sum(table.rows for table in local.surveyed.values())
+    frequencies, rows = brain_frequencies(local.surveyed)
     weights = term_weights(rows, frequencies, local.plan.query_terms)
     keywords = is_keyword_list(options.question, local.plan.query_terms)
     return Rule(thresholds, CALIBRATED, weights, rows, keywords)

@@ -292,12 +292,18 @@ def narrow(plan: QueryPlan, surveyed: Survey) -> QueryPlan:
     postings budget (``cost.narrowed_terms``)."""
     if not surveyed:
         return plan
+    totals, rows = brain_frequencies(surveyed)
+    return plan.narrowed(cost.narrowed_terms(totals, cost.postings_budget(rows)))
+
+
+def brain_frequencies(surveyed: Survey) -> tuple[dict[str, int], int]:
+    """Each search term's rows across the searched tables, and those tables' rows together: the
+    question's words as the whole brain holds them."""
     totals: dict[str, int] = {}
     for table in surveyed.values():
         for name, rows in table.frequencies.items():
             totals[name] = totals.get(name, 0) + rows
-    budget = cost.postings_budget(sum(t.rows for t in surveyed.values()))
-    return plan.narrowed(cost.narrowed_terms(totals, budget))
+    return totals, sum(t.rows for t in surveyed.values())
 
 
 def question_cost(plan: QueryPlan, surveyed: Survey, ranking: str) -> cost.Cost:
