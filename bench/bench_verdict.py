@@ -43,7 +43,9 @@ from datasette_dbrain_websearch.judge import (
     ENOUGH_EVIDENCE,
     NO_EVIDENCE,
     Evidence,
+    RowScore,
     Rule,
+    row_score,
 )
 from datasette_dbrain_websearch.options import parse_options
 from datasette_dbrain_websearch.pipeline import run_pipeline
@@ -153,25 +155,22 @@ def rates(asked: list[Asked], field: str) -> dict[str, float]:
     }
 
 
-def features(asked: Asked, top_k: int) -> list[tuple[float, float | None, float]]:
-    """(weight share, cosine, rare words) of each of the top matching rows (``judge``)."""
-    from datasette_dbrain_websearch.judge import row_score
-
+def top_scores(asked: Asked, top_k: int) -> list[RowScore]:
+    """The evidence scores of the top rows holding a word, as the judge computes them."""
     weights = asked.inputs.get("term_weights") or {}
     rows = asked.inputs.get("rows_in_brain") or 0
     matching = [e for e in asked.evidence if e.held and not e.meaning_only][:top_k]
-    found = [row_score(e, weights, rows) for e in matching]
-    return [(f.weight, f.closeness, f.rare) for f in found]
+    return [row_score(e, weights, rows) for e in matching]
+
+
+def features(asked: Asked, top_k: int) -> list[tuple[float, float | None, float]]:
+    """(weight share, cosine, rare words) of each of the top matching rows (``judge``)."""
+    return [(f.weight, f.closeness, f.rare) for f in top_scores(asked, top_k)]
 
 
 def best_score(asked: Asked, top_k: int) -> float:
-    """The best evidence score among the top matching rows, as the judge computes it."""
-    from datasette_dbrain_websearch.judge import row_score
-
-    weights = asked.inputs.get("term_weights") or {}
-    rows = asked.inputs.get("rows_in_brain") or 0
-    matching = [e for e in asked.evidence if e.held and not e.meaning_only][:top_k]
-    return max((row_score(e, weights, rows).score for e in matching), default=0.0)
+    """The best evidence score among the top matching rows."""
+    return max((f.score for f in top_scores(asked, top_k)), default=0.0)
 
 
 def sweep(runs: dict[str, list[Asked]], top_k: int) -> None:
