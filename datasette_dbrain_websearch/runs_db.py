@@ -45,16 +45,46 @@ async def bounded_write(db: Any, fn: Callable[[sqlite3.Connection], T], **option
     opens = write_opens_transaction(db)
 
     def bounded(conn: sqlite3.Connection) -> T:
-        with busy_timeout(conn, WRITE_WAIT_MS):
-            if not opens:
-                return fn(conn)
-            with conn:
-                conn.execute("BEGIN IMMEDIATE")
-                return fn(conn)
+        _WRITING.add(db)
+        try:
+            with busy_timeout(conn, WRITE_WAIT_MS):
+                if not opens:
+                    return fn(conn)
+                with conn:
+                    conn.execute("BEGIN IMMEDIATE")
+                    return fn(conn)
+        finally:
+            _WRITING.discard(db)
 
     if opens:
         options["transaction"] = False
     return await db.execute_write_fn(bounded, **options)
+
+
+# The Databases a ``bounded_write`` is writing to now (one at a time each: its write thread).
+_WRITING: weakref.WeakSet[Any] = weakref.WeakSet()
+# One connection per Database for ``write_locked``, kept open: a look then costs one lock
+# attempt (microseconds), never an open, nor the checkpoint a WAL file's last close makes.
+_PROBES: weakref.WeakKeyDictionary[Any, sqlite3.Connection] = weakref.WeakKeyDictionary()
+
+
+def write_locked(db: Any) -> bool:
+    """Does another program hold the database's write lock now? One attempt at the lock that
+    does not wait, let go at once (a few microseconds, so it runs on the event loop): a run
+    saved after its answer is sent would learn of such a lock only once its link was out. A
+    refusal while a write of ours is under way counts as that write's (done in milliseconds,
+    or itself waiting out another program's lock, as a save beside the answer then does)."""
+    try:
+        conn = _PROBES.get(db)
+        if conn is None:
+            conn = _PROBES[db] = sqlite3.connect(
+                db.path, isolation_level=None, timeout=0, check_same_thread=False
+            )
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("ROLLBACK")
+    except sqlite3.Error:
+        return db not in _WRITING
+    return False
 
 
 DATABASE_NAME = "research_runs"

@@ -27,7 +27,14 @@ from typing import Any
 from .errors import is_busy
 from .judge import NO_EVIDENCE
 from .pack_json import PackJSON
-from .runs_db import EVENTS_TABLE, FEEDBACK_TABLE, RUNS_TABLE, bounded_write, plugin_database
+from .runs_db import (
+    EVENTS_TABLE,
+    FEEDBACK_TABLE,
+    RUNS_TABLE,
+    bounded_write,
+    plugin_database,
+    write_locked,
+)
 from .schema import sqlite_database
 from .web import BUDGET_EXHAUSTED
 
@@ -351,8 +358,9 @@ async def settle(db: Any, run_id: str | None = None) -> None:
         await asyncio.wait(tasks)
 
 
-# Pauses between attempts at a save beside the response that another program's lock refused:
-# the answer already links to the run, so the save keeps trying for about half a minute.
+# Pauses between attempts at a save beside the response that another program's lock refused
+# (taken after ``write_locked`` found the database free): the answer already links to the run,
+# so the save keeps trying for about half a minute.
 SAVE_RETRY_PAUSES_S = (0.25, 0.5, 1.0, 2.0, 4.0, 8.0, 15.0)
 pause_before_retry: Callable[[float], Awaitable[None]] = asyncio.sleep
 
@@ -516,7 +524,10 @@ async def record(
     With ``wait=False`` the pack is serialized now and written beside the response: the task
     is returned for the surface to await once its answer is sent, and until it is done every
     read of the run (``load``, ``recent``) waits for it, so a run is never read before it is
-    saved. The pack must not change after this call.
+    saved. The pack must not change after this call. Unless another program holds the database
+    locked (``write_locked``): then the run is saved before the answer, as with ``wait=True``,
+    so the answer does not link to a run that lock keeps from being saved (a lock taken after
+    that look is waited out by ``_save_logged``; the run's link says if it never goes).
     """
     db = plugin_database(datasette)
     if db is None:
@@ -532,7 +543,7 @@ async def record(
     pack["trace_url"] = run_path(datasette, run_id)
     actor_id = str((actor or {}).get("id") or "")
     trace = build_trace(pack, surface=surface, actor_id=actor_id, web_permitted=permitted)
-    if not wait:
+    if not wait and not write_locked(db):
         task = asyncio.ensure_future(_save_logged(db, run_id, *_serialized(trace)))
         pending = _PENDING.setdefault(db, {})
         pending[run_id] = task
@@ -542,10 +553,13 @@ async def record(
         await save(db, trace)
     except Exception as exc:  # a locked or full disk must not cost the user the answer
         pack.pop("trace_url")
+        locked = isinstance(exc, sqlite3.Error) and is_busy(exc)
+        why = "another program holds it locked" if locked else type(exc).__name__
         pack["warnings"].append(
             {
                 "code": "trace_not_saved",
-                "message": f"This run was not saved ({type(exc).__name__}).",
+                "message": f"This run was not saved: the plugin's database refused the write "
+                f"({why}). Its answer stands; ask again to save it.",
             }
         )
     return None

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
 import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
 from urllib.parse import quote, quote_plus
 
 import pytest
@@ -305,10 +308,9 @@ async def test_a_run_whose_save_failed_says_so_on_its_link(ds, monkeypatch):
 async def test_a_runs_database_another_program_locked_loses_nothing_quietly(
     brain, fake, monkeypatch
 ):
-    """Writes wait a bounded time for the lock (``runs_db.WRITE_WAIT_MS``), then: a promotion
-    writes neither its source rows nor their provenance, and a run answered meanwhile is saved
-    once the lock is gone (issue 31: its link had been dead): its save tries again after a
-    pause (injected here: the other program lets go during it)."""
+    """Writes wait a bounded time for the lock (``runs_db.WRITE_WAIT_MS``), then a promotion
+    writes neither its source rows nor their provenance, and says so; once the lock is gone
+    it goes through."""
     from datasette_dbrain_websearch import runs_db
 
     monkeypatch.setattr(runs_db, "WRITE_WAIT_MS", 50)
@@ -316,31 +318,12 @@ async def test_a_runs_database_another_program_locked_loses_nothing_quietly(
     pack = await web_run(ds)
     key = pack["external_evidence"][0]["source_key"]
     sources_before = db_rows(brain[0], "select count(*) as n from sources")[0]["n"]
-    locker = sqlite3.connect(runs_db.plugin_database(ds).path, isolation_level=None)
-    locker.execute("begin exclusive")
-    pauses: list[float] = []
-
-    async def lock_released(seconds: float) -> None:
-        pauses.append(seconds)
-        if locker.in_transaction:
-            locker.execute("rollback")
-
-    monkeypatch.setattr(traces, "pause_before_retry", lock_released)
-    try:
+    with runs_database_locked(ds):
         promoted = await post_json(ds, {"run_id": pack["run_id"], "source_keys": [key]})
-        local = (await ds.client.get("/-/research.json", params={"q": "espresso"})).json()
-        assert local["evidence"]  # the answer itself is never lost
-    finally:
-        if locker.in_transaction:
-            locker.execute("rollback")
-        locker.close()
     assert promoted.status_code == 503, promoted.text
     assert promoted.json()["code"] == "provenance_not_saved"
     assert promoted.headers["retry-after"] == "2"
     assert db_rows(brain[0], "select count(*) as n from sources")[0]["n"] == sources_before
-    assert pauses == [traces.SAVE_RETRY_PAUSES_S[0]]  # refused once, saved at the next try
-    link = await ds.client.get(local["trace_url"] + ".json", cookies=actor_cookies(ds, "root"))
-    assert link.status_code == 200, link.text
     retried = await post_json(ds, {"run_id": pack["run_id"], "source_keys": [key]})
     assert retried.status_code == 200 and retried.json()["results"][0]["status"] == "created"
     # The wait is the plugin's, on Datasette's shared write connection only while it writes.
@@ -349,6 +332,110 @@ async def test_a_runs_database_another_program_locked_loses_nothing_quietly(
     inside = await runs_db.bounded_write(plugin_db, lambda conn: conn.execute(timeout).fetchone())
     after = await plugin_db.execute_write_fn(lambda conn: conn.execute(timeout).fetchone())
     assert (inside[0], after[0]) == (50, 5000)
+
+
+@contextmanager
+def runs_database_locked(ds) -> Iterator[sqlite3.Connection]:
+    """Another program's write lock on the plugin's database (``BEGIN EXCLUSIVE``), held for
+    the block. The file is WAL: readers go on, writers are refused."""
+    from datasette_dbrain_websearch import runs_db
+
+    locker = sqlite3.connect(runs_db.plugin_database(ds).path, isolation_level=None)
+    assert locker.execute("pragma journal_mode").fetchone()[0] == "wal"
+    locker.execute("begin exclusive")
+    try:
+        yield locker
+    finally:
+        if locker.in_transaction:
+            locker.execute("rollback")
+        locker.close()
+
+
+def not_saved_warnings(pack: dict) -> list[str]:
+    return [w["message"] for w in pack["warnings"] if w["code"] == "trace_not_saved"]
+
+
+async def test_a_run_answered_while_the_runs_database_is_locked_says_it_was_not_saved(
+    ds, monkeypatch
+):
+    """Issue 31: the answer linked to a run its save, beside the response, could not write.
+    Seeing the lock, the run is saved before the answer instead; refused, the answer says so
+    and links to no run (no pauses: that wait is for a lock that comes after the look)."""
+    from datasette_dbrain_websearch import runs_db
+
+    pauses: list[float] = []
+
+    async def recorded(seconds: float) -> None:
+        pauses.append(seconds)
+
+    monkeypatch.setattr(runs_db, "WRITE_WAIT_MS", 0)
+    monkeypatch.setattr(traces, "pause_before_retry", recorded)
+    run_link = re.compile(r"/-/research/runs/\d{8}T")
+    with runs_database_locked(ds):
+        response = await ds.client.get("/-/research.json", params={"q": "espresso"})
+        page = await ds.client.get("/-/research", params={"q": "espresso"})
+    pack = response.json()
+    assert response.status_code == 200 and pack["evidence"]
+    assert "trace_url" not in pack
+    (message,) = not_saved_warnings(pack)
+    assert "another program holds it locked" in message
+    assert page.status_code == 200
+    assert 'data-code="trace_not_saved"' in page.text and not run_link.search(page.text)
+    assert pauses == []
+    # The lock gone, the next run is saved beside its answer, and its link works.
+    again = (await ds.client.get("/-/research.json", params={"q": "espresso"})).json()
+    assert not not_saved_warnings(again)
+    link = await ds.client.get(again["trace_url"] + ".json")
+    assert link.status_code == 200, link.text
+    page = await ds.client.get("/-/research", params={"q": "espresso"})
+    assert "trace_not_saved" not in page.text and run_link.search(page.text)
+
+
+async def test_a_lock_taken_after_the_look_is_waited_out_beside_the_answer(ds, monkeypatch):
+    """The rare lock that comes between the look (``write_locked``) and the save beside the
+    response: the answer already links to the run, so the save tries again after a pause
+    (injected here: the other program lets go during it) and the link works."""
+    from datasette_dbrain_websearch import runs_db
+
+    monkeypatch.setattr(runs_db, "WRITE_WAIT_MS", 0)
+    monkeypatch.setattr(traces, "write_locked", lambda db: False)
+    pauses: list[float] = []
+    with runs_database_locked(ds) as locker:
+
+        async def lock_released(seconds: float) -> None:
+            pauses.append(seconds)
+            locker.execute("rollback")
+
+        monkeypatch.setattr(traces, "pause_before_retry", lock_released)
+        pack = (await ds.client.get("/-/research.json", params={"q": "espresso"})).json()
+    assert pack["evidence"] and not not_saved_warnings(pack)
+    assert pauses == [traces.SAVE_RETRY_PAUSES_S[0]]  # refused once, saved at the next try
+    link = await ds.client.get(pack["trace_url"] + ".json")
+    assert link.status_code == 200, link.text
+
+
+async def test_the_look_at_the_lock_tries_it_without_waiting(ds):
+    """``write_locked``: free, held by another program, free again; our own write under way
+    is no other program's lock (the answer's save waits its turn beside the answer); and the
+    look never keeps the lock (a write right after it goes through without waiting)."""
+    from datasette_dbrain_websearch import runs_db
+
+    db = runs_db.plugin_database(ds)
+    assert not runs_db.write_locked(db)
+    with runs_database_locked(ds):
+        assert runs_db.write_locked(db)
+    assert not runs_db.write_locked(db)
+
+    def looked_while_writing(conn: sqlite3.Connection) -> tuple[bool, bool]:
+        with conn:
+            conn.execute(f"delete from {runs_db.FEEDBACK_TABLE} where 0")
+            return conn.in_transaction, runs_db.write_locked(db)
+
+    assert await runs_db.bounded_write(db, looked_while_writing) == (True, False)
+    other = sqlite3.connect(db.path, isolation_level=None, timeout=0)
+    other.execute("begin immediate")
+    other.execute("rollback")
+    other.close()
 
 
 async def test_the_bounded_wait_covers_the_start_of_the_write(ds):
