@@ -1,9 +1,10 @@
 """How the plugin queries a brain Datasette serves: within the run's time, briefly.
 
-A run's queries share one ``TimeBudget`` (its ``time_limit_ms``, the time waiting for a turn or
-a connection included); a brain another program has locked, or whose file was replaced,
-becomes a clear 503 (``brief_busy_wait``, ``check_unchanged``), never a 500, a long wait or
-stale answers.
+A run shares one ``TimeBudget`` (its ``time_limit_ms``, the time waiting for a turn or a
+connection included) between its queries and its work outside SQLite; running out is a 400 when
+the question is too costly in itself, a 503 when load made it slow (``out_of_time``). A brain
+another program has locked, or whose file was replaced, becomes a clear 503
+(``brief_busy_wait``, ``check_unchanged``), never a 500, a long wait or stale answers.
 """
 
 from __future__ import annotations
@@ -12,9 +13,9 @@ import os
 import sqlite3
 import time
 import weakref
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .errors import ResearchError, brain_gone, busy_timeout, sqlite_error
@@ -58,41 +59,138 @@ LIGHT_PROGRESS_OPS = 100_000
 YIELD_S = 0.02  # one pause of a query that yields to a cheaper one
 
 
+# A run that spent at least this share of its limit computing, and waited for its turn less
+# than the rest, would not fit on an idle server either: it is too costly in itself.
+COSTLY_SHARE = 0.8
+CHECK_EVERY = 64  # cheap rows between two clock reads of a loop (``paced``)
+
+Clock = Callable[[], float]
+Checkpoint = Callable[[], None]
+
+
+def unbounded() -> None:
+    """The checkpoint of work no run's deadline bounds (an index build, a bare call)."""
+
+
+def paced(items: Iterable[T], checkpoint: Checkpoint, every: int = CHECK_EVERY) -> Iterator[T]:
+    """The items, with the run's checkpoint before every ``every``-th: a loop over rows stops
+    at the deadline, and reads the clock once per ``every`` rows, not per row."""
+    for n, item in enumerate(items):
+        if n % every == 0:
+            checkpoint()
+        yield item
+
+
+def out_of_time(limit_ms: int, wall_ms: float, cpu_ms: float, queued_ms: float) -> ResearchError:
+    """What a run stopped at its limit tells the person: was the question too costly in itself,
+    or did load make it slow? (pure; ``wall_ms`` is the time it ran, ``cpu_ms`` its own
+    computing in it, ``queued_ms`` its waits for a turn or a connection).
+
+    Had it computed for most of the limit (``COSTLY_SHARE``) without waiting long for a turn,
+    it would not fit on an idle server either: a 400 ``exceeds_time_limit`` that says how to
+    narrow it, without ``Retry-After`` (asking again gains nothing). Otherwise other work took
+    its time (it queued, or shared the CPU: its wall time well above its computing): a 503
+    ``time_limit`` with ``Retry-After``.
+    """
+    costly = cpu_ms >= COSTLY_SHARE * limit_ms and queued_ms < (1 - COSTLY_SHARE) * limit_ms
+    if costly:
+        return ResearchError(
+            f"This question takes more than the time limit of {limit_ms:,} ms by itself (it "
+            f"computed for {cpu_ms:,.0f} ms before it was stopped): asking again will not help. "
+            "Narrow it: fewer and rarer words, filters (kind, tag, dates), longer prefixes, a "
+            "smaller limit.",
+            400,
+            "exceeds_time_limit",
+        )
+    return ResearchError(
+        f"The search took longer than {limit_ms:,} ms and was stopped: the server is busy "
+        f"(it ran {wall_ms:,.0f} ms, of which it waited {queued_ms:,.0f} ms for a turn and "
+        f"computed {cpu_ms:,.0f} ms); try again in a moment.",
+        503,
+        "time_limit",
+        retry_after=TIME_LIMIT_RETRY_SECONDS,
+    )
+
+
 @dataclass
 class TimeBudget:
-    """The run's ``time_limit_ms``, shared by every local query of the run.
+    """The run's ``time_limit_ms``: one deadline for everything the run computes.
 
-    Each query may use what the earlier ones left, so the limit covers the run's whole local
-    search (retrieval, then the lookup of web results the brain holds) rather than each query.
-    Time spent on the web between them is not charged: a slow provider must not use up the
-    brain's share.
+    Its clock runs from the run's start, waits for a turn or a connection included; time on
+    the web or waiting for a model is not charged (``paused``): a slow provider must not use up
+    the brain's share. Every query gets what is left (SQLite's progress handler stops it at the
+    deadline); work outside SQLite is measured by ``phase`` and calls ``check`` between its
+    steps and every few rows of its loops (``paced``), so a run stops within a few
+    milliseconds of its limit. What the run computed (``cpu_clock``, per thread) and waited is
+    kept, so running out says which it was (``out_of_time``). ``clock`` and ``cpu_clock`` are
+    injectable for tests.
     """
 
     limit_ms: int
     database: str
-    spent_ms: float = 0.0
     # Whether the query should pause now, letting a cheaper search have the CPU
     # (``admission.Turn.should_yield``).
     yielding: Callable[[], bool] | None = None
     progress_ops: int = PROGRESS_OPS
+    clock: Clock = time.perf_counter
+    cpu_clock: Clock = time.thread_time
+    cpu_s: float = 0.0  # computing, in the phases that ended
+    queued_s: float = 0.0  # waiting for a turn or a connection
+    paused_s: float = 0.0  # on the web or a model, not charged
+    started: float = field(init=False)
+    _phase_cpu: float | None = field(default=None, init=False)  # the open phase's start
 
-    def exceeded(self) -> ResearchError:
-        """A 503 with ``Retry-After``: a question that runs out of time is as often one that
-        waited on a busy server as one that asked too much, so the caller may try again."""
-        return ResearchError(
-            f"The search took longer than {self.limit_ms} ms and was stopped; try again in a "
-            "moment, or with more specific terms or filters.",
-            503,
-            "time_limit",
-            retry_after=TIME_LIMIT_RETRY_SECONDS,
-        )
+    def __post_init__(self) -> None:
+        self.started = self.clock()
+
+    @property
+    def spent_ms(self) -> float:
+        return (self.clock() - self.started - self.paused_s) * 1000
+
+    def deadline(self) -> float:
+        return self.started + self.paused_s + self.limit_ms / 1000
 
     def left_s(self) -> float:
-        return max(0.0, (self.limit_ms - self.spent_ms) / 1000)
+        return max(0.0, self.deadline() - self.clock())
 
-    def charge(self, seconds: float) -> None:
-        """Count time spent waiting outside SQLite (admission's queue) against the limit."""
-        self.spent_ms += seconds * 1000
+    def exceeded(self) -> ResearchError:
+        """The error for running out now (``out_of_time``); the open phase's computing so far
+        counts (it is read on the phase's own thread, where ``check`` runs)."""
+        cpu = self.cpu_s
+        if self._phase_cpu is not None:
+            cpu += self.cpu_clock() - self._phase_cpu
+        return out_of_time(self.limit_ms, self.spent_ms, cpu * 1000, self.queued_s * 1000)
+
+    def check(self) -> None:
+        """A checkpoint: stop the run (``exceeded``) once its deadline has passed."""
+        if self.clock() > self.deadline():
+            raise self.exceeded()
+
+    @contextmanager
+    def phase(self) -> Iterator[None]:
+        """A stretch of the run's own work on this thread (no awaits inside): checked at both
+        ends, its computing counted as the run's."""
+        self.check()
+        self._phase_cpu = self.cpu_clock()
+        try:
+            yield
+        finally:
+            self.cpu_s += self.cpu_clock() - self._phase_cpu
+            self._phase_cpu = None
+        self.check()
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """Time outside the brain's share (the web, a model's reply): not charged."""
+        since = self.clock()
+        try:
+            yield
+        finally:
+            self.paused_s += self.clock() - since
+
+    def waited(self, seconds: float) -> None:
+        """Time waiting for a turn (``admission``): on the clock already, and a sign of load."""
+        self.queued_s += seconds
 
     def run(
         self,
@@ -100,45 +198,41 @@ class TimeBudget:
         fn: Callable[[sqlite3.Connection], T],
         queued_since: float | None = None,
     ) -> T:
-        """Run ``fn`` on the connection until the budget is spent (SQLite progress handler).
+        """Run ``fn`` on the connection as a phase, until the deadline (SQLite progress handler).
 
-        ``queued_since`` is when the query was handed to Datasette's connection pool: the time
-        it waited there for a free connection is charged too, so on a server busy with costly
-        questions a new one is refused (503, try again) instead of queueing without end."""
+        ``queued_since`` is when the query was handed to Datasette's connection pool: a server
+        busy with costly questions sheds a new one (503, try again) once its wait for a free
+        connection used up its time, instead of queueing it without end."""
         if queued_since is not None:
-            self.spent_ms += (time.perf_counter() - queued_since) * 1000
-        left_s = (self.limit_ms - self.spent_ms) / 1000
-        if left_s <= 0:
-            raise self.exceeded()
-        started = time.perf_counter()
-        deadline = started + left_s
-        yielding = self.yielding
+            self.waited(self.clock() - queued_since)
+        with self.phase():
+            deadline = self.deadline()
+            clock, yielding = self.clock, self.yielding
 
-        def progress() -> int:
-            if time.perf_counter() > deadline:
-                return 1
-            if yielding is not None and yielding():
-                time.sleep(YIELD_S)
-            return 0
+            def progress() -> int:
+                if clock() > deadline:
+                    return 1
+                if yielding is not None and yielding():
+                    time.sleep(YIELD_S)
+                return 0
 
-        conn.set_progress_handler(progress, self.progress_ops)
-        try:
-            with brief_busy_wait(conn, self.database):
-                try:
-                    return fn(conn)
-                except sqlite3.OperationalError as exc:
-                    if "interrupted" in str(exc):
-                        raise self.exceeded() from exc
-                    raise
-        finally:
-            conn.set_progress_handler(None, self.progress_ops)
-            self.spent_ms += (time.perf_counter() - started) * 1000
+            conn.set_progress_handler(progress, self.progress_ops)
+            try:
+                with brief_busy_wait(conn, self.database):
+                    try:
+                        return fn(conn)
+                    except sqlite3.OperationalError as exc:
+                        if "interrupted" in str(exc):
+                            raise self.exceeded() from exc
+                        raise
+            finally:
+                conn.set_progress_handler(None, self.progress_ops)
 
     def bind(self, execute_fn: ExecuteFn) -> ExecuteFn:
-        """``execute_fn`` with every call charged to this budget."""
+        """``execute_fn`` with every call run within this budget."""
 
         async def bounded(fn: Callable[[sqlite3.Connection], Any]) -> Any:
-            submitted = time.perf_counter()
+            submitted = self.clock()
             return await execute_fn(lambda conn: self.run(conn, fn, submitted))
 
         return bounded

@@ -93,7 +93,8 @@ OPTIONS: tuple[Option, ...] = (
         "time_limit_ms",
         "integer",
         3000,
-        "time for all of a question's local queries together",
+        "time for all of a question's work together: queries, waits, excerpts, the "
+        "semantic lane and the answer (not the web's or a model's replies)",
         50,
         120_000,
     ),

@@ -13,7 +13,8 @@ queries are not counted (a short prefix costs as much to count as to run): prefi
 three characters, or more than four prefixes, are refused, and three-character prefixes,
 ``NEAR`` groups or many terms make a raw query heavy. ``ranking: dbrain`` searches every term
 as a prefix: short or many terms make it heavy. Uncounted questions are ordered as if they
-read half of ``HEAVY_POSTINGS`` (light) or their whole budget (heavy).
+read half of ``HEAVY_POSTINGS`` (light) or their whole budget (heavy). A simple question of
+more than ``MAX_QUESTION_WORDS`` words is refused before it is planned.
 """
 
 from __future__ import annotations
@@ -35,8 +36,12 @@ SHORT_PREFIX = 4  # a prefix shorter than this expands to a large share of the v
 LIGHT_RAW_TERMS = 4  # a raw query with more words than this is heavy
 LIGHT_DBRAIN_TERMS = 8
 # A raw query ORing thousands of words reads thousands of posting lists (3,000 words took 7 s
-# against a 3 s limit): refused at once. A simple question keeps its first ``fts.MAX_TERMS``.
+# against a 3 s limit): refused at once.
 MAX_RAW_WORDS = 64
+# Planning reads every word of a simple question (3,000 words took a quarter of a second before
+# any search, growing with the square of the words): more are refused at once. Of fewer, the
+# first ``fts.MAX_TERMS`` terms are searched.
+MAX_QUESTION_WORDS = 500
 _RAW_OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
 
 # An FTS5 token: a quoted string (whose inner ``*`` is plain text) or a bareword, each a prefix
@@ -114,6 +119,18 @@ def raw_words(query: str) -> int:
         if match.group(1) is not None or word.upper() not in _RAW_OPERATORS
     ]
     return len(searched)
+
+
+def check_words(question: str) -> None:
+    """Refuse (400) a simple question of more than ``MAX_QUESTION_WORDS`` words before it is
+    planned: too costly by construction, and most of its words would never be searched."""
+    words = len(re.findall(r"\w+", question))
+    if words > MAX_QUESTION_WORDS:
+        raise ResearchError(
+            f"A question may have at most {MAX_QUESTION_WORDS} words (this one has {words:,}), "
+            "and only its first terms are searched: ask with the words that matter.",
+            code="too_many_terms",
+        )
 
 
 def raw_cost(query: str, words: Sequence[str]) -> Cost:

@@ -17,9 +17,16 @@ from typing import Any
 from .admission import Gate, ungated
 from .answer import AnswerAccess, Passage, answer_stage
 from .brain import FTS_TABLE, Hit, passage_text, sources_by_url
-from .brain_access import LIGHT_PROGRESS_OPS, PROGRESS_OPS, ExecuteFn, TimeBudget
+from .brain_access import (
+    LIGHT_PROGRESS_OPS,
+    PROGRESS_OPS,
+    Checkpoint,
+    ExecuteFn,
+    TimeBudget,
+    paced,
+)
 from .config import Settings, WebSettings
-from .cost import Cost
+from .cost import Cost, check_words
 from .errors import ResearchError
 from .evidence import RowUrl, credit_local, extraction_warning, local_row, web_row
 from .fts import QueryPlan, is_keyword_list, plan_query
@@ -125,6 +132,9 @@ async def run_pipeline(
     surface can show live progress; it never changes the result. ``semantic_index`` is the
     plugin database holding the semantic lane's vectors (``semantic.py``). ``gate`` admits
     the local search when it is heavy (``admission``), counting it against ``requester``.
+
+    The run's ``time_limit_ms`` (``TimeBudget``) bounds every stage but the web's and a model's
+    replies (which have their own timeouts): each runs as a ``phase``, its loops paced.
     """
     emit = progress or _silent
     started = time.perf_counter()
@@ -138,13 +148,15 @@ async def run_pipeline(
         local_query, budget, options, settings, database, row_url, semantic_index, gate, requester
     )
     judge_started = time.perf_counter()
-    rule = _rule(local, options, settings)
-    brain = rule.verdict(
-        [_evidence(hit) for hit in local.result.hits],
-        local.result.exact_count,
-        local.plan.query_terms,
-        local.plan.common_words,
-    )
+    with budget.phase():
+        rule = _rule(local, options, settings)
+        brain = rule.verdict(
+            [_evidence(hit) for hit in local.result.hits],
+            local.result.exact_count,
+            local.plan.query_terms,
+            local.plan.common_words,
+        )
+    judged_ms = _ms(judge_started)
     await emit(
         {
             "stage": "local",
@@ -156,47 +168,49 @@ async def run_pipeline(
     await emit(
         {"stage": "judge", "status": "done", "verdict": brain.verdict, "message": brain.message}
     )
-    timings = {**local.timings_ms, "judge": _ms(judge_started)}
+    timings = {**local.timings_ms, "judge": judged_ms}
     web_part = await _web(
-        local_query, options, settings, local, brain.verdict, row_url, web, emit, run_id
+        local_query, budget, options, settings, local, brain.verdict, row_url, web, emit, run_id
     )
-    apply_profile(local.rows, web_part.rows, profile_for(options.profile, settings.profiles))
-    unextracted = extraction_warning(local.rows)
-    pack = Pack(
-        run_id=run_id,
-        question=options.question,
-        database=database,
-        plan=local.plan,
-        cost=local.cost,
-        local=local.result,
-        limit=options.limit,
-        filters=options.filters.active(),
-        profile=options.profile,
-        semantic_lane=local.semantic_lane,
-        evidence=local.rows,
-        verdict=run_verdict(
-            brain,
-            rule,
-            local.plan.query_terms,
-            _web_evidence(web_part.rows, local.lane),
-            web_part.search.ran,
-            local_rows=len(local.result.hits),
-            surfaced=len(web_part.surfaced),
-        ),
-        web_search=web_part.search,
-        web_rows=web_part.rows,
-        web_queries=web_part.queries,
-        merge_decisions=web_part.merge_decisions,
-        warnings=[*local.warnings, *web_part.warnings, *([unextracted] if unextracted else [])],
-        timings_ms={**timings, **web_part.timings_ms},
-        did_you_mean=_did_you_mean(options.question, local.corrections),
-        secrets=tuple(settings.secrets()),
-    )
+    with budget.phase():
+        apply_profile(local.rows, web_part.rows, profile_for(options.profile, settings.profiles))
+        unextracted = extraction_warning(local.rows)
+        pack = Pack(
+            run_id=run_id,
+            question=options.question,
+            database=database,
+            plan=local.plan,
+            cost=local.cost,
+            local=local.result,
+            limit=options.limit,
+            filters=options.filters.active(),
+            profile=options.profile,
+            semantic_lane=local.semantic_lane,
+            evidence=local.rows,
+            verdict=run_verdict(
+                brain,
+                rule,
+                local.plan.query_terms,
+                _web_evidence(web_part.rows, local.lane),
+                web_part.search.ran,
+                local_rows=len(local.result.hits),
+                surfaced=len(web_part.surfaced),
+            ),
+            web_search=web_part.search,
+            web_rows=web_part.rows,
+            web_queries=web_part.queries,
+            merge_decisions=web_part.merge_decisions,
+            warnings=[*local.warnings, *web_part.warnings, *([unextracted] if unextracted else [])],
+            timings_ms={**timings, **web_part.timings_ms},
+            did_you_mean=_did_you_mean(options.question, local.corrections),
+            secrets=tuple(settings.secrets()),
+        )
     if options.answer:
-        passages = {
-            **web_part.passages,
-            **_local_passages([*local.result.hits, *web_part.surfaced]),
-        }
+        with budget.phase():
+            passages = {
+                **web_part.passages,
+                **_local_passages([*local.result.hits, *web_part.surfaced]),
+            }
         pack.answer, answer_warnings = await answer_stage(
             pack,
             passages,
@@ -204,6 +218,7 @@ async def run_pipeline(
             answering or AnswerAccess(),
             web.labels,
             emit,
+            budget,
             local.lane.similarity if local.lane is not None else None,
         )
         pack.warnings.extend(answer_warnings)
@@ -237,7 +252,10 @@ async def _local_stage(
 ) -> LocalStage:
     """Plan the question, survey what it would cost, wait for its turn, search the brain and
     shape the rows."""
-    plan = plan_query(options.question, options.syntax).expanded(options.expand)
+    with budget.phase():
+        if options.syntax != "raw":
+            check_words(options.question)
+        plan = plan_query(options.question, options.syntax).expanded(options.expand)
     if gate is not None:
         await gate.refuse_shed(requester)
     surveyed: Survey = {}
@@ -253,16 +271,22 @@ async def _local_stage(
         else ungated(cost)
     )
     async with turn as admitted:
-        budget.charge(admitted.waited_s)
+        budget.waited(admitted.waited_s)
         budget.yielding = admitted.should_yield
         budget.progress_ops = PROGRESS_OPS if cost.heavy else LIGHT_PROGRESS_OPS
 
         def search(conn: Any) -> tuple[Any, ...]:
             """Retrieval, then the rows and their excerpts in the same hop to the query thread:
-            excerpts are CPU work (a matcher over every row's texts), not the event loop's."""
-            found = _local(conn, options, settings, plan, database, semantic_index, surveyed)
+            excerpts are CPU work (a matcher over every row's texts), not the event loop's;
+            each row's is checked against the deadline."""
+            found = _local(
+                conn, options, settings, plan, database, semantic_index, surveyed, budget.check
+            )
             searched = plan.searched(found[0].prefixed)
-            rows = [local_row(h, searched, row_url, settings.excerpt_chars) for h in found[0].hits]
+            rows = [
+                local_row(h, searched, row_url, settings.excerpt_chars)
+                for h in paced(found[0].hits, budget.check, every=1)
+            ]
             return (*found, searched, rows)
 
         result, semantic_lane, lane, corrections, plan, rows = await local_query(search)
@@ -393,12 +417,13 @@ def _local(
     plan: QueryPlan,
     database: str,
     semantic_index: str | None,
-    surveyed: Survey | None = None,
+    surveyed: Survey,
+    checkpoint: Checkpoint,
 ) -> tuple[LocalResult, dict[str, Any], SemanticLane | None, list[Correction]]:
     """Local retrieval, with the semantic lane when its model and index are there: returns the
     result, the lane's state for the pack's ``retrieval_lanes``, the lane when it was used
     (the answer reads its sentences' closeness to the question from it), and corrections for
-    question words no row holds ("did you mean")."""
+    question words no row holds ("did you mean"). ``checkpoint`` paces the lane's loops."""
     model_id = settings.semantic.model
     lane: SemanticLane | None = None
     if options.ranking == "dbrain":
@@ -417,6 +442,7 @@ def _local(
                     settings.semantic.weight,
                     conn,
                     min_cosine=settings.semantic.min_cosine,
+                    checkpoint=checkpoint,
                 )
                 state["store"] = lane.vectors.store
             except SemanticUnavailable as exc:
@@ -449,6 +475,7 @@ def _local(
 
 async def _web(
     execute_fn: ExecuteFn,
+    budget: TimeBudget,
     options: Options,
     settings: Settings,
     local: LocalStage,
@@ -459,7 +486,8 @@ async def _web(
     run_id: str,
 ) -> WebPart:
     """The web stage and the merge: the web's rows, and its credit on the brain's rows for
-    pages the brain holds (added to ``local.rows`` when local search missed them)."""
+    pages the brain holds (added to ``local.rows`` when local search missed them). Waiting for
+    providers and pages is not charged to the run's budget (the web has its own timeout)."""
     plan = local.plan
     ext = settings.web
     request = options.web
@@ -521,7 +549,8 @@ async def _web(
         stage = WebStage(
             ext, web.providers, web.cache_db, emit=emit, run_id=run_id, actor_id=web.actor_id
         )
-        outcome = await stage.run(request, plan)
+        with budget.paused():
+            outcome = await stage.run(request, plan)
     except Exception as exc:  # the last line of defence: local results always survive
         part.warnings.append(
             {
@@ -544,25 +573,32 @@ async def _web(
     part.timings_ms.update(outcome.timings_ms)
     urls = sorted({h.url.canonical_url for h in outcome.hits})
     held = await execute_fn(lambda conn: sources_by_url(conn, urls, options.filters))
-    merged = merge_web(outcome.hits, set(held), policy, request.count)
-    part.surfaced = _credit_local_sources(local.rows, held, merged, plan, row_url, settings, labels)
-    pages = await _read_pages(part, merged, request.read, web, ext, run_id, web_started, emit)
-    text_chars = ext.max_tokens * 4 // max(1, len(merged.rows))
-    part.rows = [
-        web_row(r, plan, settings.excerpt_chars, text_chars, labels, pages.get(r.canonical_url, ""))
-        for r in merged.rows
-    ]
-    # The answer reads a read page whole (within PAGE_CHARS), else what the provider gave.
-    part.passages = {
-        row.source_key: Passage(
-            row.source_key,
-            "external",
-            pages.get(result.canonical_url)
-            or "\n".join(dict.fromkeys(t for t in (_snippet(result), row.text) if t)),
-            row.title,
+    with budget.phase():
+        merged = merge_web(outcome.hits, set(held), policy, request.count)
+        part.surfaced = _credit_local_sources(
+            local.rows, held, merged, plan, row_url, settings, labels
         )
-        for result, row in zip(merged.rows, part.rows, strict=True)
-    }
+    with budget.paused():
+        pages = await _read_pages(part, merged, request.read, web, ext, run_id, web_started, emit)
+    text_chars = ext.max_tokens * 4 // max(1, len(merged.rows))
+    with budget.phase():
+        part.rows = [
+            web_row(
+                r, plan, settings.excerpt_chars, text_chars, labels, pages.get(r.canonical_url, "")
+            )
+            for r in paced(merged.rows, budget.check, every=1)
+        ]
+        # The answer reads a read page whole (within PAGE_CHARS), else what the provider gave.
+        part.passages = {
+            row.source_key: Passage(
+                row.source_key,
+                "external",
+                pages.get(result.canonical_url)
+                or "\n".join(dict.fromkeys(t for t in (_snippet(result), row.text) if t)),
+                row.title,
+            )
+            for result, row in zip(merged.rows, part.rows, strict=True)
+        }
     part.merge_decisions = outcome.decisions + merged.decisions
     await emit(
         {

@@ -29,12 +29,15 @@ from pathlib import Path
 from typing import Any
 
 from .brain import KINDS, TABLE, Hit, brain_shape, hydrate
+from .brain_access import Checkpoint, paced, unbounded
 from .lexical import brain_version
 
 EMBEDDINGS_TABLE = "dbrain_websearch_embeddings"
 EMBED_CHARS = 4000  # a row's text is cut here: titles and openings carry most of its meaning
 BATCH = 256
 NEAREST_BATCH = 64  # rows found by meaning checked against the filters at a time
+# Rows of the matrix scored at a time: ~15 ms each on a 2-core machine, between checkpoints.
+SCORE_BATCH = 8192
 # dbrain's reason names for a disabled semantic lane, and this plugin's own.
 NOT_CONFIGURED = "not_configured"
 MODEL_UNAVAILABLE = "model_unavailable"
@@ -450,7 +453,7 @@ def dbrain_profile(conn: sqlite3.Connection, model_id: str, dims: int | None = N
 class SemanticLane:
     """The question's vector and where the rows' vectors are, for one research run
     (``brain.Rescorer``): dbrain's own when it made them with this model, else this plugin's
-    index."""
+    index. ``checkpoint`` (the run's deadline) runs every few rows or texts of its loops."""
 
     def __init__(
         self,
@@ -461,8 +464,10 @@ class SemanticLane:
         weight: float,
         brain: sqlite3.Connection | None = None,
         min_cosine: float = 0.0,
+        checkpoint: Checkpoint = unbounded,
     ) -> None:
         self.model_id = model_id
+        self.checkpoint = checkpoint
         self.weight = weight
         self.min_cosine = min_cosine
         self.model = embedding_model(model_id)
@@ -484,16 +489,20 @@ class SemanticLane:
             return None
         self.used = True
         best: dict[int, float] = {}
-        for row_id, vector in found:
+        for row_id, vector in paced(found, self.checkpoint):
             score = float(vector.astype("float32") @ self.query)
             best[row_id] = max(best.get(row_id, -1.0), score)
         return [best.get(row_id, 0.0) for row_id in ids]
 
     def similarity(self, texts: Sequence[str]) -> list[float]:
-        """Each text's cosine with the question (an answer's candidate sentences)."""
-        if not texts:
-            return []
-        return [float(v) for v in embed(self.model, texts) @ self.query]
+        """Each text's cosine with the question (an answer's candidate sentences), embedded
+        ``BATCH`` at a time."""
+        batches = [texts[start : start + BATCH] for start in range(0, len(texts), BATCH)]
+        return [
+            float(v)
+            for batch in paced(batches, self.checkpoint, every=1)
+            for v in embed(self.model, batch) @ self.query
+        ]
 
     def nearest(
         self,
@@ -510,13 +519,20 @@ class SemanticLane:
         if matrix is None or not len(ids) or count <= 0:
             return []
         np = numpy()
-        scores = (matrix @ self.query.astype(matrix.dtype)).astype(np.float32)
+        query = self.query.astype(matrix.dtype)
+        starts = paced(range(0, len(ids), SCORE_BATCH), self.checkpoint, every=1)
+        scores = np.concatenate([matrix[s : s + SCORE_BATCH] @ query for s in starts])
+        scores = scores.astype(np.float32)
         close = np.flatnonzero(scores >= self.min_cosine)
         order = close[np.argsort(-scores[close], kind="stable")]
-        candidates = [(int(ids[i]), float(scores[i])) for i in order if int(ids[i]) not in skip]
         found: list[tuple[int, float]] = []
-        for start in range(0, len(candidates), NEAREST_BATCH):
-            batch = candidates[start : start + NEAREST_BATCH]
+        # Only as many of the close rows are read as it takes to find ``count`` (a question
+        # close to much of a large brain would otherwise read it all).
+        for start in paced(range(0, len(order), NEAREST_BATCH), self.checkpoint, every=1):
+            batch = [(int(ids[i]), float(scores[i])) for i in order[start : start + NEAREST_BATCH]]
+            batch = [c for c in batch if c[0] not in skip]
+            if not batch:
+                continue
             allowed = keep([row_id for row_id, _ in batch]) if keep is not None else None
             found += [c for c in batch if allowed is None or c[0] in allowed]
             if len(found) >= count:

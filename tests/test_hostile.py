@@ -8,12 +8,11 @@ import asyncio
 import os
 import sqlite3
 import threading
-import time
 
 import pytest
 
 from datasette_dbrain_websearch import brain_access, cost, pipeline
-from datasette_dbrain_websearch.brain_access import BUSY_WAIT_MS, TimeBudget, reader
+from datasette_dbrain_websearch.brain_access import BUSY_WAIT_MS, reader
 from datasette_dbrain_websearch.errors import BUSY_MESSAGE, ResearchError
 from datasette_dbrain_websearch.views.common import MAX_BODY
 
@@ -23,7 +22,6 @@ from .helpers import (
     csrf,
     make_datasette,
     promoting_ds,
-    web_config,
     web_run,
 )
 
@@ -338,80 +336,3 @@ async def test_a_question_of_many_common_words_is_narrowed(ds, monkeypatch):
     warning = next(w for w in narrowed["warnings"] if w["code"] == "query_narrowed")
     assert all(t in warning["message"] for t in dropped)
     assert narrowed["query_plan"]["query_terms"] == whole["query_plan"]["query_terms"]
-
-
-def spin(conn: sqlite3.Connection, seconds: float) -> None:
-    """Busy SQL for a while (interruptible by the progress handler like any query)."""
-    until = time.perf_counter() + seconds
-    while time.perf_counter() < until:
-        conn.execute(
-            "with recursive c(x) as (select 1 union all select x + 1 from c limit 20000) "
-            "select count(*) from c"
-        ).fetchone()
-
-
-async def test_one_time_limit_covers_every_local_query_of_a_run(brain, fake, monkeypatch):
-    """Retrieval uses 60% of the limit and the lookup of web results the brain holds wants
-    60% more: together they pass it, so the run stops (each alone would fit)."""
-    limit_ms = 1000
-    ds = make_datasette(
-        [str(brain[0])],
-        plugin_config={**web_config(fake), "time_limit_ms": limit_ms},
-    )
-    await ds.invoke_startup()
-    real_retrieve, real_held = pipeline.retrieve, pipeline.sources_by_url
-
-    def slow_retrieve(conn, *args, **kwargs):
-        found = real_retrieve(conn, *args, **kwargs)
-        spin(conn, 0.6 * limit_ms / 1000)
-        return found
-
-    def slow_held(conn, *args):
-        spin(conn, 0.6 * limit_ms / 1000)
-        return real_held(conn, *args)
-
-    monkeypatch.setattr(pipeline, "retrieve", slow_retrieve)
-    local_only = await ds.client.get("/-/research.json", params={"q": "espresso"})
-    assert local_only.status_code == 200
-    monkeypatch.setattr(pipeline, "sources_by_url", slow_held)
-    root = actor_cookies(ds, "root")
-    response = await ds.client.get(
-        "/-/research.json", params={"q": "lattice qcd", "external": "always"}, cookies=root
-    )
-    assert response.status_code == 503, response.text
-    assert response.headers["retry-after"] == "2"
-    assert response.json()["code"] == "time_limit"
-    assert f"{limit_ms} ms" in response.json()["error"]
-
-
-async def test_time_waiting_for_a_connection_is_charged_to_the_budget(tmp_path):
-    """A query that waited in the pool longer than the whole limit is refused before it runs:
-    a server busy with costly questions sheds new ones (503) instead of queueing them."""
-    conn = sqlite3.connect(tmp_path / "x.db")
-    budget = TimeBudget(100, "x")
-    ran = []
-
-    async def busy_pool(fn):
-        await asyncio.sleep(0.2)  # every connection busy for longer than the limit
-        return fn(conn)
-
-    with pytest.raises(ResearchError) as raised:
-        await budget.bind(busy_pool)(lambda c: ran.append(c))
-    assert (raised.value.code, raised.value.status) == ("time_limit", 503)
-    assert ran == [] and budget.spent_ms >= 200
-
-
-def test_a_time_budget_is_shared_and_spent(tmp_path):
-    """What one query ran is spent; the next gets what is left and is cut at its end. No
-    wall-clock bound: the budget is large, and the time left is charged away, not waited out."""
-    conn = sqlite3.connect(tmp_path / "x.db")
-    budget = TimeBudget(60_000, "x")
-    budget.run(conn, lambda c: spin(c, 0.15))
-    assert budget.spent_ms >= 150
-    budget.charge(budget.left_s() - 0.05)  # all but 50 ms spent by the run's other queries
-    with pytest.raises(ResearchError) as raised:
-        budget.run(conn, lambda c: spin(c, 30))  # cut after 50 ms, not 30 s
-    assert raised.value.code == "time_limit"
-    with pytest.raises(ResearchError):
-        budget.run(conn, lambda c: c.execute("select 1").fetchone())  # nothing left
-    assert conn.execute("select 1").fetchone() == (1,)  # the handler is gone afterwards

@@ -25,6 +25,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ..brain_access import Checkpoint, paced, unbounded
 from ..stemming import TermMatcher
 from .text import content_words, is_boilerplate, marked_sentences, words
 from .verify import strip_citations
@@ -123,14 +124,16 @@ def claims(passage: Passage, matcher: TermMatcher) -> list[tuple[int, str, bool]
     return found
 
 
-def candidates(terms: Sequence[str], passages: Sequence[Passage]) -> list[Candidate]:
+def candidates(
+    terms: Sequence[str], passages: Sequence[Passage], checkpoint: Checkpoint = unbounded
+) -> list[Candidate]:
     """Every claim of every passage with its term counts (claims holding none are kept only
     for a row the question names exactly); a sentence several rows repeat (a post and the page
-    it links to) once, from the best-ranked row."""
+    it links to) once, from the best-ranked row. ``checkpoint`` runs before each passage."""
     matcher = TermMatcher.for_words(terms)
     found: list[Candidate] = []
     seen: set[str] = set()
-    for passage in sorted(passages, key=lambda p: p.rank):
+    for passage in paced(sorted(passages, key=lambda p: p.rank), checkpoint, every=1):
         context = frozenset(name for _, _, name in matcher.finditer(passage.title))
         for position, sentence, item in claims(passage, matcher):
             counts = Counter(name for _, _, name in matcher.finditer(sentence))
@@ -202,9 +205,15 @@ def relevance(
     ]
 
 
-def pick(pool: Sequence[Candidate], scores: Sequence[float], most: int) -> list[Candidate]:
+def pick(
+    pool: Sequence[Candidate],
+    scores: Sequence[float],
+    most: int,
+    checkpoint: Checkpoint = unbounded,
+) -> list[Candidate]:
     """Greedy MMR: the best score less its closeness to earlier picks, never a near-duplicate,
-    at most ``MAX_PER_ROW`` a row; stops when what is left is far below the first pick."""
+    at most ``MAX_PER_ROW`` a row; stops when what is left is far below the first pick.
+    ``checkpoint`` runs before each pick (a pass over the pool)."""
     base = [
         s + ROW_PRIOR / (1 + c.rank) + (LOCAL_PRIOR if c.local else 0.0)
         for c, s in zip(pool, scores, strict=True)
@@ -214,6 +223,7 @@ def pick(pool: Sequence[Candidate], scores: Sequence[float], most: int) -> list[
     overlap = [0.0] * len(pool)
     top = 0.0
     while len(picked) < most:
+        checkpoint()
         best: tuple[float, int, int, int] | None = None
         for i, c in enumerate(pool):
             if i in picked or overlap[i] >= NEAR_DUPLICATE or per_row[c.key] >= MAX_PER_ROW:
@@ -239,13 +249,16 @@ def extract(
     passages: Sequence[Passage],
     max_sentences: int,
     similarity: Similarity | None = None,
+    checkpoint: Checkpoint = unbounded,
 ) -> str:
     """The draft answer: one picked sentence per line, each ending with ``[its row's key]``,
     brain sentences first. Returns ``""`` when no sentence mentions any term. ``similarity``
-    scores sentences by meaning too (the semantic lane's)."""
-    pool = candidates(terms, passages)
+    scores sentences by meaning too (the semantic lane's); ``checkpoint`` (the run's deadline)
+    runs between passages and picks."""
+    pool = candidates(terms, passages, checkpoint)
     weights = idf(pool, terms)
-    chosen = pick(pool, relevance(pool, weights, similarity), min(MOST_SENTENCES, max_sentences))
+    most = min(MOST_SENTENCES, max_sentences)
+    chosen = pick(pool, relevance(pool, weights, similarity), most, checkpoint)
     chosen.sort(key=lambda c: not c.local)  # the brain's first, each side best first
     return "\n".join(f"{bullet(c, chosen)}{c.sentence} [{c.key}]" for c in chosen)
 

@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..brain_access import TimeBudget
 from ..config import AnswerSettings
 from ..display import plural
 from ..fts import matched_terms
@@ -101,11 +102,13 @@ async def answer_stage(
     access: AnswerAccess,
     labels: Mapping[str, str],
     emit: Progress,
+    budget: TimeBudget,
     similarity: Similarity | None = None,
 ) -> tuple[Answer, list[dict[str, str]]]:
     """The pack's ``answer`` over the run's rows and the warnings the stage adds.
     ``similarity`` (the semantic lane's, when it ran) scores the offline answer's sentences by
-    meaning too."""
+    meaning too. Writing and verifying run within the run's ``budget``; a model's reply has
+    its own timeout and is not charged."""
     started = time.perf_counter()
     warnings: list[dict[str, str]] = []
     ranked = pack.ranked()
@@ -140,31 +143,32 @@ async def answer_stage(
     await emit({"stage": "answer", "status": "started", "message": "Writing an answer"})
     synthesis_started = time.perf_counter()
     if use_model:
-        draft = await _ask(pack.question, pairs, settings, access, labels, emit)
+        with budget.paused():
+            draft = await _ask(pack.question, pairs, settings, access, labels, emit)
     else:
-        draft = Draft(
-            EXTRACTIVE,
-            extract(terms, chosen, settings.max_sentences, similarity) if rows else "",
-        )
+        with budget.phase():
+            drafted = extract(terms, chosen, settings.max_sentences, similarity, budget.check)
+        draft = Draft(EXTRACTIVE, drafted)
     synthesis_ms = _ms(synthesis_started)
     verification_started = time.perf_counter()
-    verified = verify(draft.text, keys, settings.min_support, draft.conflicts)
-    if not settings.keep_unsupported:
-        verified = without_unsupported(verified, keys)
-    gaps = find_gaps(
-        terms,
-        pack.evidence,
-        pack.web_rows,
-        pack.web_search,
-        pack.verdict.combined["verdict"],
-        verified.local,
-        verified.web,
-    )
-    contribution = web_contribution(
-        terms, ranked, pack.verdict, pack.web_search, verified.sentences, keys.web
-    )
+    with budget.phase():
+        verified = verify(draft.text, keys, settings.min_support, draft.conflicts)
+        if not settings.keep_unsupported:
+            verified = without_unsupported(verified, keys)
+        gaps = find_gaps(
+            terms,
+            pack.evidence,
+            pack.web_rows,
+            pack.web_search,
+            pack.verdict.combined["verdict"],
+            verified.local,
+            verified.web,
+        )
+        contribution = web_contribution(
+            terms, ranked, pack.verdict, pack.web_search, verified.sentences, keys.web
+        )
+        missing = [t for t in terms if t not in matched_terms(terms, [p.text for p in chosen])]
     verification_ms = _ms(verification_started)
-    missing = [t for t in terms if t not in matched_terms(terms, [p.text for p in chosen])]
     status, message = _outcome(draft, verified, bool(rows), missing)
     if status == "failed":
         warnings.append({"code": "answer_failed", "message": message})
