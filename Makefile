@@ -154,6 +154,7 @@ bench: $(VENV)/.installed
 	$(VENV)/bin/python bench/bench_answer.py
 	$(VENV)/bin/python bench/bench_load.py
 	$(VENV)/bin/python bench/bench_fairness.py
+	$(VENV)/bin/python bench/bench_limits.py
 
 clean:
 	rm -rf $(VENV) $(VENV_ALPHA) demo/brain.db .pytest_cache

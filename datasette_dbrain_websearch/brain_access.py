@@ -97,15 +97,15 @@ def out_of_time(limit_ms: int, wall_ms: float, cpu_ms: float, queued_ms: float) 
         return ResearchError(
             f"This question takes more than the time limit of {limit_ms:,} ms by itself (it "
             f"computed for {cpu_ms:,.0f} ms before it was stopped): asking again will not help. "
-            "Narrow it: fewer and rarer words, filters (kind, tag, dates), longer prefixes, a "
-            "smaller limit.",
+            "Narrow it: fewer and rarer words, filters (kind, tag, dates), longer prefixes, "
+            "fewer rows (limit).",
             400,
             "exceeds_time_limit",
         )
     return ResearchError(
-        f"The search took longer than {limit_ms:,} ms and was stopped: the server is busy "
-        f"(it ran {wall_ms:,.0f} ms, of which it waited {queued_ms:,.0f} ms for a turn and "
-        f"computed {cpu_ms:,.0f} ms); try again in a moment.",
+        f"The search was stopped at its time limit of {limit_ms:,} ms after {wall_ms:,.0f} ms, "
+        f"of which it computed for {cpu_ms:,.0f} ms: other searches had the rest (the server "
+        "is busy); try again in a moment.",
         503,
         "time_limit",
         retry_after=TIME_LIMIT_RETRY_SECONDS,

@@ -38,6 +38,10 @@ SCRIPTS = {
         "bench_fairness.py",
         "--size", "600", "--hostile", "3", "--seconds", "1", "--db", "{tmp}/tiny.db",
     ),
+    "limits": (
+        "bench_limits.py",
+        "--size", "600", "--reps", "1", "--clients", "2", "--seconds", "1", "--db", "{tmp}/tiny.db",
+    ),
     "load": ("bench_load.py", "--clients", "4", "--seconds", "2"),
     "relevance": ("bench_ir.py", "--collection", "ir-tiny"),
     "feedback": ("bench_feedback.py", "--collection", "ir-tiny"),

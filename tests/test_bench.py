@@ -52,6 +52,14 @@ def test_answer_bench_runs_and_prints_what_answering_adds(smoke):
     assert "answering adds" in smoke.stdout and "answer stage (in the pack)" in smoke.stdout
 
 
+@pytest.mark.bench("limits")
+def test_limits_bench_runs_and_reports_time_over_the_limit(smoke):
+    assert smoke.returncode == 0, smoke.stdout + smoke.stderr
+    assert "alone (1 each)" in smoke.stdout and "under load (2 clients" in smoke.stdout
+    assert "time to answer / limit: worst p50" in smoke.stdout
+    assert re.search(r"501 words +\d+ .* 400 too_many_terms", smoke.stdout)
+
+
 @pytest.mark.bench("fairness")
 def test_fairness_bench_runs_and_reports_its_bound(smoke):
     assert smoke.returncode == 0, smoke.stdout + smoke.stderr
