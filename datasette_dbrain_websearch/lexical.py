@@ -19,15 +19,16 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Any
 
 from .fts import QueryPlan, quote_term, quote_word
+from .stemming import SEPARATOR, fold
 
 MIN_PREFIX_CHARS = 4
 # bm25() column weights, by FTS column name; columns not named weigh 1.0. Titles (and the
@@ -52,7 +53,7 @@ class Signals:
     coverage: float = COVERAGE_BOOST
     keywords: float = KEYWORD_BOOST
     phrase: float = PHRASE_BOOST
-    pool: int = 20  # rows of each table re-scored (at least twice the rows asked for)
+    pool: int = 20  # rows of each table re-scored (at least 1.5 times the rows asked for)
 
 
 def bm25_call(name: str, columns: Sequence[str]) -> str:
@@ -181,30 +182,24 @@ def coverage(held: set[str], terms: Sequence[str], idf: dict[str, float]) -> flo
     return sum(idf.get(t, 0.0) for t in terms if t in held) / total if total else 0.0
 
 
-def row_signals(plan: QueryPlan, texts: Sequence[str]) -> tuple[set[str], bool]:
-    """(the search terms a row holds, whether two of the question's adjacent terms stand side
-    by side in it, as a phrase), from one pass of the plan's matcher over the row's texts."""
-    order = {t.name: i for i, t in enumerate(plan.question_terms)}
-    held: set[str] = set()
-    phrase = False
-    for text in texts:
-        if not text:
-            continue
-        previous: tuple[int, str] | None = None
-        for start, end, name in plan.matcher.finditer(text):
-            held.add(name)
-            if (
-                not phrase
-                and previous is not None
-                and order.get(name, -9) - order.get(previous[1], -9) == 1
-                and _GAP.fullmatch(text, previous[0], start)
-            ):
-                phrase = True
-            previous = (end, name)
-    return held, phrase
+def rows_signals(plan: QueryPlan, rows: Sequence[Sequence[str]]) -> list[tuple[set[str], bool]]:
+    """For each row (its texts): (the search terms it holds, whether two of the question's
+    adjacent terms stand side by side in it, as a phrase).
 
-
-_GAP = re.compile(r"[\W_]{0,3}")
+    Each term is searched in a row only until it is found, and a phrase only where the row
+    holds both its terms: a pool of long pages is not read word by word."""
+    matcher = plan.matcher
+    names = [t.name for t in plan.question_terms]
+    pairs = list(pairwise(names))
+    found: list[tuple[set[str], bool]] = []
+    for texts in rows:
+        folded = fold(SEPARATOR.join(t for t in texts if t))
+        held = matcher.held_in(folded)
+        phrase = any(
+            a in held and b in held and matcher.side_by_side(folded, a, b) for a, b in pairs
+        )
+        found.append((held, phrase))
+    return found
 
 
 def normalized(scores: Sequence[float]) -> list[float]:

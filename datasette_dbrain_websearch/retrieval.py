@@ -269,9 +269,8 @@ class Lanes:
     prefixed: set[str] = field(default_factory=set)
     errors: list[tuple[str, str]] = field(default_factory=list)
     idf: dict[str, dict[str, float]] = field(default_factory=dict)  # per table, per term
-    # Per table, the query for the rows holding every term (``_rescore_lane`` runs it when the
-    # best rows hold too few of them): (sql, match, params).
-    holding_all: dict[str, tuple[str, str, list[Any]]] = field(default_factory=dict)
+    # Per table, for a keyword question, the best rows holding every keyword (id, bm25).
+    holding_all: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     dense_added: int = 0
 
 
@@ -329,15 +328,22 @@ def _bm25_lanes(
     filters: Filters,
     shape: BrainShape,
     depth: int,
+    pool: int,
     surveyed: Survey,
 ) -> Lanes:
     """One BM25 query per table (``lexical``), with each search term's idf there; a table that
-    rejects a raw query is reported, not fatal."""
+    rejects a raw query is reported, not fatal.
+
+    A keyword question asks for the rows holding every keyword first. When they fill the
+    re-scored ``pool``, they are the lane: re-scoring ranks every row holding all keywords
+    above every row lacking one (``lexical.KEYWORD_BOOST``), so the OR query, which reads every
+    posting of every word, could add nothing to the page."""
     lanes = Lanes()
     for kind in kinds:
         fts, table = FTS_TABLE[kind], TABLE[kind]
         where, params = filter_sql(kind, filters, shape)
         try:
+            every = ""
             if plan.syntax == "raw":
                 match = plan.fts_query
             else:
@@ -352,11 +358,15 @@ def _bm25_lanes(
                 lanes.matches[kind] = min(asked, default=0)
                 every = plan.all_terms_query(measured.prefixed)
             sql = lexical.lane_sql(fts, table, shape.columns[fts], where)
+            if every and len(plan.question_terms) <= lexical.KEYWORD_TERMS:
+                complete = lexical.run_lane(conn, sql, every, params, max(depth, pool))
+                lanes.holding_all[kind] = complete
+                if len(complete) >= pool:
+                    lanes.ranked[kind] = complete
+                    continue
             lanes.ranked[kind] = lexical.run_lane(conn, sql, match, params, depth)
             if plan.syntax == "raw":
                 lanes.matches[kind] = len(lanes.ranked[kind])
-            elif every:
-                lanes.holding_all[kind] = (sql, every, params)
         except sqlite3.OperationalError as exc:
             if "interrupted" in str(exc) or is_busy(exc):
                 raise
@@ -368,7 +378,7 @@ def _rescore_lane(
     conn: sqlite3.Connection,
     kind: str,
     ranked: list[tuple[int, float]],
-    holding_all: tuple[str, str, list[Any]] | None,
+    holding_all: list[tuple[int, float]] | None,
     plan: QueryPlan,
     idf: dict[str, float],
     hits: dict[tuple[str, int], Hit],
@@ -390,10 +400,9 @@ def _rescore_lane(
     parts = _signals_of(conn, kind, top, plan, idf, hits, shape)
     names = {t.name for t in plan.question_terms}
     complete = sum(1 for p in parts if p.held == len(names))
-    if holding_all is not None and len(names) <= lexical.KEYWORD_TERMS and complete < limit:
-        sql, every, params = holding_all
+    if holding_all and complete < limit:
         have = {row_id for row_id, _ in top}
-        more = [e for e in lexical.run_lane(conn, sql, every, params, pool) if e[0] not in have]
+        more = [e for e in holding_all[:pool] if e[0] not in have]
         if more:
             parts += _signals_of(conn, kind, more, plan, idf, hits, shape)
             top = top + more
@@ -429,8 +438,8 @@ def _signals_of(
     parts = [hits.setdefault((kind, row_id), Hit(kind, row_id)) for row_id, _ in entries]
     hydrate(conn, parts, shape)
     names = [t.name for t in plan.question_terms]
-    for part in parts:
-        held, part.phrase = lexical.row_signals(plan, searchable_texts(kind, part.row))
+    found = lexical.rows_signals(plan, [searchable_texts(kind, part.row) for part in parts])
+    for part, (held, part.phrase) in zip(parts, found, strict=True):
         part.matched = [t for t in plan.query_terms if t in held]
         part.coverage = lexical.coverage(held, names, idf)
         part.held = sum(1 for name in names if name in held)
@@ -485,13 +494,13 @@ def retrieve(
         if surveyed is None:  # a caller that surveyed passes the plan it narrowed
             surveyed = survey(conn, plan, filters)
             plan = narrow(plan, surveyed)
+        signals = signals or lexical.Signals()
+        pool = max(limit * 3 // 2, signals.pool)
         if plan.searchable:
-            lanes = _bm25_lanes(conn, plan, kinds, filters, shape, depth, surveyed)
+            lanes = _bm25_lanes(conn, plan, kinds, filters, shape, depth, pool, surveyed)
         mark = lap("fts", mark)
         _fts_errors(lanes.errors, kinds, warnings)
         plan = plan.searched(lanes.prefixed)
-        signals = signals or lexical.Signals()
-        pool = max(limit * 2, signals.pool)
         # Meaning alone finds rows only for a question some of whose words the brain holds:
         # a question of words it has never seen (nonsense, another field's) gets no rows.
         known = any(n for table in surveyed.values() for n in table.frequencies.values())

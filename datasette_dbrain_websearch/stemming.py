@@ -47,11 +47,23 @@ def _fold_char(ch: str) -> str:
     return low
 
 
+class _FoldTable(dict[int, str]):
+    """``str.translate``'s table for ``fold``: each character's folded form, worked out the
+    first time it is met (a page's text is folded in C, not a character at a time)."""
+
+    def __missing__(self, code: int) -> str:
+        folded = self[code] = _fold_char(chr(code))
+        return folded
+
+
+_FOLD = _FoldTable()
+
+
 def fold(text: str) -> str:
     """Lowercase and strip Latin diacritics, character for character (same length)."""
     if text.isascii():
         return text.lower()
-    return "".join(_fold_char(ch) for ch in text)
+    return text.translate(_FOLD)
 
 
 @lru_cache(maxsize=65536)
@@ -104,6 +116,33 @@ class Form:
         return token_stem == self.stem or (self.prefix and token_stem.startswith(self.stem))
 
 
+SEPARATOR = "\x00" * 4  # between joined texts: no phrase or alternative spans it
+_TOKEN_REST = re.compile(r"[^\W_]*")
+_GAP = re.compile(r"[\W_]{0,4}")
+_NEXT_TOKEN = re.compile(r"(?:[^\w\x00]|_)*([^\W_]+)")
+
+
+def _following(folded: str, end: int, count: int) -> list[tuple[int, int]]:
+    """The spans of the ``count`` tokens after ``end`` (fewer at the end of a text)."""
+    spans: list[tuple[int, int]] = []
+    while len(spans) < count:
+        m = _NEXT_TOKEN.match(folded, end)
+        if m is None:
+            break
+        spans.append(m.span(1))
+        end = m.end()
+    return spans
+
+
+def _head(stem_: str) -> str:
+    """What every token with this stem (or, for a prefix form, a longer one) starts with: all
+    but the stem's last letter, since porter rewrites one ending letter at most (happy -> happi,
+    hopping -> hop; true of all 128,112 words of pyspellchecker's English list). A stem with a
+    letter outside ASCII is SQLite's: only its first three letters are trusted."""
+    keep = len(stem_) - 1 if stem_.isascii() else min(3, len(stem_) - 1)
+    return stem_[: max(1, keep)]
+
+
 def forms_of(word: str, prefix: bool = False) -> tuple[Form, ...]:
     """The forms FTS5 searches for a query word: one per token (a word like ``x-ray`` is two
     tokens, searched as a phrase; each must match, and only the last is a prefix, as in
@@ -124,21 +163,22 @@ class TermMatcher:
 
     def __init__(self, terms: Iterable[tuple[str, Sequence[Sequence[Form]]]]):
         self._alternatives: list[tuple[str, tuple[Form, ...]]] = []
-        heads: set[str] = set()
         for name, alternatives in terms:
             for forms in alternatives:
                 forms = tuple(forms)
-                if not forms:
-                    continue
-                self._alternatives.append((name, forms))
-                head = forms[0].stem
-                # A token whose stem is ``head`` starts with all but the stem's last letter
-                # (porter rewrites endings only: happy -> happi, hopping -> hop).
-                heads.add(re.escape(head[: max(1, min(3, len(head) - 1))]))
+                if forms:
+                    self._alternatives.append((name, forms))
         self._starting: dict[str, tuple[tuple[str, tuple[Form, ...]], ...]] = {}
-        self._candidates = (
-            re.compile(r"(?<![^\W_])(?:" + "|".join(sorted(heads)) + r")[^\W_]*") if heads else None
-        )
+        self._heads: list[str] = []
+        for head in sorted({_head(forms[0].stem) for _, forms in self._alternatives}):
+            # A head that starts with another finds nothing more ("flo" finds every "flow").
+            if not self._heads or not head.startswith(self._heads[-1]):
+                self._heads.append(head)
+        # Each head with the terms whose tokens start with it.
+        self._head_names = [
+            (head, frozenset(n for n, f in self._alternatives if _head(f[0].stem).startswith(head)))
+            for head in self._heads
+        ]
 
     @property
     def names(self) -> list[str]:
@@ -151,38 +191,99 @@ class TermMatcher:
         return cls((w, [forms_of(w)]) for w in words)
 
     def finditer(self, text: str) -> Iterator[tuple[int, int, str]]:
-        """(start, end, term) of every match in ``text``, in order, without overlaps."""
-        if self._candidates is None or not text:
+        """(start, end, term) of every match in ``text``, in order, without overlaps.
+
+        An alternative of several forms matches the tokens that follow, whatever separates
+        them but ``SEPARATOR`` (``join``'s mark between texts)."""
+        if not self._heads or not text:
             return
         folded = fold(text)
-        found = [(m.start(), m.end(), stem(m.group())) for m in self._candidates.finditer(folded)]
-        if not found:
-            return
-        multi = any(len(forms) > 1 for _, forms in self._alternatives)
-        every: list[tuple[int, int, str]] | None = None
-        if multi:
-            every = [(m.start(), m.end(), stem(m.group())) for m in TOKEN.finditer(folded)]
-        index = {start: i for i, (start, _, _) in enumerate(every)} if every else {}
         last_end = -1
-        for start, end, token_stem in found:
+        for start, end in self._token_starts(folded):
             if start < last_end:
                 continue
-            for name, forms in self._starting_with(token_stem):
-                stop = end
-                if len(forms) > 1:
-                    i = index.get(start)
-                    if i is None or every is None or i + len(forms) > len(every):
-                        continue
-                    run = every[i : i + len(forms)]
-                    if not all(f.matches(t[2]) for f, t in zip(forms, run, strict=True)):
-                        continue
-                    stop = run[-1][1]
-                tail = forms[-1].tail
-                if tail and not folded.startswith(tail, stop):
+            found = self._match_at(folded, start, end)
+            if found is not None:
+                last_end, name = found
+                yield start, last_end, name
+
+    def held_in(self, folded: str) -> set[str]:
+        """The names of the terms a folded text holds: each head is searched only until its
+        terms are found (a page repeats its words)."""
+        held: set[str] = set()
+        for head, names in self._head_names:
+            if names <= held:
+                continue
+            for _, _, name in self._occurrences(folded, head):
+                held.add(name)
+                if names <= held:
+                    break
+        return held
+
+    def side_by_side(self, folded: str, first: str, second: str) -> bool:
+        """Whether a match of term ``first`` is followed by one of ``second`` with at most
+        three separating characters between them (a phrase)."""
+        for head, names in self._head_names:
+            if first not in names:
+                continue
+            for _, stop, name in self._occurrences(folded, head):
+                if name != first:
                     continue
-                yield start, stop + len(tail), name
-                last_end = stop + len(tail)
-                break
+                gap = _GAP.match(folded, stop).end()  # type: ignore[union-attr]
+                if gap - stop > 3 or gap == len(folded):
+                    continue
+                end = _TOKEN_REST.match(folded, gap).end()  # type: ignore[union-attr]
+                found = self._match_at(folded, gap, end)
+                if found is not None and found[1] == second:
+                    return True
+        return False
+
+    def _occurrences(self, folded: str, head: str) -> Iterator[tuple[int, int, str]]:
+        """(start, end, term) of each match at a token starting with ``head``, in order."""
+        find, rest = folded.find, _TOKEN_REST.match
+        at = find(head)
+        while at != -1:
+            if not at or not folded[at - 1].isalnum():
+                end = rest(folded, at).end()  # type: ignore[union-attr]
+                found = self._match_at(folded, at, end)
+                if found is not None:
+                    yield at, found[0], found[1]
+                at = find(head, end)
+            else:
+                at = find(head, at + 1)
+
+    def _match_at(self, folded: str, start: int, end: int) -> tuple[int, str] | None:
+        """(end of the match, term) for the first alternative matching the token at
+        ``start:end`` (and, for several forms, the tokens after it), or None."""
+        for name, forms in self._starting_with(stem(folded[start:end])):
+            stop = end
+            if len(forms) > 1:
+                following = _following(folded, end, len(forms) - 1)
+                if len(following) < len(forms) - 1 or not all(
+                    f.matches(stem(folded[a:b]))
+                    for f, (a, b) in zip(forms[1:], following, strict=True)
+                ):
+                    continue
+                stop = following[-1][1]
+            tail = forms[-1].tail
+            if tail and not folded.startswith(tail, stop):
+                continue
+            return stop + len(tail), name
+        return None
+
+    def _token_starts(self, folded: str) -> list[tuple[int, int]]:
+        """(start, end) of each token starting with one of the heads, in order: a
+        ``str.find`` loop per head runs at memory speed, where a pattern that opens with a
+        look-behind or an alternation tries every position (25 times slower on a page)."""
+        spans: dict[int, int] = {}
+        find, rest = folded.find, _TOKEN_REST.match
+        for head in self._heads:
+            at = find(head)
+            while at != -1:
+                if (not at or not folded[at - 1].isalnum()) and at not in spans:
+                    spans[at] = rest(folded, at).end()  # type: ignore[union-attr]
+                at = find(head, at + 1)
+        return sorted(spans.items())
 
     def _starting_with(self, token_stem: str) -> tuple[tuple[str, tuple[Form, ...]], ...]:
         """The alternatives whose first form matches a token's stem, worked out once a stem

@@ -170,7 +170,15 @@ def test_fts5_finds_the_compound_as_its_adjacent_tokens():
     held = {row: plan.matched_in([row]) for row in fts_rows(conn, plan.match_query())}
     assert held[ROWS[1]] == ["muon", "g-2"]
     assert held[ROWS[3]] == ["muon"]  # "gauge" and "2" are not g-2
-    assert lexical.row_signals(plan, [ROWS[1]]) == ({"muon", "g-2"}, True)
+    # Rows re-scored together: each holds its own terms, a phrase only where it is written.
+    assert lexical.rows_signals(plan, [[ROWS[1]], [ROWS[3]], [], [ROWS[1]]]) == [
+        ({"muon", "g-2"}, True),
+        ({"muon"}, False),
+        (set(), False),
+        ({"muon", "g-2"}, True),
+    ]
+    # Two texts of one row are not one phrase: "g" ending one and "2" opening the next.
+    assert lexical.rows_signals(plan, [["the muon g", "2 experiments"]]) == [({"muon"}, False)]
 
 
 def test_cplusplus_is_held_only_where_a_row_writes_it():

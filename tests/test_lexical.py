@@ -5,7 +5,9 @@ from __future__ import annotations
 import sqlite3
 
 from datasette_dbrain_websearch import lexical
+from datasette_dbrain_websearch.brain import Filters
 from datasette_dbrain_websearch.fts import plan_query
+from datasette_dbrain_websearch.retrieval import retrieve
 
 from .helpers import add_item, empty_brain
 
@@ -63,3 +65,39 @@ def test_coverage_counts_keywords_and_weighs_prose_by_rarity():
     prose = ["rare", "common", "other", "more"]
     assert lexical.coverage({"common", "other", "more"}, prose, idf) < 0.25
     assert lexical.coverage({"rare"}, prose, idf) > 0.75
+
+
+def _ranked_keys(tmp_path, question: str, rows: list[tuple[str, str]], limit: int = 3):
+    """The item keys retrieval ranks for a question, and the MATCH expressions it ran."""
+    path = tmp_path / "brain.db"
+    empty_brain(path)
+    conn = sqlite3.connect(path)
+    with conn:
+        for n, (title, text) in enumerate(rows):
+            add_item(conn, f"manual:{n}", "manual", title=title, text=text)
+    statements: list[str] = []
+    conn.set_trace_callback(statements.append)
+    found = retrieve(conn, question, plan_query(question), Filters(), limit)
+    matches = [s for s in statements if "[items_fts] match" in s and "bm25" in s]
+    return [h.row["source_key"] for h in found.hits], matches
+
+
+def test_a_keyword_question_reads_only_rows_holding_every_keyword_when_they_fill_the_page(
+    tmp_path,
+):
+    """Re-scoring ranks every row holding all keywords above any row lacking one, so when such
+    rows fill the re-scored pool, the OR query (every posting of every word) is not run."""
+    both = [(f"lattice muon {n}", "lattice muon") for n in range(25)]
+    one = [("lattice lattice lattice", "lattice lattice lattice")] * 5
+    keys, matches = _ranked_keys(tmp_path, "lattice muon", one + both)
+    assert keys and all(int(k.split(":")[1]) >= len(one) for k in keys)
+    assert matches and not any(" OR " in m for m in matches)
+
+
+def test_too_few_rows_holding_every_keyword_still_reads_the_rest(tmp_path):
+    both = [("lattice muon", "lattice muon")]
+    one = [("lattice", "lattice lattice")] * 5
+    keys, matches = _ranked_keys(tmp_path, "lattice muon", one + both)
+    assert keys[0] == f"manual:{len(one)}"  # the row holding both comes first
+    assert len(keys) == 3  # and rows holding one keyword fill the page
+    assert any(" OR " in m for m in matches)

@@ -99,3 +99,45 @@ def test_a_word_of_two_tokens_matches_them_in_a_row():
     matcher = TermMatcher([("x-ray", [forms_of("x-ray")])])
     assert matcher.found(["an X-ray of the hand"]) == {"x-ray"}
     assert matcher.found(["x marks the ray"]) == set()
+
+
+# Sentences and the terms a matcher finds in each; a page is many of them.
+SENTENCES = [
+    ("Policies for the Café's x-ray room", ["policy", "cafe", "x-ray"]),
+    ("An overflow is not a flow; under_flow is", ["flow", "flow"]),
+    ("Flowcharts and flowing water", ["flowchart", "flow"]),
+    ("Templates in C++ beat C templates", ["c++"]),
+    ("PostgreSQL 17 and postgres", ["postgres", "postgres"]),
+    ("x marks the ray; naïve ÜNÏCÖDÉ", ["naive", "unicode"]),
+]
+PAGE_TERMS = [
+    ("policy", [forms_of("policies")]),
+    ("cafe", [forms_of("cafe")]),
+    ("x-ray", [forms_of("x-ray")]),
+    ("flow", [forms_of("flow")]),
+    ("flowchart", [forms_of("flowchart")]),
+    ("c++", [forms_of("c++")]),
+    ("postgres", [forms_of("postgres", prefix=True)]),
+    ("naive", [forms_of("naive")]),
+    ("unicode", [forms_of("unicode")]),
+]
+
+
+def test_a_page_is_searched_as_its_sentences_are():
+    matcher = TermMatcher(PAGE_TERMS)
+    for sentence, names in SENTENCES:
+        assert [name for _, _, name in matcher.finditer(sentence)] == names, sentence
+    # A page is long enough to be searched a head at a time: the same matches, in order.
+    page = " ".join(sentence for sentence, _ in SENTENCES * 8)
+    assert len(page) > 1000
+    expected, at = [], 0
+    for sentence, _ in SENTENCES * 8:
+        expected += [(s + at, e + at, n) for s, e, n in matcher.finditer(sentence)]
+        at += len(sentence) + 1
+    assert list(matcher.finditer(page)) == expected
+
+
+def test_a_text_folds_as_its_characters_do():
+    text = "Ünïcödé İstanbul straße CAFÉ naïve — “quoted” 東京 " * 20
+    assert fold(text) == "".join(fold(ch) for ch in text)
+    assert fold(text).startswith("unicode istanbul straße cafe naive — “quoted” 東京")
