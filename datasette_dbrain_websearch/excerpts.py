@@ -16,7 +16,7 @@ our own ``<mark>`` tags are added, so a title or excerpt holding ``<script>`` st
 from __future__ import annotations
 
 import html
-from bisect import bisect_left, bisect_right
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -69,21 +69,43 @@ def _window(
 ) -> tuple[int, int, int]:
     """(start, end, score) of the best window, scored as dbrain's ``queryWindowScore``: the
     anchoring term's length plus, per distinct term inside, 100 + 1000/occurrences + length.
-    Equal scores go to the earlier window."""
+    Equal scores go to the earlier window.
+
+    Windows move only forward as the anchor does, so the terms inside are kept as the window
+    slides (one pass over the matches, however many a long page holds)."""
     lead = max_chars // 4
-    starts = [m[0] for m in matches]
+    inside: dict[str, int] = {}
+    held = 0  # the score of the distinct terms inside
+
+    def enter(term: str) -> None:
+        nonlocal held
+        inside[term] = inside.get(term, 0) + 1
+        if inside[term] == 1:
+            held += 100 + 1000 // counts[term] + len(term)
+
+    def leave(term: str) -> None:
+        nonlocal held
+        inside[term] -= 1
+        if not inside[term]:
+            held -= 100 + 1000 // counts[term] + len(term)
+
     best = (-1, 0, 0)  # score, -start, start
+    low = high = 0  # the matches starting in the window: matches[low:high]
     for anchor, _, term in matches:
         window_start = max(0, min(anchor - lead, len(text) - max_chars))
         window_end = window_start + max_chars
-        inside = {
-            t
-            for s, e, t in matches[
-                bisect_left(starts, window_start) : bisect_right(starts, window_end)
-            ]
-            if e <= window_end
-        }
-        score = len(term) + sum(100 + 1000 // counts[t] + len(t) for t in inside)
+        while high < len(matches) and matches[high][0] <= window_end:
+            enter(matches[high][2])
+            high += 1
+        while low < high and matches[low][0] < window_start:
+            leave(matches[low][2])
+            low += 1
+        score = len(term) + held
+        # Matches do not overlap: only the last one starting inside can end outside.
+        if high > low and matches[high - 1][1] > window_end:
+            last = matches[high - 1][2]
+            if inside[last] == 1:
+                score -= 100 + 1000 // counts[last] + len(last)
         best = max(best, (score, -window_start, window_start))
     return best[2], min(len(text), best[2] + max_chars), best[0]
 
@@ -109,12 +131,13 @@ def best_excerpt(fields: Sequence[Field], terms: Terms, max_chars: int) -> Excer
     raw = [f for f in texts if f[2] and f[1] not in COMPACT_ROLES]
     matcher = matcher_for(terms)
     unique = matcher.names
-    covered = {m[2] for f in compact for m in find_matches(f[2], matcher)}
+    in_compact = [find_matches(f[2], matcher) for f in compact]
+    covered = {m[2] for matches in in_compact for m in matches}
     candidates = compact if compact and len(covered) >= min(2, len(unique)) else compact + raw
     if not candidates:
         return Excerpt("", "", "", "", ())
-    found = [find_matches(text, matcher) for _, _, text in candidates]
-    counts = {t: sum(1 for matches in found for m in matches if m[2] == t) for t in unique}
+    found = in_compact + [find_matches(f[2], matcher) for f in candidates[len(compact) :]]
+    counts = Counter(m[2] for matches in found for m in matches)
     best: tuple[int, Field, int, int] | None = None
     for field, matches in zip(candidates, found, strict=True):
         if matches:

@@ -4,10 +4,12 @@ The ``dbrain_*`` tests port darron/dbrain ``internal/ask/run_test.go`` @0b78933
 (``TestEvidenceFrom...``): the same rows, terms and sizes, through ``excerpt_fields``.
 """
 
+import random
 import sqlite3
+from collections import Counter
 
 from datasette_dbrain_websearch.brain import excerpt_fields
-from datasette_dbrain_websearch.excerpts import best_excerpt, mark
+from datasette_dbrain_websearch.excerpts import _window, best_excerpt, find_matches, mark
 from datasette_dbrain_websearch.schema import sync_item_fts
 
 from .helpers import NOW, add_item, make_datasette
@@ -212,3 +214,30 @@ async def test_the_excerpt_shows_the_text_that_matched(brain):
     row = await first("calibrating burr")
     assert (row["source_key"], row["evidence_role"]) == ("x:article", "raw_item_window")
     assert row["excerpt"].startswith("Calibrating a burr grinder")
+
+
+def _every_window(text, matches, max_chars, counts):
+    """dbrain's ``queryWindowScore`` over every anchor, window by window (the reference)."""
+    lead, best = max_chars // 4, (-1, 0, 0)
+    for anchor, _, term in matches:
+        start = max(0, min(anchor - lead, len(text) - max_chars))
+        inside = {t for s, e, t in matches if s >= start and e <= start + max_chars}
+        score = len(term) + sum(100 + 1000 // counts[t] + len(t) for t in inside)
+        best = max(best, (score, -start, start))
+    return best[2], min(len(text), best[2] + max_chars), best[0]
+
+
+def test_the_sliding_window_scores_as_every_window_would():
+    rng = random.Random(7)
+    words = ["lattice", "muon", "anomaly", "filler", "the", "of", "magnetic", "moments"]
+    terms = ["lattice", "muon", "anomaly", "magnetic"]
+    for _ in range(300):
+        text = " ".join(rng.choice(words) + rng.choice(["", "s", ","]) for _ in range(60))
+        matches = find_matches(text, terms)
+        if not matches:
+            continue
+        counts = Counter(m[2] for m in matches)
+        for max_chars in (20, 60, 200, 1000):
+            assert _window(text, matches, max_chars, counts) == _every_window(
+                text, matches, max_chars, counts
+            )
