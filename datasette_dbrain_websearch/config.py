@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import json
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -816,8 +817,20 @@ class Settings:
 
     @classmethod
     def from_datasette(cls, datasette: Any) -> Settings:
-        """Read the plugin block from a running Datasette (top level, never per database)."""
-        return cls.from_config(datasette.plugin_config(PLUGIN_NAME))
+        """Read the plugin block from a running Datasette (top level, never per database),
+        validated once per distinct block: every request reads it."""
+        raw = datasette.plugin_config(PLUGIN_NAME)
+        key = json.dumps(raw, sort_keys=True, default=repr)
+        settings = _READ.get(key)
+        if settings is None:
+            settings = cls.from_config(raw)
+            if len(_READ) >= 32:  # a config that keeps changing ($env values) stays bounded
+                _READ.clear()
+            _READ[key] = settings
+        return settings
+
+
+_READ: dict[str, Settings] = {}
 
 
 @dataclass(frozen=True)

@@ -304,7 +304,7 @@ def _row(trace: dict[str, Any]) -> dict[str, Any]:
 
 
 def _serialized(trace: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The run's row and its events' rows, serialized now: a snapshot of the trace."""
+    """The run's row and its events' rows."""
     events = [
         {
             "run_id": trace["run_id"],
@@ -320,15 +320,14 @@ def _serialized(trace: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, A
 
 async def save(db: Any, trace: dict[str, Any], now: datetime | None = None) -> None:
     """Insert the run and its events in one transaction, then apply retention."""
-    await _write(db, *_serialized(trace), now)
+    await _write(db, trace, now)
 
 
-async def _write(
-    db: Any, row: dict[str, Any], events: list[dict[str, Any]], now: datetime | None = None
-) -> None:
+async def _write(db: Any, trace: dict[str, Any], now: datetime | None = None) -> None:
     cutoff = iso((now or datetime.now(UTC)) - timedelta(days=KEEP_DAYS))
 
     def write(conn: sqlite3.Connection) -> None:
+        row, events = _serialized(trace)
         with conn:
             plugin_tables = sqlite_database(conn)
             plugin_tables[RUNS_TABLE].insert(row, replace=True)
@@ -368,8 +367,7 @@ pause_before_retry: Callable[[float], Awaitable[None]] = asyncio.sleep
 async def _save_logged(
     db: Any,
     run_id: str,
-    row: dict[str, Any],
-    events: list[dict[str, Any]],
+    trace: dict[str, Any],
 ) -> None:
     """Save a run whose answer was sent; while the runs database is locked, try again after
     each of ``SAVE_RETRY_PAUSES_S`` (``pause_before_retry`` waits them: tests replace it)."""
@@ -377,7 +375,7 @@ async def _save_logged(
     try:
         while True:
             try:
-                await _write(db, row, events)
+                await _write(db, trace)
                 return
             except sqlite3.Error as exc:
                 wait = next(pauses, None)
@@ -521,13 +519,14 @@ async def record(
 ) -> asyncio.Task[None] | None:
     """Save the run; the pack gains ``trace_url`` (or a ``trace_not_saved`` warning).
 
-    With ``wait=False`` the pack is serialized now and written beside the response: the task
-    is returned for the surface to await once its answer is sent, and until it is done every
-    read of the run (``load``, ``recent``) waits for it, so a run is never read before it is
-    saved. The pack must not change after this call. Unless another program holds the database
-    locked (``write_locked``): then the run is saved before the answer, as with ``wait=True``,
-    so the answer does not link to a run that lock keeps from being saved (a lock taken after
-    that look is waited out by ``_save_logged``; the run's link says if it never goes).
+    With ``wait=False`` the run is serialized and written beside the response, in the write
+    thread (a long pack's JSON is not paid for before the answer): the task is returned for the
+    surface to await once its answer is sent, and until it is done every read of the run
+    (``load``, ``recent``) waits for it, so a run is never read before it is saved. The pack
+    must not change after this call. Unless another program holds the database locked
+    (``write_locked``): then the run is saved before the answer, as with ``wait=True``, so the
+    answer does not link to a run that lock keeps from being saved (a lock taken after that look
+    is waited out by ``_save_logged``; the run's link says if it never goes).
     """
     db = plugin_database(datasette)
     if db is None:
@@ -544,7 +543,7 @@ async def record(
     actor_id = str((actor or {}).get("id") or "")
     trace = build_trace(pack, surface=surface, actor_id=actor_id, web_permitted=permitted)
     if not wait and not write_locked(db):
-        task = asyncio.ensure_future(_save_logged(db, run_id, *_serialized(trace)))
+        task = asyncio.ensure_future(_save_logged(db, run_id, trace))
         pending = _PENDING.setdefault(db, {})
         pending[run_id] = task
         task.add_done_callback(lambda _: pending.pop(run_id, None))
