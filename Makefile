@@ -149,6 +149,7 @@ bench-spelling: $(VENV)/.installed
 
 bench: $(VENV)/.installed
 	$(VENV)/bin/python bench/bench_research.py
+	$(VENV)/bin/python bench/bench_research.py --collection cranfield,squad,hotpotqa
 	$(VENV)/bin/python bench/bench_known_item.py
 	$(VENV)/bin/python bench/bench_web.py
 	$(VENV)/bin/python bench/bench_answer.py

@@ -6,7 +6,9 @@ Builds (or reuses) a large synthetic brain with ``datasette dbrain-demo --size``
 questions drawn from the brain's own titles reports p50/p95 latency of:
 
 - research:  GET /-/research.json?q=...                          (local only)
-- floor:     the same FTS5 lane queries run in-process with sqlite3 + an empty Datasette request
+- floor:     the question as a raw FTS5 query (its words quoted: every word required), ten rows
+             a table by bm25, run in-process with sqlite3, + an empty Datasette request
+- OR floor:  the same with the words OR-ed (what a ranked search of any word reads)
 - built-in:  GET /<db>/items.json?_search=q + GET /<db>/sources.json?_search=q
 
 then ``--clients`` concurrent clients ask those questions for ``--seconds`` (fairness), and the
@@ -16,8 +18,14 @@ Targets: research p50 <= 1.5x the floor (<= 1.2x on the 8x brain), the built-in 
 slower than research, and under load research p99 <= 10x its p50. Prints ratios; never fails on
 them (speed is a benchmark, not a test).
 
+With ``--collection cranfield,squad,hotpotqa`` the brains are instead the shared public
+collections (``corpora``), indexed as users index them, asked their own judged questions, at the
+page's 10 rows and at 100 (``limit=100``) beside FTS5's OR of the question's words at as many
+rows, + an empty request. Targets: <= 1.3x at 10 rows, <= 2.5x at 100.
+
     python bench/bench_research.py [--size 100000] [--scales 1] [--reps 5] [--builtin-reps 1]
                                    [--questions 24] [--clients 32] [--seconds 10] [--rebuild]
+    python bench/bench_research.py --collection cranfield,squad,hotpotqa [--questions 60]
 """
 
 from __future__ import annotations
@@ -64,6 +72,7 @@ databases:
 plugins:
   datasette-dbrain-websearch:
     time_limit_ms: 60000
+    max_limit: 100
 """
 
 
@@ -269,7 +278,14 @@ def main() -> None:
     parser.add_argument(
         "--no-semantic", action="store_true", help="do not build the semantic index first"
     )
+    parser.add_argument(
+        "--collection", help="shared collections to use as brains instead, comma-separated"
+    )
     args = parser.parse_args()
+    if args.collection:
+        for name in args.collection.split(","):
+            collection_run(args, name)
+        return
 
     for scale in (int(s) for s in args.scales.split(",")):
         size = args.size * scale
@@ -285,6 +301,84 @@ def main() -> None:
             load = under_load(port, questions, args.clients, args.seconds) if args.clients else None
             version = httpx.get(f"http://127.0.0.1:{port}/-/versions.json").json()
         report(args, size, questions, results, load, version["datasette"]["version"])
+
+
+COLLECTION_TARGETS = {10: 1.3, 100: 2.5}
+
+
+def collection_run(args, name: str) -> None:
+    """One shared collection as a brain: research.json at 10 and 100 rows against FTS5's OR
+    at as many rows (+ an empty request), question by question, interleaved."""
+    import corpora
+
+    shared = corpora.load(name)
+    questions = [q.text for q in shared.questions[: args.questions]]
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / f"{name}.db"
+        corpora.build_brain(path, name, shared.documents)
+        if not args.no_semantic:
+            subprocess.run(
+                [DATASETTE, "dbrain-websearch", "index", str(path)],
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        with (
+            served(path) as port,
+            httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client,
+        ):
+            results = {
+                rows: collection_rows(args, conn, client, questions, rows) for rows in (10, 100)
+            }
+            version = httpx.get(f"http://127.0.0.1:{port}/-/versions.json").json()
+        conn.close()
+    print()
+    print(
+        f"{name}: {len(shared.documents):,} documents, {len(questions)} questions x {args.reps} "
+        f"reps; semantic lane {'off' if args.no_semantic else 'on'}; Datasette "
+        f"{version['datasette']['version']}, {os.cpu_count()} cores"
+    )
+    print(f"{'rows':>6}{'research p50':>14}{'FTS5 OR p50':>13}{'+ empty':>10}{'ratio':>8}  target")
+    for rows, found in results.items():
+        research, fts, empty = (statistics.median(found[k]) for k in ("research", "fts", "empty"))
+        ratio = research / (fts + empty)
+        target = COLLECTION_TARGETS[rows]
+        print(
+            f"{rows:>6}{research:>14.2f}{fts:>13.2f}{fts + empty:>10.2f}{ratio:>7.2f}x"
+            f"  <= {target}x {'OK' if ratio <= target else 'MISSED'}"
+        )
+
+
+def collection_rows(
+    args, conn: sqlite3.Connection, client: httpx.Client, questions: list[str], rows: int
+) -> dict[str, list[float]]:
+    """research.json at ``rows`` rows, and its floor, for every question ``args.reps`` times."""
+    sql = [
+        f"select rowid from [{fts}] where [{fts}] match ? order by bm25([{fts}]) limit {rows}"
+        for fts in (FTS_TABLE[kind] for kind in KINDS)
+    ]
+    found: dict[str, list[float]] = {"research": [], "fts": [], "empty": []}
+    for question in questions:  # warm the caches once per question
+        client.get("/-/research.json", params={"q": question, "limit": rows})
+    for _ in range(args.reps):
+        for question in questions:
+            words = ['"' + w.replace('"', '""') + '"' for w in WORD.findall(question.lower())]
+            match = " OR ".join(dict.fromkeys(words))
+
+            def fts_or(match: str = match) -> None:
+                for query in sql:
+                    conn.execute(query, [match]).fetchall()
+
+            def research(question: str = question) -> None:
+                client.get(
+                    "/-/research.json", params={"q": question, "limit": rows}
+                ).raise_for_status()
+
+            found["empty"].append(timed(lambda: client.get("/-/actor.json")))
+            found["fts"].append(timed(fts_or) if words else 0.0)
+            found["research"].append(timed(research))
+            time.sleep(0.02)  # the run's trace is written after its answer
+    return found
 
 
 @contextmanager
@@ -306,20 +400,27 @@ def run(args, path: Path, questions: list[str], port: int) -> dict[str, list[flo
     base = f"http://127.0.0.1:{port}"
     name = path.stem
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    # The floor's query: plain FTS5, every word quoted and OR-ed, by bm25, ten rows a table.
+    # The floors' query: plain FTS5, every word quoted (AND, or OR-ed), by bm25, ten rows a table.
     lanes = [
         f"select rowid from [{fts}] where [{fts}] match ? order by bm25([{fts}]) limit 10"
         for fts in (FTS_TABLE[kind] for kind in KINDS)
     ]
-    results: dict[str, list[float]] = {"research": [], "floor": [], "builtin": [], "empty": []}
+    results: dict[str, list[float]] = {
+        "research": [],
+        "floor": [],
+        "or_floor": [],
+        "builtin": [],
+        "empty": [],
+    }
     cut: list[str] = []
     with httpx.Client(base_url=base, timeout=120) as client:
         for question in questions:  # warm the page cache and the server once per question
             client.get("/-/research.json", params={"q": question})
         for rep in range(args.reps):
             for question in questions:
-                words = dict.fromkeys(w.lower() for w in WORD.findall(question))
-                match = " OR ".join('"' + w.replace('"', '""') + '"' for w in words)
+                words = ['"' + w.replace('"', '""') + '"' for w in WORD.findall(question.lower())]
+                match = " ".join(dict.fromkeys(words))
+                either = " OR ".join(dict.fromkeys(words))
 
                 def sqlite_floor(match: str = match) -> None:
                     for sql in lanes:
@@ -340,6 +441,7 @@ def run(args, path: Path, questions: list[str], port: int) -> dict[str, list[flo
                 empty = timed(lambda: client.get("/-/actor.json"))
                 results["empty"].append(empty)
                 results["floor"].append(timed(sqlite_floor) + empty)
+                results["or_floor"].append(timed(lambda m=either: sqlite_floor(m)) + empty)
                 results["research"].append(timed(research))
                 # The run's trace is written after its answer: let that finish before the next
                 # timed request, as between two questions of one person.
@@ -439,7 +541,8 @@ def report(
     print(f"{'':24}{'p50 ms':>10}{'p95 ms':>10}")
     for key, label in (
         ("research", "research.json"),
-        ("floor", "floor (sqlite + empty)"),
+        ("floor", "floor (raw FTS5 + empty)"),
+        ("or_floor", "OR floor (FTS5 + empty)"),
         ("builtin", "built-in _search pair"),
         ("empty", "empty request"),
     ):
@@ -452,6 +555,7 @@ def report(
         f"research / floor    = {floor_ratio:.2f}x   (target <= {target}x)"
         f"  {'OK' if floor_ratio <= target else 'MISSED'}"
     )
+    print(f"research / OR floor = {p50['research'] / p50['or_floor']:.2f}x")
     if "builtin" in p50:
         builtin_ratio = p50["builtin"] / p50["research"]
         print(

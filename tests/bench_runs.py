@@ -31,6 +31,10 @@ SCRIPTS = {
         "--size", "600", "--reps", "1", "--questions", "4", "--clients", "4", "--seconds", "1",
         "--no-semantic", "--db", "{tmp}/tiny.db",
     ),
+    "speed_collections": (
+        "bench_research.py", "--collection", "squad", "--questions", "3", "--reps", "1",
+        "--no-semantic",
+    ),
     "known_item": ("bench_known_item.py", "--size", "1500", "--items", "30"),
     "web": ("bench_web.py", "--latency-ms", "20", "--reps", "1"),
     "answer": ("bench_answer.py", "--reps", "1", "--questions", "2"),

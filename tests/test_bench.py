@@ -28,6 +28,16 @@ def test_bench_runs_and_prints_ratios(smoke):
     assert "under load: 4 clients" in smoke.stdout and "research p99 / p50" in smoke.stdout
 
 
+@pytest.mark.bench("speed_collections")
+def test_speed_bench_times_a_shared_collection_at_10_and_100_rows(smoke):
+    assert smoke.returncode == 0, smoke.stderr
+    assert "squad: 87 documents, 3 questions x 1 reps; semantic lane off" in smoke.stdout
+    lines = smoke.stdout.splitlines()
+    rows = [line.split() for line in lines if line.strip()[:3] in ("10 ", "100")]
+    assert [r[0] for r in rows] == ["10", "100"]
+    assert all(r[4].endswith("x") and float(r[4][:-1]) > 0 for r in rows)
+
+
 @pytest.mark.bench("known_item")
 def test_known_item_bench_prints_both_recalls_and_the_plugin_keeps_up(smoke):
     """A short run of the known-item benchmark. Recall is a correctness target (speed is not):
