@@ -35,7 +35,6 @@ from .runs_db import (
     plugin_database,
     write_locked,
 )
-from .schema import sqlite_database
 from .web import BUDGET_EXHAUSTED
 
 TRACE_SCHEMA = "research_trace.v1"
@@ -329,13 +328,22 @@ async def _write(db: Any, trace: dict[str, Any], now: datetime | None = None) ->
     def write(conn: sqlite3.Connection) -> None:
         row, events = _serialized(trace)
         with conn:
-            plugin_tables = sqlite_database(conn)
-            plugin_tables[RUNS_TABLE].insert(row, replace=True)
+            conn.execute(_insert(RUNS_TABLE, row, "insert or replace"), list(row.values()))
             conn.execute(f"delete from {EVENTS_TABLE} where run_id = ?", [row["run_id"]])
-            plugin_tables[EVENTS_TABLE].insert_all(events)
+            if events:
+                conn.executemany(
+                    _insert(EVENTS_TABLE, events[0]), [list(e.values()) for e in events]
+                )
             prune(conn, cutoff)
 
     await bounded_write(db, write)
+
+
+def _insert(table: str, row: dict[str, Any], verb: str = "insert") -> str:
+    """The statement inserting a row of these columns (plain SQL: a run is saved on every
+    answer, and sqlite-utils reads the table's schema on every insert)."""
+    columns = ", ".join(f"[{name}]" for name in row)
+    return f"{verb} into [{table}] ({columns}) values ({', '.join('?' for _ in row)})"
 
 
 # Saves still under way, by plugin Database, then run id: a read of a run waits for its save.
