@@ -271,16 +271,16 @@ def suggest(
     other words wins (the words the brain holds, and the other typos' nearest fixes): "startr"
     beside "sourdough" is "starter", not the commoner "start"; then the nearest; then the one
     most rows hold."""
-    unknown = unknown_words(conn, tables, words)
-    if not unknown:
-        return []
     if english is None:
         english = english_words()
         if english is None:
             return []
-    typos = [w for w in unknown if not is_english(w, english)]
+    # An English word is never a typo: only the others are looked up in the brain (a prefix
+    # probe of a common word reads every posting of every word it starts).
+    typos = unknown_words(conn, tables, [w for w in words if not is_english(w, english)])
     if not typos or len(typos) > MAX_WORDS:
         return []
+    unknown = typos + unknown_words(conn, tables, [w for w in words if is_english(w, english)])
     try:
         options = {word: _candidates(conn, tables, word, english) for word in typos}
     except sqlite3.Error:  # no fts5vocab in this SQLite, or a brain we may not touch
