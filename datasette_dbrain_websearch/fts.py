@@ -472,6 +472,7 @@ def read_terms(question: str, compounds: bool = False) -> QuestionTerms:
     terms: list[str] = []
     excluded: list[str] = []
     content: list[str] = []
+    seen: set[str] = set()  # content's words: a long question is not read in square time
     skip_next = False
     if compounds:
         text = _POSSESSIVE.sub("", search_text(question))
@@ -485,21 +486,24 @@ def read_terms(question: str, compounds: bool = False) -> QuestionTerms:
                 excluded.append(word)
             continue
         if parts != (word,):  # a compound
-            if word not in content and dbrain_parts(word):
+            if word not in seen and dbrain_parts(word):
                 content.append(word)
+                seen.add(word)
                 terms.append(word)
             continue
         if word in NEGATIONS:
             skip_next = True
             continue
-        if word in CORRECTIONS or word in content:
+        if word in CORRECTIONS or word in seen:
             continue
         if word in CURRENT_STATE_WORDS:
             content.append(word)
+            seen.add(word)
             continue
         if word in QUESTION_STOP_WORDS or looks_like_source_key_fragment(word):
             continue
         content.append(word)
+        seen.add(word)
         terms.append(word)
     return QuestionTerms(terms, excluded, content)
 
