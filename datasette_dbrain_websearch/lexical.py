@@ -22,7 +22,7 @@ import os
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
@@ -182,7 +182,7 @@ def coverage(held: set[str], terms: Sequence[str], idf: dict[str, float]) -> flo
     return sum(idf.get(t, 0.0) for t in terms if t in held) / total if total else 0.0
 
 
-def rows_signals(plan: QueryPlan, rows: Sequence[Sequence[str]]) -> list[tuple[set[str], bool]]:
+def rows_signals(plan: QueryPlan, rows: Iterable[Sequence[str]]) -> list[tuple[set[str], bool]]:
     """For each row (its texts): (the search terms it holds, whether two of the question's
     adjacent terms stand side by side in it, as a phrase).
 

@@ -456,6 +456,7 @@ def _local(
         options.ranking,
         lane,
         surveyed=surveyed,
+        checkpoint=checkpoint,
     )
     if lane is not None:
         state.update(

@@ -39,6 +39,7 @@ from .brain import (
     relaxed_texts,
     searchable_texts,
 )
+from .brain_access import Checkpoint, paced, unbounded
 from .errors import ResearchError, is_busy
 from .fts import QueryPlan, matches_relaxed_terms, min_relaxed_coverage, relaxed_terms
 from .merge import rrf_contribution
@@ -387,6 +388,7 @@ def _rescore_lane(
     pool: int,
     semantic: Rescorer | None,
     signals: lexical.Signals,
+    checkpoint: Checkpoint,
 ) -> list[tuple[int, float]]:
     """The lane's top ``pool`` rows re-scored by the bounded signals (``lexical.rescore``) and
     the semantic cosine; the rest keep BM25's order below them.
@@ -397,14 +399,14 @@ def _rescore_lane(
     top = ranked[:pool]
     if not top:
         return ranked
-    parts = _signals_of(conn, kind, top, plan, idf, hits, shape)
+    parts = _signals_of(conn, kind, top, plan, idf, hits, shape, checkpoint)
     names = {t.name for t in plan.question_terms}
     complete = sum(1 for p in parts if p.held == len(names))
     if holding_all and complete < limit:
         have = {row_id for row_id, _ in top}
         more = [e for e in holding_all[:pool] if e[0] not in have]
         if more:
-            parts += _signals_of(conn, kind, more, plan, idf, hits, shape)
+            parts += _signals_of(conn, kind, more, plan, idf, hits, shape, checkpoint)
             top = top + more
     chosen = {row_id for row_id, _ in top}
     rest = [e for e in ranked if e[0] not in chosen]
@@ -433,12 +435,15 @@ def _signals_of(
     idf: dict[str, float],
     hits: dict[tuple[str, int], Hit],
     shape: BrainShape,
+    checkpoint: Checkpoint,
 ) -> list[Hit]:
-    """The rows, hydrated, with what they hold of the question (coverage, phrase)."""
+    """The rows, hydrated, with what they hold of the question (coverage, phrase); the run's
+    ``checkpoint`` every few rows (a pool of long pages takes a while to read)."""
     parts = [hits.setdefault((kind, row_id), Hit(kind, row_id)) for row_id, _ in entries]
     hydrate(conn, parts, shape)
     names = [t.name for t in plan.question_terms]
-    found = lexical.rows_signals(plan, [searchable_texts(kind, part.row) for part in parts])
+    texts = (searchable_texts(kind, part.row) for part in parts)
+    found = lexical.rows_signals(plan, paced(texts, checkpoint, every=8))
     for part, (held, part.phrase) in zip(parts, found, strict=True):
         part.matched = [t for t in plan.query_terms if t in held]
         part.coverage = lexical.coverage(held, names, idf)
@@ -456,6 +461,7 @@ def retrieve(
     semantic: Rescorer | None = None,
     signals: lexical.Signals | None = None,
     surveyed: Survey | None = None,
+    checkpoint: Checkpoint = unbounded,
 ) -> LocalResult:
     """Exact lookup, then the lanes (BM25 re-scored, or dbrain's order with ``ranking:
     dbrain``); fuse, order and hydrate the top rows.
@@ -518,7 +524,19 @@ def retrieve(
             idf = lanes.idf.get(kind, {})
             every = lanes.holding_all.get(kind)
             lanes.ranked[kind] = _rescore_lane(
-                conn, kind, ranked, every, plan, idf, hits, shape, limit, pool, semantic, signals
+                conn,
+                kind,
+                ranked,
+                every,
+                plan,
+                idf,
+                hits,
+                shape,
+                limit,
+                pool,
+                semantic,
+                signals,
+                checkpoint,
             )
         mark = lap("rescore", mark)
         weights = lane_weights(lanes.idf) if mode != "raw" else dict.fromkeys(kinds, 1.0)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 from datasette_dbrain_websearch import lexical
 from datasette_dbrain_websearch.brain import Filters
 from datasette_dbrain_websearch.fts import plan_query
@@ -101,3 +103,29 @@ def test_too_few_rows_holding_every_keyword_still_reads_the_rest(tmp_path):
     assert keys[0] == f"manual:{len(one)}"  # the row holding both comes first
     assert len(keys) == 3  # and rows holding one keyword fill the page
     assert any(" OR " in m for m in matches)
+
+
+def test_re_scoring_a_pool_of_rows_stops_at_the_runs_checkpoint(tmp_path):
+    """Reading which words a pool of long pages holds is paced: the run's deadline can stop
+    it between rows, not only at the next SQLite query."""
+    path = tmp_path / "brain.db"
+    empty_brain(path)
+    conn = sqlite3.connect(path)
+    with conn:
+        for n in range(30):
+            add_item(conn, f"manual:{n}", "manual", title=f"lattice {n}", text="lattice " * 50)
+    calls: list[int] = []
+
+    class Stopped(Exception):
+        pass
+
+    def checkpoint() -> None:
+        calls.append(1)
+        if len(calls) > 2:
+            raise Stopped
+
+    question = "lattice"
+    found = retrieve(conn, question, plan_query(question), Filters(), 10)
+    assert len(found.hits) == 10  # unbounded, the same call answers
+    with pytest.raises(Stopped):
+        retrieve(conn, question, plan_query(question), Filters(), 10, checkpoint=checkpoint)
