@@ -134,6 +134,9 @@ class TimeBudget:
     progress_ops: int = PROGRESS_OPS
     clock: Clock = time.perf_counter
     cpu_clock: Clock = time.thread_time
+    # When the request arrived (``time.perf_counter``), if before the run: the wait for a free
+    # connection to find the brain counts as queued, within the limit.
+    arrived: float | None = None
     cpu_s: float = 0.0  # computing, in the phases that ended
     queued_s: float = 0.0  # waiting for a turn or a connection
     paused_s: float = 0.0  # on the web or a model, not charged
@@ -142,6 +145,10 @@ class TimeBudget:
 
     def __post_init__(self) -> None:
         self.started = self.clock()
+        if self.arrived is not None and self.clock is time.perf_counter:
+            waited = max(0.0, self.started - self.arrived)
+            self.started -= waited
+            self.queued_s += waited
 
     @property
     def spent_ms(self) -> float:

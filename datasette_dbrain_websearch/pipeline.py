@@ -124,6 +124,7 @@ async def run_pipeline(
     semantic_index: str | None = None,
     gate: Gate | None = None,
     requester: str | None = None,
+    arrived: float | None = None,
 ) -> Pack:
     """Run one research pass and return the typed pack: the brain's rows, the verdict on
     them, the web when allowed, the merge, then an answer when asked for.
@@ -132,6 +133,8 @@ async def run_pipeline(
     surface can show live progress; it never changes the result. ``semantic_index`` is the
     plugin database holding the semantic lane's vectors (``semantic.py``). ``gate`` admits
     the local search when it is heavy (``admission``), counting it against ``requester``.
+    ``arrived``: when the request came in (``time.perf_counter``), so the limit covers the wait
+    before the run (``views.common.arrived_at``).
 
     The run's ``time_limit_ms`` (``TimeBudget``) bounds every stage but the web's and a model's
     replies (which have their own timeouts): each runs as a ``phase``, its loops paced.
@@ -141,7 +144,7 @@ async def run_pipeline(
     run_id = new_run_id()
     web = web or WebAccess(False, {})
     _check_providers(options, settings)
-    budget = TimeBudget(settings.time_limit_ms, database)
+    budget = TimeBudget(settings.time_limit_ms, database, arrived=arrived)
     local_query = budget.bind(execute_fn)
     await emit({"stage": "local", "status": "started", "message": "Searching your brain"})
     local = await _local_stage(

@@ -186,6 +186,7 @@ async def run_research(
     model_permitted: bool | None = None,
     requester: str | None = None,
     wait_for_trace: bool = True,
+    arrived: float | None = None,
 ) -> PackJSON:
     """Parse, research, save the trace: the one path every surface (HTTP and CLI) takes.
 
@@ -194,7 +195,8 @@ async def run_research(
     a cross-site request (``web.cross_site``) spends nothing: no web search, no model answer;
     ``requester`` (from ``requester_of``) is who a heavy question counts against (None: no
     per-requester limit; ``admission``);
-    ``wait_for_trace=False`` returns before the trace is written (see ``then_settle``).
+    ``wait_for_trace=False`` returns before the trace is written (see ``then_settle``);
+    ``arrived`` (``views.common.arrived_at``) starts the time limit when the request came in.
     """
     options = parse_options(params, settings)
     if options.web.mode != "never":
@@ -215,6 +217,7 @@ async def run_research(
         semantic_index=index_path(datasette),
         gate=gate_for(datasette),
         requester=requester,
+        arrived=arrived,
     )
     pack = cast(PackJSON, {**typed.to_json(), **(lineage or {})})
     await traces.record(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from datasette_dbrain_websearch.brain_access import (
 )
 from datasette_dbrain_websearch.cost import MAX_QUESTION_WORDS, Cost
 from datasette_dbrain_websearch.errors import ResearchError
+from datasette_dbrain_websearch.views import research as research_view
 
 from .helpers import actor_cookies, add_item, make_datasette, web_config
 
@@ -58,7 +60,7 @@ class Clocks:
             self.compute(self.tick)
         return self.wall
 
-    def budget(self, limit_ms: int, database: str) -> TimeBudget:
+    def budget(self, limit_ms: int, database: str, arrived: float | None = None) -> TimeBudget:
         return TimeBudget(limit_ms, database, clock=self.read_wall, cpu_clock=lambda: self.cpu)
 
 
@@ -344,3 +346,19 @@ async def test_a_question_too_long_by_construction_is_refused_at_once(ds, monkey
     fits = await ds.client.get("/-/research.json", params={"q": words(MAX_QUESTION_WORDS)})
     assert fits.status_code == 200
     assert "terms_truncated" in [w["code"] for w in fits.json()["warnings"]]
+
+
+def test_the_limit_starts_when_the_request_arrived():
+    """A request that waited before its run (every connection busy finding its brain) has
+    used that time: ten seconds after it arrived, a one-second limit is gone, and it was load."""
+    budget = TimeBudget(1000, "x", arrived=time.perf_counter() - 10)
+    with pytest.raises(ResearchError) as stopped:
+        budget.check()
+    assert (stopped.value.status, stopped.value.code) == (503, "time_limit")
+
+
+async def test_a_request_that_waited_before_its_run_is_stopped_as_load(brain, monkeypatch):
+    """The research view hands the request's arrival to the run's budget."""
+    ds = await limited(brain)
+    monkeypatch.setattr(research_view, "arrived_at", lambda request: time.perf_counter() - 10)
+    assert_load(await ds.client.get("/-/research.json", params={"q": "espresso"}))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import time
 import urllib.parse
 from collections.abc import Awaitable, Callable
 from functools import wraps
@@ -268,6 +269,15 @@ class Stream(AsgiStream):
         await super().asgi_send(with_cookies)
 
 
+ARRIVED = "dbrain_websearch.arrived"  # the scope's arrival time (``capped_bodies``)
+
+
+def arrived_at(request: Any) -> float | None:
+    """When the request reached the plugin (``time.perf_counter``), before any wait for a
+    connection: where its time limit starts."""
+    return request.scope.get(ARRIVED)
+
+
 class BodyTooLarge(Exception):
     """A request body passed ``MAX_BODY`` while someone was reading it."""
 
@@ -282,6 +292,7 @@ def capped_bodies(app: Asgi) -> Asgi:
         if scope["type"] != "http" or RESEARCH_ROUTES not in scope.get("path", ""):
             await app(scope, receive, send)
             return
+        scope = {**scope, ARRIVED: time.perf_counter()}
         headers = dict(scope.get("headers") or [])
         wanted = headers.get(b"content-type", b"") + headers.get(b"accept", b"")
         refusal = (

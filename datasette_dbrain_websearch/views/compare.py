@@ -28,6 +28,7 @@ from ..service import (
 )
 from ..web import CROSS_SITE_WARNING
 from .common import (
+    arrived_at,
     refusal,
     remembering_access,
 )
@@ -91,6 +92,7 @@ async def brain_only(datasette: Any, request: Any, trace: dict[str, Any]) -> dic
         web,
         "page",
         requester=requester_of(request),
+        arrived=arrived_at(request),
     )
     return await saved_run(datasette, request.actor, pack["run_id"])
 

@@ -38,6 +38,7 @@ from ..urls import is_web_url
 from .common import (
     MODE_LABELS,
     Stream,
+    arrived_at,
     citation_anchors,
     error_response,
     page_error,
@@ -121,6 +122,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
                 lineage=lineage,
                 requester=requester_of(request),
                 wait_for_trace=False,
+                arrived=arrived_at(request),
             )
         except ResearchError as exc:
             error = exc
@@ -455,6 +457,7 @@ async def stream_view(request: Any, datasette: Any) -> Any:
                 progress,
                 lineage,
                 requester=requester_of(request),
+                arrived=arrived_at(request),
             )
         except ResearchError as exc:
             await progress({"stage": "error", **exc.as_json()})
