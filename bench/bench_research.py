@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import platform
@@ -475,15 +476,25 @@ class Load:
 async def hammer(
     port: int, target: Callable[[int, int], tuple[str, dict]], clients: int, seconds: float
 ) -> Load:
-    """``clients`` clients, each sending its next request as soon as the last was answered."""
+    """``clients`` clients, each sending its next request as soon as the last was answered,
+    each from its own loopback address (127.0.0.2, 127.0.0.3, ...): as many people, each
+    under the plugin's per-person limits."""
     load = Load(clients, [], Counter(), 0.0)
-    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(
-        base_url=f"http://127.0.0.1:{port}", timeout=300, limits=limits
-    ) as client:
+    people = [
+        httpx.AsyncClient(
+            base_url=f"http://127.0.0.1:{port}",
+            timeout=300,
+            transport=httpx.AsyncHTTPTransport(local_address=f"127.0.0.{2 + n}"),
+        )
+        for n in range(clients)
+    ]
+    async with contextlib.AsyncExitStack() as stack:
+        for person in people:
+            await stack.enter_async_context(person)
         deadline = time.perf_counter() + seconds
 
         async def one(n: int) -> None:
+            client = people[n]
             i = 0
             # Every client's first request is made however short the phase (a starved machine
             # still reports a latency).
