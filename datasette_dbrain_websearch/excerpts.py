@@ -54,9 +54,14 @@ def find_matches(text: str, terms: Terms) -> list[tuple[int, int, str]]:
 
 def mark(text: str, terms: Terms) -> str:
     """HTML-escape text and wrap each term occurrence in ``<mark>``."""
+    return _marked(text, find_matches(text, terms))
+
+
+def _marked(text: str, matches: list[tuple[int, int, str]]) -> str:
+    """``mark`` with the matches already found."""
     out: list[str] = []
     pos = 0
-    for start, end, _ in find_matches(text, terms):
+    for start, end, _ in matches:
         out.append(html.escape(text[pos:start]))
         out.append("<mark>" + html.escape(text[start:end]) + "</mark>")
         pos = end
@@ -138,26 +143,28 @@ def best_excerpt(fields: Sequence[Field], terms: Terms, max_chars: int) -> Excer
         return Excerpt("", "", "", "", ())
     found = in_compact + [find_matches(f[2], matcher) for f in candidates[len(compact) :]]
     counts = Counter(m[2] for matches in found for m in matches)
-    best: tuple[int, Field, int, int] | None = None
+    best: tuple[int, Field, int, int, list[tuple[int, int, str]]] | None = None
     for field, matches in zip(candidates, found, strict=True):
         if matches:
             start, end, score = _window(field[2], matches, max_chars, counts)
             if best is None or score > best[0]:
-                best = (score, field, start, end)
+                best = (score, field, start, end, matches)
     if best is None:
-        field = candidates[0]
+        field, matches = candidates[0], []
         start, end = 0, min(len(field[2]), max_chars)
     else:
-        _, field, start, end = best
+        _, field, start, end, matches = best
     name, role, text = field
     start, end = _snap(text, start, end)
     body = text[start:end]
     prefix = ELLIPSIS if start > 0 else ""
     suffix = ELLIPSIS if end < len(text) else ""
-    inside = {m[2] for m in find_matches(body, matcher)}
+    # The field's own matches inside the window: a word the window's edge cuts is not one.
+    shown = [(a - start, b - start, t) for a, b, t in matches if a >= start and b <= end]
+    inside = {m[2] for m in shown}
     return Excerpt(
         text=prefix + body + suffix,
-        html=html.escape(prefix) + mark(body, matcher) + html.escape(suffix),
+        html=html.escape(prefix) + _marked(body, shown) + html.escape(suffix),
         field=name,
         role=role,
         matched_terms=tuple(t for t in unique if t in inside),
