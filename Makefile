@@ -155,6 +155,7 @@ bench: $(VENV)/.installed
 	$(VENV)/bin/python bench/bench_answer.py
 	$(VENV)/bin/python bench/bench_load.py
 	$(VENV)/bin/python bench/bench_fairness.py
+	$(VENV)/bin/python bench/bench_locks.py
 	$(VENV)/bin/python bench/bench_limits.py
 
 clean:

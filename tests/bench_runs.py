@@ -46,6 +46,7 @@ SCRIPTS = {
         "bench_limits.py",
         "--size", "600", "--reps", "1", "--clients", "2", "--seconds", "1", "--db", "{tmp}/tiny.db",
     ),
+    "locks": ("bench_locks.py", "--reps", "1", "--questions", "2"),
     "load": ("bench_load.py", "--clients", "4", "--seconds", "2"),
     "relevance": ("bench_ir.py", "--collection", "ir-tiny"),
     "feedback": ("bench_feedback.py", "--collection", "ir-tiny"),

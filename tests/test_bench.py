@@ -38,6 +38,15 @@ def test_speed_bench_times_a_shared_collection_at_10_and_100_rows(smoke):
     assert all(r[4].endswith("x") and float(r[4][:-1]) > 0 for r in rows)
 
 
+@pytest.mark.bench("locks")
+def test_locks_bench_checks_every_answer_while_a_database_is_locked(smoke):
+    assert smoke.returncode == 0, smoke.stdout + smoke.stderr
+    for phase in ("plugin database locked", "brain written (WAL)", "brain locked (page)"):
+        assert phase in smoke.stdout
+    assert "200 trace_not_saved" in smoke.stdout and "503 brain_busy" in smoke.stdout
+    assert "every answer kept the rules" in smoke.stdout
+
+
 @pytest.mark.bench("known_item")
 def test_known_item_bench_prints_both_recalls_and_the_plugin_keeps_up(smoke):
     """A short run of the known-item benchmark. Recall is a correctness target (speed is not):
