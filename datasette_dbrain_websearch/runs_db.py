@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import time
 import weakref
 from collections.abc import Callable
 from dataclasses import asdict
@@ -45,7 +46,7 @@ async def bounded_write(db: Any, fn: Callable[[sqlite3.Connection], T], **option
     opens = write_opens_transaction(db)
 
     def bounded(conn: sqlite3.Connection) -> T:
-        _WRITING.add(db)
+        _WRITING[db] = clock()
         try:
             with busy_timeout(conn, WRITE_WAIT_MS):
                 if not opens:
@@ -54,15 +55,20 @@ async def bounded_write(db: Any, fn: Callable[[sqlite3.Connection], T], **option
                     conn.execute("BEGIN IMMEDIATE")
                     return fn(conn)
         finally:
-            _WRITING.discard(db)
+            _WRITING.pop(db, None)
 
     if opens:
         options["transaction"] = False
     return await db.execute_write_fn(bounded, **options)
 
 
-# The Databases a ``bounded_write`` is writing to now (one at a time each: its write thread).
-_WRITING: weakref.WeakSet[Any] = weakref.WeakSet()
+# The Databases a ``bounded_write`` is writing to now (one at a time each: its write thread),
+# with when it began (``clock``).
+_WRITING: weakref.WeakKeyDictionary[Any, float] = weakref.WeakKeyDictionary()
+clock: Callable[[], float] = time.perf_counter
+# Our own write holds the lock for milliseconds; one under way for longer is waiting for a lock
+# too, another program's.
+OWN_WRITE_S = 0.05
 # One connection per Database for ``write_locked``, kept open: a look then costs one lock
 # attempt (microseconds), never an open, nor the checkpoint a WAL file's last close makes.
 _PROBES: weakref.WeakKeyDictionary[Any, sqlite3.Connection] = weakref.WeakKeyDictionary()
@@ -72,8 +78,9 @@ def write_locked(db: Any) -> bool:
     """Does another program hold the database's write lock now? One attempt at the lock that
     does not wait, let go at once (a few microseconds, so it runs on the event loop): a run
     saved after its answer is sent would learn of such a lock only once its link was out. A
-    refusal while a write of ours is under way counts as that write's (done in milliseconds,
-    or itself waiting out another program's lock, as a save beside the answer then does)."""
+    refusal while a write of ours has been under way for less than ``OWN_WRITE_S`` counts as
+    that write's (done in milliseconds); a write of ours under way for longer is itself waiting
+    out another program's lock."""
     try:
         conn = _PROBES.get(db)
         if conn is None:
@@ -83,7 +90,8 @@ def write_locked(db: Any) -> bool:
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("ROLLBACK")
     except sqlite3.Error:
-        return db not in _WRITING
+        ours = _WRITING.get(db)
+        return ours is None or clock() - ours > OWN_WRITE_S
     return False
 
 

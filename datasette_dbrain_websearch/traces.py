@@ -550,7 +550,8 @@ async def record(
     pack["trace_url"] = run_path(datasette, run_id)
     actor_id = str((actor or {}).get("id") or "")
     trace = build_trace(pack, surface=surface, actor_id=actor_id, web_permitted=permitted)
-    if not wait and not write_locked(db):
+    # A save of ours still waiting out a lock says another program holds it, as a look does.
+    if not wait and not _RETRYING and not write_locked(db):
         task = asyncio.ensure_future(_save_logged(db, run_id, trace))
         pending = _PENDING.setdefault(db, {})
         pending[run_id] = task

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import sqlite3
@@ -414,6 +415,33 @@ async def test_a_lock_taken_after_the_look_is_waited_out_beside_the_answer(ds, m
     assert link.status_code == 200, link.text
 
 
+async def test_while_a_save_waits_out_a_lock_the_next_run_says_it_was_not_saved(ds, monkeypatch):
+    """A save of ours retrying behind another program's lock is that lock seen: the next run
+    does not save beside its answer (its link would be dead) but before it, and says so."""
+    from datasette_dbrain_websearch import runs_db
+
+    monkeypatch.setattr(runs_db, "WRITE_WAIT_MS", 0)
+    monkeypatch.setattr(traces, "write_locked", lambda db: False)  # the look missed it
+    retrying, release = asyncio.Event(), asyncio.Event()
+
+    async def held(seconds: float) -> None:
+        retrying.set()
+        await release.wait()
+
+    monkeypatch.setattr(traces, "pause_before_retry", held)
+    with runs_database_locked(ds) as locker:
+        # The request ends once its run is saved: it is answered, then waits with its save.
+        asked = asyncio.create_task(ds.client.get("/-/research.json", params={"q": "espresso"}))
+        await retrying.wait()
+        second = (await ds.client.get("/-/research.json", params={"q": "espresso"})).json()
+        locker.execute("rollback")
+    release.set()
+    first = (await asked).json()
+    assert "trace_url" in first  # saved, after waiting
+    assert (await ds.client.get(first["trace_url"] + ".json")).status_code == 200
+    assert "trace_url" not in second and not_saved_warnings(second)
+
+
 async def test_the_look_at_the_lock_tries_it_without_waiting(ds):
     """``write_locked``: free, held by another program, free again; our own write under way
     is no other program's lock (the answer's save waits its turn beside the answer); and the
@@ -436,6 +464,26 @@ async def test_the_look_at_the_lock_tries_it_without_waiting(ds):
     other.execute("begin immediate")
     other.execute("rollback")
     other.close()
+
+
+async def test_a_write_of_ours_waiting_on_another_programs_lock_does_not_hide_it(ds, monkeypatch):
+    """A save of ours that began before another program took the lock waits for it (up to
+    WRITE_WAIT_MS): a refusal then is that program's, not our write's, once ours has been
+    under way for longer than our writes take (OWN_WRITE_S, on the injected clock)."""
+    from datasette_dbrain_websearch import runs_db
+
+    db = runs_db.plugin_database(ds)
+    now = [100.0]
+    monkeypatch.setattr(runs_db, "clock", lambda: now[0])
+
+    def looked(conn: sqlite3.Connection, after: float) -> bool:
+        with conn:
+            conn.execute(f"delete from {runs_db.FEEDBACK_TABLE} where 0")
+            now[0] += after
+            return runs_db.write_locked(db)
+
+    assert await runs_db.bounded_write(db, lambda conn: looked(conn, 0.001)) is False
+    assert await runs_db.bounded_write(db, lambda conn: looked(conn, 0.5)) is True
 
 
 async def test_the_bounded_wait_covers_the_start_of_the_write(ds):
