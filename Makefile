@@ -25,7 +25,7 @@ CHROMIUM ?= /usr/bin/chromium
 EMOJI_FONT := /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
 
 .PHONY: demo demo-reset docs test test-stable test-alpha lint bench bench-ir bench-answer eval clean
-.PHONY: bench-feedback bench-verdict bench-spelling
+.PHONY: bench-feedback bench-verdict bench-spelling bench-deep
 .PHONY: browser-deps
 
 $(VENV)/.installed: pyproject.toml
@@ -142,6 +142,10 @@ bench-ir: $(VENV)/.installed
 bench-verdict: $(VENV)/.installed
 	$(VENV)/bin/python bench/bench_verdict.py $(ARGS)
 	$(VENV)/bin/python bench/bench_verdict.py --no-semantic $(ARGS)
+
+# Multi-step questions from the brain and the fake web, quick and deep (bench/bench_deep.py).
+bench-deep: $(VENV)/.installed
+	$(VENV)/bin/python bench/bench_deep.py $(ARGS)
 
 # Did you mean: typos given their word back, real words left alone (bench/bench_spelling.py).
 bench-spelling: $(VENV)/.installed

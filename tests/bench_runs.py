@@ -57,6 +57,7 @@ SCRIPTS = {
         "--workdir", "{tmp}/verdict",
     ),
     "spelling": ("bench_spelling.py", "--smoke", "--collections", "squad"),
+    "deep": ("bench_deep.py", "--limit-questions", "3"),
 }  # fmt: skip
 # What a run needs in its environment beside the suite's.
 ENV = {"relevance": IR_TINY, "feedback": IR_TINY}

@@ -288,3 +288,15 @@ def test_spelling_bench_gives_typos_their_word_back(smoke):
     assert smoke.returncode == 0, smoke.stderr
     found = re.search(r"^squad\s+87\s+\d+\s+([\d.]+)", smoke.stdout, re.M)
     assert found and float(found[1]) >= 0.8, smoke.stdout
+
+
+@pytest.mark.bench("deep")
+def test_deep_bench_scores_both_variants_on_hotpotqa(smoke):
+    assert smoke.returncode == 0, smoke.stderr
+    assert "hotpotqa: 3 questions of two supporting paragraphs each" in smoke.stdout
+    rows = [line.split() for line in smoke.stdout.splitlines() if " quick " in line]
+    assert [r[:2] for r in rows] == [["brain", "only"], ["brain", "+"]]
+    for row in rows:
+        both, holds = float(row[-4]), float(row[-3])
+        assert 0 <= both <= 1 and 0 <= holds <= 1
+    assert int(rows[0][-2]) == 0 and int(rows[1][-2]) == 3  # web only in the web variant
