@@ -202,13 +202,31 @@ def register(cli: click.Group) -> None:
     @click.option("--syntax", type=click.Choice(["simple", "raw"]), help="raw = FTS5 syntax")
     @click.option("--since", help="Only rows dated on or after YYYY-MM-DD")
     @click.option("--until", help="Only rows dated on or before YYYY-MM-DD")
+    # dbrain's own spellings (--external-search, on-weak, --external-provider ...) work too;
+    # the values are checked as the JSON API checks its parameters.
     @click.option(
         "--external",
-        type=click.Choice(["never", "on_weak", "always"]),
-        help="Search the web too (needs external_search.enabled in the config)",
+        "--external-search",
+        metavar="never|on-weak|always",
+        help="Search the web too: never, on-weak (on_weak) or always (needs "
+        "external_search.enabled in the config; default: its default_mode)",
     )
-    @click.option("--provider", multiple=True, help="Web provider(s) in fallback order, or all")
-    @click.option("--freshness", help="Web results from the past pd/pw/pm/py or a date range")
+    @click.option(
+        "--external-count",
+        metavar="N",
+        help="Web rows to keep (default: external_search.count, at most its max_count)",
+    )
+    @click.option(
+        "--provider",
+        "--external-provider",
+        multiple=True,
+        help="Web provider(s) in fallback order, or all",
+    )
+    @click.option(
+        "--freshness",
+        "--external-freshness",
+        help="Web results from the past pd/pw/pm/py or a date range",
+    )
     @click.option("--read", type=int, help="Read the top N web results' pages before the answer")
     @click.option("--site", multiple=True, help="Web results only from this site (repeatable)")
     @click.option("--not-site", multiple=True, help="Never web results from this site (repeatable)")
@@ -236,6 +254,7 @@ def register(cli: click.Group) -> None:
         since: str | None,
         until: str | None,
         external: str | None,
+        external_count: str | None,
         provider: tuple[str, ...],
         freshness: str | None,
         read: int | None,
@@ -253,6 +272,7 @@ def register(cli: click.Group) -> None:
             ("since", since),
             ("until", until),
             ("external", external),
+            ("external_count", external_count),
             ("freshness", freshness),
             ("read", read),
         ):

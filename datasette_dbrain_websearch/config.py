@@ -23,8 +23,9 @@ from .providers.exa import SEARCH_TYPES as EXA_SEARCH_TYPES
 
 PLUGIN_NAME = "datasette-dbrain-websearch"
 MODES = ("never", "on_weak", "always")
-# dbrain's plan (seed 000) calls the middle mode by its long name; both are accepted.
-MODE_ALIASES = {"on_weak_local_evidence": "on_weak"}
+# dbrain's plan (seed 000) calls the middle mode by its long name in config and ``on-weak`` on
+# its command line; all three are accepted.
+MODE_ALIASES = {"on_weak_local_evidence": "on_weak", "on-weak": "on_weak"}
 
 
 def web_mode(value: str) -> str:
@@ -47,6 +48,20 @@ DBRAIN_KEY_VARIABLES: Mapping[str, tuple[str, ...]] = {
     "brave": ("BRAVE_SEARCH_API_KEY", "DBRAIN_BRAVE_SEARCH_API_KEY"),
     "exa": ("EXA_API_KEY", "DBRAIN_EXA_API_KEY"),
 }
+# dbrain's own ``external_search`` settings (same plan), read as defaults under the plugin's
+# config: a key the plugin's block sets wins, the variable counts only where the block is silent.
+# dbrain names the providers' variable in the plural; the singular is accepted too.
+DBRAIN_DEFAULT_VARIABLES: Mapping[str, tuple[str, ...]] = {
+    "default_mode": ("DBRAIN_EXTERNAL_SEARCH_MODE",),
+    "providers": ("DBRAIN_EXTERNAL_SEARCH_PROVIDERS", "DBRAIN_EXTERNAL_SEARCH_PROVIDER"),
+    "count": ("DBRAIN_EXTERNAL_SEARCH_COUNT",),
+}
+# Every environment variable the config reads: what a cached read of it depends on.
+DBRAIN_VARIABLES = tuple(
+    variable
+    for variables in (*DBRAIN_KEY_VARIABLES.values(), *DBRAIN_DEFAULT_VARIABLES.values())
+    for variable in variables
+)
 
 
 class ConfigError(ValueError):
@@ -216,14 +231,16 @@ OPTIONS: tuple[Option, ...] = (
         "external_search.default_mode",
         "choice",
         "never",
-        "web search when a request does not say (`on_weak_local_evidence` means `on_weak`)",
+        "web search when a request does not say (`on_weak_local_evidence` and `on-weak` mean "
+        "`on_weak`); unset: `DBRAIN_EXTERNAL_SEARCH_MODE` when set",
         choices=MODES,
     ),
     Option(
         "external_search.providers",
         "strings",
         ("brave",),
-        "providers in fallback order; `provider=all` runs them in parallel",
+        "providers in fallback order; `provider=all` runs them in parallel; unset: "
+        "`DBRAIN_EXTERNAL_SEARCH_PROVIDERS` (comma-separated) when set",
     ),
     Option(
         "external_search.freshness",
@@ -232,7 +249,13 @@ OPTIONS: tuple[Option, ...] = (
         "default freshness: `pd`, `pw`, `pm`, `py` or `YYYY-MM-DDtoYYYY-MM-DD`",
     ),
     Option(
-        "external_search.count", "integer", 5, "web rows kept per run (at most `max_count`)", 1, 10
+        "external_search.count",
+        "integer",
+        5,
+        "web rows kept per run (at most `max_count`); unset: `DBRAIN_EXTERNAL_SEARCH_COUNT` "
+        "when set",
+        1,
+        10,
     ),
     Option(
         "external_search.max_count", "integer", 10, "the most `external_count` may ask for", 1, 10
@@ -491,9 +514,19 @@ class _Block:
             )
         self.raw = raw
         self.path = path
+        self.origins: dict[str, str] = {}  # key -> the environment variable that set it
 
     def name(self, key: str) -> str:
-        return f"{self.path}.{key}" if self.path else key
+        """The key as an error names it, with the variable that set it when one did."""
+        name = f"'{self.path}.{key}'" if self.path else f"'{key}'"
+        return f"{name} (from {self.origins[key]})" if key in self.origins else name
+
+    def fill(self, defaults: Mapping[str, tuple[str, Any]]) -> None:
+        """Take ``{key: (variable, value)}`` for the keys the block leaves unset."""
+        for key, (variable, value) in defaults.items():
+            if key not in self.raw:
+                self.raw = {**self.raw, key: value}
+                self.origins[key] = variable
 
     def option(self, key: str) -> Option:
         return _BY_PATH[f"{self.spec}.{key}" if self.spec else key]
@@ -504,7 +537,7 @@ class _Block:
         value = self.raw.get(key, option.default)
         if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
             raise ConfigError(
-                f"{PLUGIN_NAME}: '{self.name(key)}' must be an integer from {lo} to {hi}"
+                f"{PLUGIN_NAME}: {self.name(key)} must be an integer from {lo} to {hi}"
             )
         return value
 
@@ -514,14 +547,14 @@ class _Block:
         value = self.raw.get(key, option.default)
         if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
             raise ConfigError(
-                f"{PLUGIN_NAME}: '{self.name(key)}' must be a number from {lo:g} to {hi:g}"
+                f"{PLUGIN_NAME}: {self.name(key)} must be a number from {lo:g} to {hi:g}"
             )
         return float(value)
 
     def bool(self, key: str) -> bool:
         value = self.raw.get(key, self.option(key).default)
         if not isinstance(value, bool):
-            raise ConfigError(f"{PLUGIN_NAME}: '{self.name(key)}' must be true or false")
+            raise ConfigError(f"{PLUGIN_NAME}: {self.name(key)} must be true or false")
         return value
 
     def choice(self, key: str, fold: Callable[[Any], Any] = lambda v: v) -> str:
@@ -529,7 +562,7 @@ class _Block:
         value = fold(self.raw.get(key, option.default))
         if value not in option.choices:
             raise ConfigError(
-                f"{PLUGIN_NAME}: '{self.name(key)}' must be one of {', '.join(option.choices)}"
+                f"{PLUGIN_NAME}: {self.name(key)} must be one of {', '.join(option.choices)}"
             )
         return value
 
@@ -538,20 +571,20 @@ class _Block:
         if isinstance(value, str):
             value = [value]
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-            raise ConfigError(f"{PLUGIN_NAME}: '{self.name(key)}' must be a list of strings")
+            raise ConfigError(f"{PLUGIN_NAME}: {self.name(key)} must be a list of strings")
         return tuple(value)
 
     def string(self, key: str) -> str:
         value = self.raw.get(key) or self.option(key).default
         if not isinstance(value, str):
-            raise ConfigError(f"{PLUGIN_NAME}: '{self.name(key)}' must be a string")
+            raise ConfigError(f"{PLUGIN_NAME}: {self.name(key)} must be a string")
         return value
 
     def allow(self, key: str) -> Any:
         value = self.raw.get(key)
         if value is not None and not isinstance(value, bool | Mapping):
             raise ConfigError(
-                f"{PLUGIN_NAME}: '{self.name(key)}' must be an allow block like {{id: root}}"
+                f"{PLUGIN_NAME}: {self.name(key)} must be an allow block like {{id: root}}"
             )
         return value
 
@@ -628,10 +661,13 @@ class WebSettings:
 
 def parse_web(raw: Any, environ: Mapping[str, str] | None = None) -> WebSettings:
     """Validate the ``external_search`` block. Provider blocks are any other mapping keys;
-    a provider without a key takes dbrain's from ``environ`` (the process environment)."""
+    a provider without a key takes dbrain's from ``environ`` (the process environment), and
+    so do ``default_mode``, ``providers`` and ``count`` when the block leaves them unset."""
+    environ = os.environ if environ is None else environ
     mappings = {k for k, v in (raw or {}).items() if isinstance(v, Mapping)}
     provider_names = mappings - _WEB_KEYS
     block = _Block(raw, "external_search", extra=provider_names)
+    block.fill(dbrain_defaults(environ))
     freshness = block.string("freshness")
     if freshness and not FRESHNESS_RE.match(freshness):
         raise ConfigError(
@@ -641,7 +677,7 @@ def parse_web(raw: Any, environ: Mapping[str, str] | None = None) -> WebSettings
     max_count = block.int("max_count")
     providers = block.strings("providers")
     if not providers:
-        raise ConfigError(f"{PLUGIN_NAME}: 'external_search.providers' must name a provider")
+        raise ConfigError(f"{PLUGIN_NAME}: {block.name('providers')} must name a provider")
     return WebSettings(
         enabled=block.bool("enabled"),
         default_mode=block.choice("default_mode", fold=lambda v: web_mode(str(v))),
@@ -662,10 +698,28 @@ def parse_web(raw: Any, environ: Mapping[str, str] | None = None) -> WebSettings
         provider_timeout=block.number("provider_timeout"),
         budgets=_budgets(block.raw.get("budgets")),
         provider_options=with_dbrain_keys(
-            {name: _provider_block(block.raw[name], name) for name in provider_names},
-            os.environ if environ is None else environ,
+            {name: _provider_block(block.raw[name], name) for name in provider_names}, environ
         ),
     )
+
+
+def dbrain_defaults(environ: Mapping[str, str]) -> dict[str, tuple[str, Any]]:
+    """dbrain's ``DBRAIN_EXTERNAL_SEARCH_*`` settings that are set, as ``{key: (variable,
+    value)}`` in the config's shapes (a list of providers, a count); the block's own checks
+    validate them, naming the variable."""
+    found: dict[str, tuple[str, Any]] = {}
+    for key, variables in DBRAIN_DEFAULT_VARIABLES.items():
+        variable = next((v for v in variables if (environ.get(v) or "").strip()), None)
+        if variable is None:
+            continue
+        text = environ[variable].strip()
+        if key == "providers":
+            found[key] = (variable, [p.strip() for p in text.split(",") if p.strip()])
+        elif key == "count":
+            found[key] = (variable, int(text) if re.fullmatch(r"[0-9]{1,6}", text) else text)
+        else:
+            found[key] = (variable, text)
+    return found
 
 
 def with_dbrain_keys(
@@ -820,7 +874,9 @@ class Settings:
         """Read the plugin block from a running Datasette (top level, never per database),
         validated once per distinct block: every request reads it."""
         raw = datasette.plugin_config(PLUGIN_NAME)
-        key = json.dumps(raw, sort_keys=True, default=repr)
+        # dbrain's variables fill what the block leaves unset, so they are part of the read.
+        environment = [os.environ.get(variable) for variable in DBRAIN_VARIABLES]
+        key = json.dumps([raw, environment], sort_keys=True, default=repr)
         settings = _READ.get(key)
         if settings is None:
             settings = cls.from_config(raw)

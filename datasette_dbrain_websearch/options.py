@@ -203,7 +203,8 @@ def parse_web_request(params: Params, settings: Settings) -> WebRequest:
     mode = web_mode(param(params, "external")) or ext.default_mode
     if mode not in MODES:
         raise ResearchError(
-            "external must be 'never', 'on_weak' (or 'on_weak_local_evidence') or 'always'.",
+            "external must be 'never', 'on_weak' (or 'on-weak', 'on_weak_local_evidence') or "
+            "'always'.",
             code="bad_external",
         )
     providers = _many(params, "provider")

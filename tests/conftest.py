@@ -15,7 +15,7 @@ import pytest_asyncio
 from datasette.app import Datasette
 from datasette.plugins import pm
 
-from datasette_dbrain_websearch.config import DBRAIN_KEY_VARIABLES
+from datasette_dbrain_websearch.config import DBRAIN_VARIABLES
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.providers.brave import clear_plan_memo
 
@@ -144,12 +144,12 @@ def llm_user_dir(tmp_path_factory, monkeypatch):
 
 
 @pytest.fixture(autouse=True)
-def no_dbrain_keys(monkeypatch):
-    """No test reads provider keys from the machine's environment (dbrain's names are read
-    when the config sets none); tests that want them set them."""
-    for variables in DBRAIN_KEY_VARIABLES.values():
-        for variable in variables:
-            monkeypatch.delenv(variable, raising=False)
+def no_dbrain_variables(monkeypatch):
+    """No test reads provider keys or dbrain's external search settings from the machine's
+    environment (dbrain's names are read when the config sets none); tests that want them set
+    them."""
+    for variable in DBRAIN_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
 
 
 @pytest.fixture(scope="module")

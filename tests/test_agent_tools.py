@@ -163,6 +163,31 @@ async def test_a_web_search_the_actor_may_not_make_is_refused(brain, fake):
     assert fake.requests == []
 
 
+async def test_the_agent_chooses_the_provider_and_freshness(brain, fake):
+    ds = await agent_ds(brain, fake)
+    chat = await Chat(ds, "root").start()
+    tools = {t.name: t for t in await agent_tools.get_agent_tools(ds)}
+    schema = tools["dbrain_research"].input_schema["properties"]
+    assert schema["providers"]["type"] == "array" and "freshness" in schema
+    output = tool_output(
+        await chat.call("dbrain_research", question=QUESTION, external="always", providers=["bing"])
+    )
+    assert (output["ok"], output["code"]) == (False, "unknown_provider")
+    assert fake.requests == []
+    output = tool_output(
+        await chat.call(
+            "dbrain_research",
+            question=QUESTION,
+            external="always",
+            providers=["brave"],
+            freshness="2026-01-01to2026-06-30",
+        )
+    )
+    assert output["ok"] and output["web"]["providers"] == ["Brave"], output
+    (request,) = fake.requests
+    assert request.query["freshness"] == ["2026-01-01to2026-06-30"]
+
+
 async def test_promotion_asks_first_and_writes_only_when_approved(brain, fake):
     ds = await agent_ds(brain, fake)
     chat, run = await web_run(ds)

@@ -14,6 +14,8 @@ from datasette_dbrain_websearch.config import (
     reference_markdown,
 )
 
+from .helpers import make_datasette
+
 
 def test_defaults():
     s = Settings.from_config(None)
@@ -165,3 +167,58 @@ def test_a_configured_key_wins_over_the_environment():
     external = parse_web(raw, {"BRAVE_SEARCH_API_KEY": "from-environment"})
     assert external.options_for("brave")["api_key"] == "from-config"
     assert parse_web({}, {"BRAVE_SEARCH_API_KEY": "  "}).options_for("brave") == {}
+
+
+def test_dbrains_search_settings_are_defaults_under_the_plugin_config():
+    """``DBRAIN_EXTERNAL_SEARCH_MODE``, ``…_PROVIDERS`` (or ``…_PROVIDER``) and ``…_COUNT``
+    fill what the block leaves unset, in dbrain's spellings; a key the block sets wins."""
+    environ = {
+        "DBRAIN_EXTERNAL_SEARCH_MODE": "on_weak_local_evidence",
+        "DBRAIN_EXTERNAL_SEARCH_PROVIDER": " exa , brave ",
+        "DBRAIN_EXTERNAL_SEARCH_COUNT": "7",
+    }
+    external = parse_web({}, environ)
+    assert (external.default_mode, external.providers, external.count) == (
+        "on_weak",
+        ("exa", "brave"),
+        7,
+    )
+    assert parse_web({}, {"DBRAIN_EXTERNAL_SEARCH_MODE": "on-weak"}).default_mode == "on_weak"
+    plural = {**environ, "DBRAIN_EXTERNAL_SEARCH_PROVIDERS": "searxng"}
+    assert parse_web({}, plural).providers == ("searxng",)  # dbrain's own name first
+    configured = parse_web({"default_mode": "never", "providers": ["brave"], "count": 3}, environ)
+    assert (configured.default_mode, configured.providers, configured.count) == (
+        "never",
+        ("brave",),
+        3,
+    )
+
+
+@pytest.mark.parametrize(
+    "variable, value, fragment",
+    [
+        ("DBRAIN_EXTERNAL_SEARCH_COUNT", "lots", "'external_search.count' (from DBRAIN_"),
+        ("DBRAIN_EXTERNAL_SEARCH_COUNT", "11", "must be an integer from 1 to 10"),
+        ("DBRAIN_EXTERNAL_SEARCH_MODE", "sometimes", "must be one of never, on_weak, always"),
+        ("DBRAIN_EXTERNAL_SEARCH_PROVIDERS", ",", "(from DBRAIN_EXTERNAL_SEARCH_PROVIDERS) must"),
+    ],
+)
+def test_a_bad_dbrain_setting_is_a_config_error_naming_the_variable(variable, value, fragment):
+    with pytest.raises(ConfigError) as info:
+        parse_web({}, {variable: value})
+    assert fragment in str(info.value)
+    assert variable in str(info.value)
+
+
+async def test_a_changed_environment_is_read_by_a_running_datasette(monkeypatch):
+    """Settings are cached per config block; dbrain's variables are part of what is cached."""
+    ds = make_datasette([], plugin_config={"external_search": {"providers": ["brave", "exa"]}})
+    monkeypatch.setenv("DBRAIN_EXTERNAL_SEARCH_COUNT", "4")
+    assert Settings.from_datasette(ds).web.count == 4
+    monkeypatch.setenv("DBRAIN_EXTERNAL_SEARCH_COUNT", "6")
+    monkeypatch.setenv("DBRAIN_EXTERNAL_SEARCH_MODE", "always")
+    web = Settings.from_datasette(ds).web
+    assert (web.count, web.default_mode, web.providers) == (6, "always", ("brave", "exa"))
+    monkeypatch.setenv("DBRAIN_EXTERNAL_SEARCH_COUNT", "0")
+    with pytest.raises(ConfigError, match="DBRAIN_EXTERNAL_SEARCH_COUNT"):
+        Settings.from_datasette(ds)

@@ -115,6 +115,8 @@ async def test_lists_the_tools_with_their_annotations_and_schema(server):
     assert schema["required"] == ["question"]
     assert schema["properties"]["external"]["enum"] == ["never", "on_weak", "always"]
     assert schema["properties"]["external"]["default"] == "never"
+    assert schema["properties"]["providers"]["anyOf"][0]["type"] == "array"
+    assert "pd, pw, pm" in schema["properties"]["freshness"]["description"]
     assert "never touches the web" in research.description
     assert "through Brave" in research.description
     assert source.input_schema["required"] == ["key"]
@@ -247,6 +249,58 @@ async def test_sites_narrow_the_web_search(server):
     assert web_rows and all(r["url"].startswith("https://arxiv.org/") for r in web_rows)
 
 
+async def test_the_caller_chooses_the_provider_and_freshness(server):
+    before = len(server["fake"].requests)
+    result = await call(
+        server,
+        "root",
+        "dbrain_research",
+        question=WEB_QUESTION,
+        external="always",
+        providers=["brave"],
+        freshness="pw",
+    )
+    assert not result.is_error, result
+    (request,) = server["fake"].requests[before:]
+    assert (request.provider, request.query["freshness"]) == ("brave", ["pw"])
+    assert result.structured_content["web"]["providers"] == ["Brave"]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        ({"providers": ["bing"]}, "Unknown provider bing; this Datasette offers brave"),
+        ({"freshness": "yesterday"}, "freshness must be pd, pw, pm, py"),
+    ],
+)
+async def test_a_provider_or_freshness_the_api_refuses_is_an_error(server, arguments, said):
+    before, runs = len(server["fake"].requests), run_count(server)
+    result = await call(
+        server, "root", "dbrain_research", question=WEB_QUESTION, external="always", **arguments
+    )
+    assert said in error_text(result)
+    assert len(server["fake"].requests) == before and run_count(server) == runs
+
+
+async def test_choosing_a_provider_does_not_open_the_web(server):
+    before = len(server["fake"].requests)
+    result = await call(
+        server,
+        "alice",
+        "dbrain_research",
+        question=WEB_QUESTION,
+        external="always",
+        providers=["brave"],
+        freshness="pd",
+    )
+    assert "external_search_not_permitted" in error_text(result)
+    result = await call(
+        server, "root", "dbrain_research", question=WEB_QUESTION, providers=["brave"]
+    )
+    assert not result.is_error and result.structured_content["web"]["searched"] is False
+    assert len(server["fake"].requests) == before
+
+
 @pytest.mark.parametrize(
     ("actor_id", "external", "said"),
     [
@@ -364,3 +418,6 @@ def test_both_tools_build_the_query_from_their_arguments():
     )
     assert query == ResearchQuery("tokio", limit=3, sites=("a.example",))
     assert query.params()["site"] == ["a.example"] and query.params()["tag"] == []
+    assert query.params()["provider"] == [] and query.params()["freshness"] == [""]
+    chosen = ResearchQuery.from_call({"question": "q", "providers": ["exa"], "freshness": "pm"})
+    assert (chosen.params()["provider"], chosen.params()["freshness"]) == (["exa"], ["pm"])

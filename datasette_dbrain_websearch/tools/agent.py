@@ -74,6 +74,8 @@ async def agent_research(
     since: str = "",
     until: str = "",
     external: str = "never",
+    providers: Sequence[str] = (),
+    freshness: str = "",
     read: int | None = None,
     sites: Sequence[str] = (),
     not_sites: Sequence[str] = (),

@@ -65,6 +65,8 @@ def register_mcp(datasette: Any, mcp: Any) -> None:
         since: Annotated[str, described("since")] = "",
         until: Annotated[str, described("until")] = "",
         external: Annotated[Literal["never", "on_weak", "always"], described("external")] = "never",
+        providers: Annotated[list[str] | None, described("providers")] = None,
+        freshness: Annotated[str, described("freshness")] = "",
         read: Annotated[
             int | None, Field(ge=0, le=10, description=PARAMETERS["read"]["description"])
         ] = None,

@@ -82,6 +82,20 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "evidence is weak) or always. Needs the dbrain-external-search permission; a call "
         "that may not search the web fails and says why.",
     },
+    "providers": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "Web providers to ask, by name, in fallback order, or ['all'] to ask "
+        "every one at once (default: the config's external_search.providers, named in this "
+        "tool's description). A provider this Datasette does not offer is refused. Only matters "
+        "when the web is searched.",
+    },
+    "freshness": {
+        "type": "string",
+        "description": "Only web results from the past day, week, month or year (pd, pw, pm, "
+        "py) or from a date range like 2026-01-01to2026-06-30 (default: the config's "
+        "external_search.freshness). Only matters when the web is searched.",
+    },
     "read": {
         "type": "integer",
         "minimum": 0,
@@ -205,8 +219,9 @@ def research_description(datasette: Any) -> str:
         )
         if settings is not None:
             labels = provider_labels(datasette)
-            web += " (through " + " → ".join(labels.get(n, n) for n in settings.web.providers)
-            web += ")"
+            names = settings.web.providers
+            web += " (through " + " → ".join(labels.get(n, n) for n in names) + "; providers "
+            web += "chooses among " + ", ".join(repr(n) for n in names) + " or 'all')"
         web += (
             "; both need the dbrain-external-search permission, and a call that may not search "
             "the web fails with the reason."
@@ -259,6 +274,8 @@ class ResearchQuery:
     since: str = ""
     until: str = ""
     external: str = "never"
+    providers: Sequence[str] = ()
+    freshness: str = ""
     read: int | None = None
     sites: Sequence[str] = ()
     not_sites: Sequence[str] = ()
@@ -273,7 +290,7 @@ class ResearchQuery:
         caller left out (None) is empty."""
         names = [f.name for f in fields(cls)]
         given = {name: arguments[name] for name in names if name in arguments}
-        for name in ("tags", "source_types", "sites", "not_sites"):
+        for name in ("tags", "source_types", "providers", "sites", "not_sites"):
             given[name] = tuple(given.get(name) or ())
         return cls(**given)
 
@@ -291,6 +308,8 @@ class ResearchQuery:
             "since": [self.since],
             "until": [self.until],
             "external": [self.external],
+            "provider": list(self.providers),
+            "freshness": [self.freshness],
             "site": list(self.sites),
             "not_site": list(self.not_sites),
             "answer": ["1" if self.answer else "0"],
