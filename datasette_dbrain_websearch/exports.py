@@ -70,8 +70,8 @@ def badge(row: Row, labels: Mapping[str, str]) -> str:
 
 
 def _sentence(sentence: Row, refs: Mapping[str, str]) -> str:
-    """An answer sentence with its ``[key]`` citations as references (a key the run does not
-    hold cannot appear: the verifier removed it)."""
+    """An answer sentence (or a conflict) with its ``[key]`` citations as references (a key
+    the run does not hold cannot appear: the verifier removed it)."""
     text = _escape(sentence["text"])
     cited = "".join(f"[{refs[k]}]" for k in sentence["citations"] if k in refs)
     return f"{text} {cited}".rstrip()
@@ -92,6 +92,11 @@ def _answer_lines(pack: PackJSON, refs: Mapping[str, str]) -> list[str]:
             lines += [f"- {_sentence(s, refs)}" for s in part]
         else:
             lines.append(" ".join(_sentence(s, refs) for s in part))
+        lines.append("")
+    conflicts = answer["conflicts"]["items"]
+    if conflicts:
+        lines += ["*Where the sources disagree:*", ""]
+        lines += [f"- {_sentence(c, refs)}" for c in conflicts]
         lines.append("")
     return lines
 

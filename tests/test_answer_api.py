@@ -4,6 +4,7 @@ the saved trace, with the extractive synthesizer and with fake ``llm`` models.""
 from __future__ import annotations
 
 import json
+import sqlite3
 
 import pytest
 from click.testing import CliRunner
@@ -11,7 +12,15 @@ from datasette.cli import cli
 from datasette.utils import StartupError
 
 from .fake_models import INVENTED, KEY_ENV, FakeKeyModelAsync, fake_models
-from .helpers import DATASETTE_1, actor_cookies, make_datasette, web_config
+from .helpers import (
+    DATASETTE_1,
+    actor_cookies,
+    add_item,
+    add_source,
+    empty_brain,
+    make_datasette,
+    web_config,
+)
 
 QUESTION = "espresso grinder"
 MODEL_SECRET = "sk-model-SECRET-9f8e7d"
@@ -77,7 +86,7 @@ async def test_extractive_answer_is_fully_cited_deterministic_and_recorded(brain
     assert answer["sentences"], answer
     assert all(s["supported"] and len(s["citations"]) == 1 for s in answer["sentences"])
     assert answer["rejected_citations"] == []
-    assert answer["conflicts"]["status"] == "not_assessed"
+    assert answer["conflicts"] == {"status": "assessed", "items": [], "dropped": []}
     assert_grounded(pack)
     grinder = next(s for s in answer["sentences"] if "machine" in s["text"])
     assert grinder["text"] == "The grinder matters more than the machine."
@@ -352,6 +361,81 @@ async def test_stream_shows_the_model_writing_never_its_draft_then_the_verified_
     page = await get_as_root(ds, events[-1]["url"])
     assert 'id="dbrain-answer"' in page.text
     assert f"<del><code>{INVENTED}</code></del>" in page.text
+
+
+# ---------------------------------------------------------------------------------------------
+# Conflicts found offline
+
+ACME_NOTE = "Acme Widgets was founded in 1911 by two brothers in Ohio."
+
+
+def acme_brain(tmp_path, page_text):
+    """A brain with a note on when Acme Widgets was founded and a saved page about it."""
+    path = tmp_path / "acme.db"
+    empty_brain(path)
+    conn = sqlite3.connect(path)
+    with conn:
+        add_item(conn, "apple-note:acme", "apple_note", title="Acme notes", text=ACME_NOTE)
+        add_source(
+            conn,
+            "https://example.com/acme-history",
+            title="The Acme Widgets story",
+            extracted_text=page_text,
+            extract_status="ok",
+        )
+    conn.close()
+    return path, {}
+
+
+async def test_two_rows_disagreeing_on_a_year_are_a_conflict_everywhere(tmp_path):
+    brain = acme_brain(tmp_path, "Acme Widgets was founded in 1912 in a small garage.")
+    ds = await datasette_for(brain)
+    status, pack = await ask(ds, q="acme widgets founded", answer="1")
+    assert status == 200
+    answer = pack["answer"]
+    assert answer["synthesizer"] == "extractive"
+    local, _ = run_keys(pack)
+    conflicts = answer["conflicts"]
+    assert conflicts["status"] == "assessed" and conflicts["dropped"] == []
+    (item,) = conflicts["items"]
+    assert item["kind"] == "date" and len(item["citations"]) == 2
+    assert set(item["citations"]) <= local and "apple-note:acme" in item["citations"]
+    assert "1911" in item["text"] and "1912" in item["text"] and "(brain)" in item["text"]
+    assert [q["key"] for q in item["quotes"]] == item["citations"]
+    page = await get_as_root(ds, "/-/research", q="acme widgets founded", answer="1")
+    assert "Where the sources disagree" in page.text
+    shown = page.text.split('<ul class="dbrain-conflicts">')[1].split("</ul>")[0]
+    assert "The year differs:" in shown and "1911" in shown and "1912" in shown
+    assert shown.count('class="dbrain-cite dbrain-cite-local"') == 2
+    markdown = (await get_as_root(ds, pack["trace_url"] + ".md")).text
+    assert "*Where the sources disagree:*\n\n- The year differs:" in markdown
+
+
+def test_the_cli_says_where_the_sources_disagree(tmp_path):
+    brain = acme_brain(tmp_path, "Acme Widgets was founded in 1912 in a small garage.")
+    result = CliRunner().invoke(
+        cli, ["dbrain-research", str(brain[0]), "acme widgets founded", "--answer"]
+    )
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.output.splitlines() if "Sources disagree" in x)
+    assert line.startswith("  Sources disagree: The year differs:")
+    assert ": apple-note:acme]" in line and line.count("[brain ") == 2
+
+
+@pytest.mark.parametrize(
+    "page_text",
+    [
+        "Acme Widgets was founded in 1911 in a small garage.",  # agrees
+        "The Ohio garage Acme Widgets rented was built in 1890 by a farmer.",  # another thing
+    ],
+)
+async def test_rows_that_agree_or_speak_of_other_things_are_no_conflict(tmp_path, page_text):
+    ds = await datasette_for(acme_brain(tmp_path, page_text))
+    _, pack = await ask(ds, q="acme widgets founded", answer="1")
+    assert pack["answer"]["status"] == "ok"
+    assert pack["answer"]["conflicts"] == {"status": "assessed", "items": [], "dropped": []}
+    page = await get_as_root(ds, "/-/research", q="acme widgets founded", answer="1")
+    assert "Where the sources disagree" not in page.text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from ..display import plural
 from ..fts import matched_terms
 from ..pack import Answer, LocalRow, Pack, Row
 from ..web import CROSS_SITE_WARNING
+from .conflicts import find_conflicts
 from .extractive import Passage, Similarity, extract
 from .gaps import find_gaps, web_contribution
 from .model import Labelled, ModelFailure, ask_model, build_prompt, resolve_model, split_reply
@@ -168,6 +169,11 @@ async def answer_stage(
             terms, ranked, pack.verdict, pack.web_search, verified.sentences, keys.web
         )
         missing = [t for t in terms if t not in matched_terms(terms, [p.text for p in chosen])]
+        offline = (
+            find_conflicts(terms, verified.sentences, chosen, budget.check)
+            if draft.synthesizer == EXTRACTIVE and verified.sentences
+            else None
+        )
     verification_ms = _ms(verification_started)
     status, message = _outcome(draft, verified, bool(rows), missing)
     if status == "failed":
@@ -184,7 +190,7 @@ async def answer_stage(
         citations={"local": verified.local, "external": verified.web},
         rejected_citations=verified.rejected,
         gaps=gaps,
-        conflicts=_conflicts(draft, verified),
+        conflicts=_conflicts(draft, verified, offline),
         web_contribution=contribution,
         evidence=draft.evidence or {"admitted_source_keys": [p.key for p in chosen]},
         timings_ms={
@@ -297,7 +303,13 @@ def _outcome(
     return "failed", "No answer: the model's reply held no sentences."
 
 
-def _conflicts(draft: Draft, verified: Verified) -> dict[str, Any]:
+def _conflicts(
+    draft: Draft, verified: Verified, offline: list[dict[str, Any]] | None
+) -> dict[str, Any]:
+    """Where the sources disagree: the model's lines, verified, or (``offline``, for the
+    extractive answer) what ``find_conflicts`` found; ``not_assessed`` when nothing answered."""
+    if offline is not None:
+        return {"status": "assessed", "items": offline, "dropped": []}
     if draft.conflicts is not None:
         return {
             "status": "assessed",
@@ -305,7 +317,7 @@ def _conflicts(draft: Draft, verified: Verified) -> dict[str, Any]:
             "dropped": verified.dropped_conflicts,
         }
     reason = (
-        "the extractive synthesizer cannot compare sources"
+        "no sentence answered, so no sources were compared"
         if draft.synthesizer == EXTRACTIVE
         else "the model gave no answer"
     )
