@@ -64,7 +64,7 @@ async def _run(
         database,
         params,
         settings,
-        WebAccess(True, web.providers, web.cache_db),
+        WebAccess(True, web.providers, web.cache_db, rankers=web.rankers),
         "cli",
         model_permitted=True,
     )

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from .pack_json import LOCAL_ORIGIN, PackJSON
+from .pack_json import LOCAL_ORIGIN, RANKER_PREFIX, WEB_ORIGIN, PackJSON
+from .web_ranking import UNIT
 
 Row = Mapping[str, Any]
 ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
@@ -63,6 +64,32 @@ def word_match(row: Row) -> str:
     )
 
 
+# The signals that rank a web row against the question (``web_ranking``), in words.
+WEB_RANKING_SIGNALS = {
+    "external_provider_rank": "provider rank",
+    "term_coverage_title": "title words",
+    "term_coverage_snippet": "snippet words",
+    "term_coverage_page": "page words",
+    "semantic_cosine": "meaning",
+}
+
+
+def web_ranking_line(row: Row) -> str:
+    """ "ranked against the question: provider rank 0.98, title words 0.25 ... = 1.46": what
+    each signal added to a web row's score (a plugin's ranker by its name), in ``UNIT``s (rank
+    1 at the only provider is 1)."""
+    added: dict[str, float] = {}
+    for signal in row["retrieval"]["signals"]:
+        name = signal["name"]
+        label = WEB_RANKING_SIGNALS.get(name) or name.removeprefix(RANKER_PREFIX)
+        if name in WEB_RANKING_SIGNALS or name.startswith(RANKER_PREFIX):
+            added[label] = added.get(label, 0.0) + float(signal["weight"]) / UNIT
+    if not added:
+        return ""
+    parts = ", ".join(f"{label} {value:.2f}" for label, value in added.items())
+    return f"ranked against the question: {parts} = {sum(added.values()):.2f}"
+
+
 MEANING_ONLY = "found by meaning \u2014 no words in common"
 
 
@@ -107,6 +134,10 @@ def why(row: Row, labels: Mapping[str, str]) -> list[str]:
             cached = ", from the cache" if lane.get("cached") else ""
             provider = labels.get(lane["provider"], lane["provider"])
             said.append(f"{provider} found {where} at rank {lane['rank']}{cached}")
+    if row.get("origin") == WEB_ORIGIN:
+        ranked = web_ranking_line(row)
+        if ranked:
+            said.append(ranked)
     match = word_match(row)
     if match:
         missing = row["retrieval"]["missing_terms"]

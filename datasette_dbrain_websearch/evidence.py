@@ -18,6 +18,7 @@ from .fts import QueryPlan
 from .merge import RRF_K, MergedResult, provider_excerpt, rrf_contribution, web_score
 from .pack import Lane, LinkedPage, LocalRow, Retrieval, Signal, WebRow
 from .web import WebHit
+from .web_ranking import RowRank
 
 EXACT_WEIGHT = 1.0
 NEEDS_EXTRACTION = "local_source_needs_extraction"
@@ -200,9 +201,11 @@ def web_row(
     excerpt_chars: int,
     text_chars: int,
     labels: dict,
+    rank: RowRank,
     page: str = "",
 ) -> WebRow:
-    """One ``external_evidence`` row: outside the corpus, ephemeral, with its providers.
+    """One ``external_evidence`` row: outside the corpus, ephemeral, with its providers, its
+    score and signals from ranking it against the question (``web_ranking``).
 
     ``page`` is the page's own text when it was read: the row then shows the passage of the
     page that matches (``depth: "page"``), else the provider's (``depth: "snippet"``)."""
@@ -218,22 +221,7 @@ def web_row(
     title = next((h.result.title for h in result.hits if h.result.title), "") or result.domain
     published = next((h.result.published_at for h in result.hits if h.result.published_at), "")
     found = plan.matched_in([title, snippet, text])
-    signals: list[Signal] = [
-        {
-            "name": "external_provider_rank",
-            "detail": f"rank {h.rank} at {labels.get(h.provider, h.provider)}; "
-            f"RRF 1/({RRF_K}+{h.rank})" + (" (cached)" if h.cached else ""),
-            "weight": round(rrf_contribution(h.rank), 6),
-        }
-        for h in result.hits
-    ]
-    signals.append(
-        {
-            "name": "external_query_match",
-            "detail": f"title and text match {len(found)} of {len(terms)} terms",
-            "weight": 0.0,
-        }
-    )
+    signals: list[Signal] = list(rank.signals)
     if published:
         signals.append(
             {"name": "external_freshness", "detail": f"published {published[:10]}", "weight": 0.0}
@@ -251,7 +239,6 @@ def web_row(
         signals.append(
             {"name": "external_multi_provider", "detail": f"found by {names}", "weight": 0.0}
         )
-    fused = round(web_score(result), 6)
     return WebRow(
         source_key=web_key(result.first.provider, result.canonical_url),
         canonical_url=result.canonical_url,
@@ -264,9 +251,10 @@ def web_row(
         author=next((h.result.author for h in result.hits if h.result.author), ""),
         depth="page" if page else "snippet",
         providers=result.providers,
+        cosine=rank.cosine,
         retrieval=Retrieval(
-            score=fused,
-            fused_score=fused,
+            score=rank.score,
+            fused_score=round(web_score(result), 6),
             lanes=[_web_lane(h, "ephemeral") for h in result.hits],
             signals=signals,
             matched_terms=found,

@@ -6,6 +6,7 @@ from two FTS tables, or ranks from two web providers, never have to be compared 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -121,11 +122,14 @@ def merge_web(
     local_urls: set[str],
     policy: DomainPolicy,
     budget: int,
+    order: Callable[[list[MergedResult]], list[MergedResult]] | None = None,
 ) -> MergeOutcome:
-    """Cross-provider merge, domain policy, collapse onto local sources, budget (pure).
+    """Cross-provider merge, domain policy, collapse onto local sources, ranking, budget.
 
     ``local_urls`` holds the brain's ``normalized_url`` values among the hits' URLs: a page the
     brain already has never becomes an external row; its local source is credited instead.
+    The rows are in the providers' fused order (``web_score``), then in ``order``'s (the
+    question's ranking, ``web_ranking``) when given, before they are cut to ``budget``.
     """
     outcome = MergeOutcome()
     for result in group_by_url(hits):
@@ -161,6 +165,8 @@ def merge_web(
             continue
         outcome.rows.append(result)
     outcome.rows.sort(key=lambda r: (-web_score(r), r.first.rank, r.canonical_url))
+    if order is not None:
+        outcome.rows = order(outcome.rows)
     for result in outcome.rows[budget:]:
         outcome.decisions.append({"decision": "dropped_by_budget", "url": result.canonical_url})
     outcome.rows = outcome.rows[:budget]

@@ -213,6 +213,7 @@ class WebRow:
     depth: str  # "page" when the page itself was read, else "snippet"
     providers: list[str]
     retrieval: Retrieval
+    cosine: float | None = None  # the semantic lane's, when it ran (``web_ranking``; the judge)
 
     origin = WEB_ORIGIN
     kind = "external"

@@ -55,6 +55,7 @@ from .semantic import (
 )
 from .spelling import Correction, corrected, suggest
 from .web import ALL, WebStage, decide, is_current_state, web_query
+from .web_ranking import WebRanker, WebRanking
 
 MAX_RETURNED_PER_PROVIDER = 10  # URLs and titles each provider returned, kept for the trace
 
@@ -72,6 +73,7 @@ class WebAccess:
     # Another site's page sent this request with the person's cookie: it must not spend their
     # provider budget (a link or form elsewhere cannot make this account search the web).
     cross_site: bool = False
+    rankers: tuple[WebRanker, ...] = ()  # other plugins' (``register_dbrain_websearch_rankers``)
 
     @property
     def labels(self) -> dict[str, str]:
@@ -173,7 +175,17 @@ async def run_pipeline(
     )
     timings = {**local.timings_ms, "judge": judged_ms}
     web_part = await _web(
-        local_query, budget, options, settings, local, brain.verdict, row_url, web, emit, run_id
+        local_query,
+        budget,
+        options,
+        settings,
+        local,
+        brain.verdict,
+        rule,
+        row_url,
+        web,
+        emit,
+        run_id,
     )
     with budget.phase():
         apply_profile(local.rows, web_part.rows, profile_for(options.profile, settings.profiles))
@@ -194,7 +206,7 @@ async def run_pipeline(
                 brain,
                 rule,
                 local.plan.query_terms,
-                _web_evidence(web_part.rows, local.lane),
+                _web_evidence(web_part.rows),
                 web_part.search.ran,
                 local_rows=len(local.result.hits),
                 surfaced=len(web_part.surfaced),
@@ -342,15 +354,11 @@ def _evidence(hit: Hit) -> Evidence:
     )
 
 
-def _web_evidence(rows: list[WebRow], lane: SemanticLane | None) -> list[Evidence]:
+def _web_evidence(rows: list[WebRow]) -> list[Evidence]:
     """What the judge reads of the web's rows: the terms they hold and, with the semantic
-    lane, how close their text reads to the question (the brain's rows are judged alike)."""
-    texts = [f"{row.title}\n{row.text}" for row in rows]
-    cosines = lane.similarity(texts) if lane is not None and rows else [None] * len(rows)
-    return [
-        Evidence(frozenset(row.retrieval.matched_terms), cosine)
-        for row, cosine in zip(rows, cosines, strict=True)
-    ]
+    lane, how close they read to the question (the cosine that ranked them; the brain's rows
+    are judged alike)."""
+    return [Evidence(frozenset(row.retrieval.matched_terms), row.cosine) for row in rows]
 
 
 def _local_warnings(
@@ -484,14 +492,17 @@ async def _web(
     settings: Settings,
     local: LocalStage,
     verdict: str,
+    rule: Rule,
     row_url: RowUrl,
     web: WebAccess,
     emit: Progress,
     run_id: str,
 ) -> WebPart:
-    """The web stage and the merge: the web's rows, and its credit on the brain's rows for
-    pages the brain holds (added to ``local.rows`` when local search missed them). Waiting for
-    providers and pages is not charged to the run's budget (the web has its own timeout)."""
+    """The web stage and the merge: the web's rows, ranked against the question
+    (``web_ranking``: before they are cut to ``external_count``, then again with the pages
+    read), and the web's credit on the brain's rows for pages the brain holds (added to
+    ``local.rows`` when local search missed them). Waiting for providers and pages is not
+    charged to the run's budget (the web has its own timeout)."""
     plan = local.plan
     ext = settings.web
     request = options.web
@@ -577,8 +588,16 @@ async def _web(
     part.timings_ms.update(outcome.timings_ms)
     urls = sorted({h.url.canonical_url for h in outcome.hits})
     held = await execute_fn(lambda conn: sources_by_url(conn, urls, options.filters))
+    ranking = WebRanking(
+        options.question,
+        plan,
+        rule.weights or {},
+        local.lane.similarity if local.lane is not None else None,
+        web.rankers,
+        labels,
+    )
     with budget.phase():
-        merged = merge_web(outcome.hits, set(held), policy, request.count)
+        merged = merge_web(outcome.hits, set(held), policy, request.count, ranking.order)
         part.surfaced = _credit_local_sources(
             local.rows, held, merged, plan, row_url, settings, labels
         )
@@ -586,9 +605,18 @@ async def _web(
         pages = await _read_pages(part, merged, request.read, web, ext, run_id, web_started, emit)
     text_chars = ext.max_tokens * 4 // max(1, len(merged.rows))
     with budget.phase():
+        if pages:
+            merged.rows = ranking.order(merged.rows, pages)
+        part.warnings.extend(ranking.warnings)
         part.rows = [
             web_row(
-                r, plan, settings.excerpt_chars, text_chars, labels, pages.get(r.canonical_url, "")
+                r,
+                plan,
+                settings.excerpt_chars,
+                text_chars,
+                labels,
+                ranking.ranks[r.canonical_url],
+                pages.get(r.canonical_url, ""),
             )
             for r in paced(merged.rows, budget.check, every=1)
         ]

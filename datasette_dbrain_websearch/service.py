@@ -35,6 +35,7 @@ from .pipeline import Progress, WebAccess, run_pipeline
 from .promote import promote, promoted_in_run
 from .providers import registered_providers
 from .runs_db import feedback_for, plugin_database, save_feedback
+from .web_ranking import registered_rankers
 
 log = logging.getLogger("datasette_dbrain_websearch")
 
@@ -135,6 +136,7 @@ async def web_access(datasette: Any, actor: dict | None, cross_site: bool = Fals
         cache_db=plugin_database(datasette),
         actor_id=actor_id_of(actor),
         cross_site=cross_site,
+        rankers=registered_rankers(datasette),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..hookspecs import plugin_hooks
 from .base import (
     Capabilities,
     Provider,
@@ -40,17 +41,8 @@ def builtin_providers() -> list[Provider]:
 def registered_providers(datasette: Any) -> dict[str, Provider]:
     """The built-ins, then every provider other plugins register (a same-named one replaces a
     built-in, so a plugin can swap in its own Brave client)."""
-    from datasette.plugins import pm
-
-    from .. import hookspecs
-
-    # Added here, not at import time: importing datasette.plugins from our __init__ would load
-    # the plugins while this package is half-imported. pluggy keeps other plugins' impls of the
-    # hook until its spec arrives, then validates them.
-    if not hasattr(pm.hook, "register_dbrain_websearch_providers"):
-        pm.add_hookspecs(hookspecs)
     found = {provider.name: provider for provider in builtin_providers()}
-    for group in pm.hook.register_dbrain_websearch_providers(datasette=datasette):
+    for group in plugin_hooks().register_dbrain_websearch_providers(datasette=datasette):
         for provider in group or []:
             if isinstance(provider, Provider) and provider.name:
                 found[provider.name] = provider
