@@ -57,6 +57,8 @@ demo: $(VENV)/.installed demo/brain.db
 	@echo "  Promote:       open the /-/auth-token link printed below to sign in as root"
 	@echo "  Usage, caps:   http://127.0.0.1:$(PORT)/-/research/usage (as root)"
 	@echo ""
+	@$(VENV)/bin/python -m datasette_dbrain_websearch.demo.links $(PORT)
+	@echo ""
 	@$(VENV)/bin/python -c "$$FREE_PORTS" $(PORT) $(FAKEWEB_PORT)
 	sed 's#127.0.0.1:8002#127.0.0.1:$(FAKEWEB_PORT)#' metadata.yml > demo/metadata.yml
 	$(VENV)/bin/python -m datasette_dbrain_websearch.demo.fakeweb --port $(FAKEWEB_PORT) \

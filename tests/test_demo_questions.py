@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from datasette_dbrain_websearch.demo import DEMO_QUESTIONS, build_demo_brain
+from datasette_dbrain_websearch.demo.links import demo_links, main, request_params
 
 from .helpers import make_datasette
 
@@ -14,7 +17,6 @@ VERDICTS = {
     "weak": "weak_evidence",
     "none": "no_evidence",
 }
-REQUEST_KEYS = ("q", "tag", "kind", "source_type", "syntax", "since", "until", "limit")
 
 
 @pytest.fixture(scope="module")
@@ -26,7 +28,7 @@ def demo_ds(tmp_path_factory):
 
 @pytest.mark.parametrize("case", DEMO_QUESTIONS, ids=[c["q"][:40] for c in DEMO_QUESTIONS])
 async def test_demo_question_shows_what_the_readme_says(demo_ds, case):
-    params = {k: case[k] for k in REQUEST_KEYS if k in case}
+    params = request_params(case)
     response = await demo_ds.client.get("/-/research.json", params=params)
     assert response.status_code == 200, response.text
     pack = response.json()
@@ -45,7 +47,7 @@ async def test_demo_question_shows_what_the_readme_says(demo_ds, case):
 
 async def test_demo_page_renders_every_demo_question(demo_ds):
     for case in DEMO_QUESTIONS:
-        params = {k: case[k] for k in REQUEST_KEYS if k in case}
+        params = request_params(case)
         response = await demo_ds.client.get("/-/research", params=params)
         assert response.status_code == 200
         assert 'dbrain-counts">Brain: ' in response.text
@@ -53,7 +55,7 @@ async def test_demo_page_renders_every_demo_question(demo_ds):
 
 @pytest.mark.parametrize("case", DEMO_QUESTIONS, ids=[c["q"][:40] for c in DEMO_QUESTIONS])
 async def test_demo_question_answered_with_every_sentence_cited_and_supported(demo_ds, case):
-    params = {k: case[k] for k in REQUEST_KEYS if k in case}
+    params = request_params(case)
     response = await demo_ds.client.get("/-/research.json", params={**params, "answer": "1"})
     answer = response.json()["answer"]
     if case["expect"] == "none":
@@ -63,3 +65,16 @@ async def test_demo_question_answered_with_every_sentence_cited_and_supported(de
     assert answer["status"] == "ok" or case["expect"] == "exact", answer["message"]
     assert all(s["supported"] and s["citations"] for s in answer["sentences"])
     assert answer["rejected_citations"] == []
+
+
+def test_the_readme_links_are_the_demo_questions_on_the_default_port():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    for _, page, as_json in demo_links():
+        assert f"[page]({page}) · [JSON]({as_json})" in readme
+
+
+def test_the_demo_prints_its_questions_links_on_its_own_port(capsys):
+    main(["8110"])
+    printed = capsys.readouterr().out
+    assert printed.count("http://127.0.0.1:8110/-/research?q=") == len(DEMO_QUESTIONS)
+    assert "8001" not in printed
