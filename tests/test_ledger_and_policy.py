@@ -152,6 +152,7 @@ async def test_usage_page_is_for_root_and_adds_up(brain, fake):
         # Not a bare "Forbidden": why, and how to get it.
         said = "Sign in as one of them" if not cookies else "Your account may not see"
         assert said in page.text and "dbrain-view-usage" in page.text
+        assert ("/-/auth-token link" in page.text) == (not cookies)  # how, when signed out
     root = actor_cookies(ds, "root")
     data = (await ds.client.get("/-/research/usage.json", cookies=root)).json()
     (day,) = [d for d in data["days"] if d["provider"] == "brave"]

@@ -57,7 +57,8 @@ async def test_each_actor_lists_only_their_own_runs_and_root_lists_all(ds):
     assert await listed(ds, "bob") == [bob["run_id"]]
     assert set(await listed(ds, "root")) == {r["run_id"] for r in (alice, bob, anonymous)}
     page = (await ds.client.get("/-/research/runs")).text
-    assert await listed(ds, None) == [] and "Sign in to\n  see yours" in page
+    assert await listed(ds, None) == [] and "Sign in to see yours" in page
+    assert "/-/auth-token link" in page  # and how
     assert "sourdough" not in page and "espresso" not in page
 
 

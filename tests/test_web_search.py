@@ -560,6 +560,7 @@ async def test_page_shows_controls_badges_counters_and_chips(brain, fake):
     anonymous = (await ds.client.get("/-/research")).text
     assert "<legend>Search the web too</legend>" not in anonymous
     assert "Sign in to search the web too" in anonymous
+    assert "/-/auth-token link" in anonymous  # and how
 
 
 class EchoProvider(Provider):

@@ -126,7 +126,7 @@ async def test_runs_list_filters_in_sql_and_hides_runs_from_anonymous_visitors(b
     assert await questions(since="2999-01-01") == []
     assert await questions(verdict="bogus") == ["lattice qcd", "espresso grinder"]
     anonymous = await ds.client.get("/-/research/runs")
-    assert "Sign in to\n  see yours" in anonymous.text and "data-label" not in anonymous.text
+    assert "Sign in to see yours" in anonymous.text and "data-label" not in anonymous.text
 
 
 async def test_run_page_shows_evidence_before_its_timeline_and_json(brain, fake):

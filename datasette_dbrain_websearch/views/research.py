@@ -48,6 +48,7 @@ from .common import (
     resolve_brain,
     stream_path,
 )
+from .sign_in import HOW_TO_SIGN_IN
 
 TEMPLATE = "dbrain_websearch_research.html"
 
@@ -275,7 +276,7 @@ def web_offer(
         return {"show": show, "url": url, "reason": f"{why}; ask {order}." if why else ""}
     reason = (
         "Sign in to search the web too: it needs an account allowed dbrain-external-search "
-        "(root, or one named in external_search.allow)."
+        "(root, or one named in external_search.allow). " + HOW_TO_SIGN_IN
         if actor is None
         else "Your account may not search the web (permission dbrain-external-search)."
     )

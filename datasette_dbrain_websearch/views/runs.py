@@ -13,7 +13,7 @@ from ..config import MODES, Settings
 from ..errors import ResearchError
 from ..judge import VERDICTS
 from ..options import is_date, param
-from ..providers import registered_providers
+from ..providers import provider_labels, registered_providers
 from ..runs_db import feedback_for, plugin_database
 from ..service import (
     ROOT,
@@ -31,6 +31,7 @@ from .common import (
     remembering_access,
     research_path,
 )
+from .sign_in import HOW_TO_SIGN_IN
 
 RUN_TEMPLATE = "dbrain_websearch_run.html"
 
@@ -46,7 +47,7 @@ async def run_view(request: Any, datasette: Any) -> Response:
     form = request.url_vars.get("format") or ""
     as_json = bool(form)
     run_id = request.url_vars["run_id"]
-    labels = {name: p.label for name, p in registered_providers(datasette).items()}
+    labels = provider_labels(registered_providers(datasette))
     try:
         trace = await saved_run(datasette, request.actor, run_id)
         if form == ".json":
@@ -126,7 +127,7 @@ def run_filter(params: dict[str, list[str]], databases: list[str], actor_id: str
 
 SIGN_IN_FOR_RUNS = (
     "Runs hold people's questions, so each person sees only their own. Sign in to see yours "
-    "(anonymous runs are reached only through the link their page gives them)."
+    "(anonymous runs are reached only through the link their page gives them). " + HOW_TO_SIGN_IN
 )
 
 
@@ -166,6 +167,7 @@ async def runs_view(request: Any, datasette: Any) -> Response:
             "runs": runs,
             "saving": db is not None,
             "signed_in": bool(me),
+            "sign_in_note": SIGN_IN_FOR_RUNS,
             "filters": where,
             "filtered": any(
                 (where.verdict, where.mode, where.web, where.since, where.until, where.q)

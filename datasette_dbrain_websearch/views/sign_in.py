@@ -20,6 +20,11 @@ RETURN_COOKIE = "dbrain_ws_return"
 RETURN_SECONDS = 3600
 MAX_COOKIE_VALUE = 2000
 SIGN_IN_PATH = "/-/auth-token"
+# How, said wherever a page asks a signed-out visitor to sign in.
+HOW_TO_SIGN_IN = (
+    "To sign in, open the /-/auth-token link Datasette printed when it was started with --root "
+    "(the demo prints one), or use this site's own login if it has one."
+)
 # The pages that tell a signed-out visitor to sign in (not the JSON API or the event stream).
 RESEARCH_MARK = "/-/research"
 NOT_PAGES = (".json", "/stream", "/promote", "/feedback")

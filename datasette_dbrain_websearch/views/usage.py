@@ -20,6 +20,7 @@ from ..permissions import USAGE, can
 from ..providers import registered_providers
 from ..runs_db import plugin_database
 from .common import refusal
+from .sign_in import HOW_TO_SIGN_IN
 
 USAGE_TEMPLATE = "dbrain_websearch_usage.html"
 
@@ -29,8 +30,8 @@ def usage_refused(request: Any) -> ResearchError:
     if request.actor is None:
         message = (
             "Web search usage shows what was asked of the providers and what it cost, so it is "
-            "for root and the actors allowed dbrain-view-usage. Sign in as one of them (for "
-            "root, `datasette --root` prints a sign-in link)."
+            "for root and the actors allowed dbrain-view-usage. Sign in as one of them. "
+            + HOW_TO_SIGN_IN
         )
     else:
         message = "Your account may not see web search usage (permission dbrain-view-usage)."
