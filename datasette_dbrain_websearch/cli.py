@@ -36,6 +36,7 @@ from .evals import (
 )
 from .pack import row_keys
 from .pack_json import PackJSON
+from .providers import DIRECT_LABEL
 from .runs_db import DEFAULT_FILENAME
 
 
@@ -132,6 +133,11 @@ def render_text(pack: PackJSON) -> str:
         lines.append(
             f"Outside dbrain corpus: {len(pack['external_evidence'])} rows from {providers} "
             "(ephemeral)"
+        )
+    elif pack["external_evidence"]:  # no search: the page the question named, read directly
+        lines.append(
+            f"Outside dbrain corpus: {DIRECT_LABEL}, read directly "
+            f"({pack['external_evidence'][0]['url']}, ephemeral)"
         )
     lines += [
         f"Warning: {w['provider'] + ': ' if w.get('provider') else ''}{w['message']}"

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from .pack_json import LOCAL_ORIGIN, RANKER_PREFIX, WEB_ORIGIN, PackJSON
+from .providers import DIRECT_LABEL
 from .web_ranking import UNIT
 
 Row = Mapping[str, Any]
@@ -134,6 +135,9 @@ def why(row: Row, labels: Mapping[str, str]) -> list[str]:
             cached = ", from the cache" if lane.get("cached") else ""
             provider = labels.get(lane["provider"], lane["provider"])
             said.append(f"{provider} found {where} at rank {lane['rank']}{cached}")
+        elif name == "direct_url":
+            cached = ", from the cache" if lane.get("cached") else ""
+            said.append(f"the question is this page's URL: read directly, not searched{cached}")
     if row.get("origin") == WEB_ORIGIN:
         ranked = web_ranking_line(row)
         if ranked:
@@ -156,6 +160,8 @@ def counts_line(pack: PackJSON, labels: Mapping[str, str]) -> str:
     if web.get("ran"):
         providers = ", ".join(labels.get(p, p) for p in web["providers"]) or "no provider answered"
         line += f" · Web: {len(pack['external_evidence'])} ({providers})"
+    elif pack["external_evidence"]:  # no search: the page the question named, read directly
+        line += f" · Web: {len(pack['external_evidence'])} ({DIRECT_LABEL})"
     return line
 
 
@@ -190,6 +196,7 @@ WEB_SKIPPED = {
     "empty_query": "no words to send",
     "cross_site": "the request came from another site",
     "sites_not_allowed": "the sites asked for are outside this Datasette's allow_domains",
+    "direct_url": "the question is a URL: the page you named was read instead",
 }
 
 

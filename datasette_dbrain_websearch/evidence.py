@@ -17,6 +17,7 @@ from .excerpts import best_excerpt
 from .fts import QueryPlan
 from .merge import RRF_K, MergedResult, provider_excerpt, rrf_contribution, web_score
 from .pack import Lane, LinkedPage, LocalRow, Retrieval, Signal, WebRow
+from .providers import DIRECT
 from .web import WebHit
 from .web_ranking import RowRank
 
@@ -181,7 +182,7 @@ def _add_linked(
 
 def _web_lane(hit: WebHit, store: str) -> Lane:
     return {
-        "name": "external_search",
+        "name": "direct_url" if hit.provider == DIRECT else "external_search",
         "status": "used",
         "provider": hit.provider,
         "store": store,
@@ -210,13 +211,16 @@ def web_row(
     ``page`` is the page's own text when it was read: the row then shows the passage of the
     page that matches (``depth: "page"``), else the provider's (``depth: "snippet"``)."""
     terms = plan.query_terms
-    text = (page or max((h.result.text for h in result.hits), key=len))[:text_chars]
+    given = max((h.result.text for h in result.hits), key=len)
+    text = (page or given)[:text_chars]
     snippet = next((h.result.snippet for h in result.hits if h.result.snippet), "")
     provided = [("snippet", "external_snippet", snippet), ("text", "external_text", text)]
     excerpt = best_excerpt(
         [("page", "external_page", page)] if page else provided, plan.matcher, excerpt_chars
     )
-    if page and not excerpt.matched_terms:  # the page does not say it (a paywall, a shell)
+    # The page does not say it (a paywall, a shell): what the provider said, if it said anything
+    # (a page read directly has only its own text).
+    if page and not excerpt.matched_terms and (snippet or given):
         excerpt = best_excerpt(provided, plan.matcher, excerpt_chars)
     title = next((h.result.title for h in result.hits if h.result.title), "") or result.domain
     published = next((h.result.published_at for h in result.hits if h.result.published_at), "")
@@ -252,6 +256,7 @@ def web_row(
         depth="page" if page else "snippet",
         providers=result.providers,
         cosine=rank.cosine,
+        direct_url=result.first.provider == DIRECT,
         retrieval=Retrieval(
             score=rank.score,
             fused_score=round(web_score(result), 6),

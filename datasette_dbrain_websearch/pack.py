@@ -214,6 +214,8 @@ class WebRow:
     providers: list[str]
     retrieval: Retrieval
     cosine: float | None = None  # the semantic lane's, when it ran (``web_ranking``; the judge)
+    # The page the question named by its URL, read directly: no search found it.
+    direct_url: bool = False
 
     origin = WEB_ORIGIN
     kind = "external"
@@ -256,6 +258,7 @@ class WebRow:
             "evidence_role": self.evidence_role,
             "depth": self.depth,
             "providers": list(self.providers),
+            **({"direct_url": True} if self.direct_url else {}),
             "retrieval": self.retrieval.to_json(),
         }
 

@@ -114,6 +114,7 @@ class WebEvidenceJSON(TypedDict):
     canonical_url: str
     provider_url: str
     providers: list[str]
+    direct_url: NotRequired[bool]  # true: the page the question named by its URL, read directly
     domain: str
     author: str
     source_type: str

@@ -30,13 +30,15 @@ from .cost import Cost, check_words
 from .errors import ResearchError
 from .evidence import RowUrl, credit_local, extraction_warning, local_row, web_row
 from .fts import QueryPlan, is_keyword_list, plan_query
-from .judge import CALIBRATED, DBRAIN, Evidence, Rule, run_verdict, term_weights
-from .merge import MergedResult, MergeOutcome, merge_web
+from .judge import CALIBRATED, DBRAIN, WEAK_EVIDENCE, Evidence, Rule, run_verdict, term_weights
+from .merge import MergedResult, MergeOutcome, merge_web, web_score
 from .options import Options
 from .pack import LocalRow, Pack, WebRow, WebSearch, new_run_id
+from .pack_json import Signal
 from .profiles import apply_profile, profile_for
-from .providers.base import Provider
-from .reading import PageReader, read_targets
+from .providers import DIRECT, provider_labels
+from .providers.base import Provider, WebResult
+from .reading import PageReader, ReadOutcome, read_targets
 from .retrieval import (
     LocalResult,
     Survey,
@@ -54,10 +56,13 @@ from .semantic import (
     semantic_warnings,
 )
 from .spelling import Correction, corrected, suggest
-from .web import ALL, WebStage, decide, is_current_state, web_query
-from .web_ranking import WebRanker, WebRanking
+from .urls import NormalizedURL, is_web_url, try_normalize_url
+from .web import ALL, WebHit, WebStage, decide, is_current_state, web_query
+from .web_ranking import RowRank, WebRanker, WebRanking
 
 MAX_RETURNED_PER_PROVIDER = 10  # URLs and titles each provider returned, kept for the trace
+# The web stage's ``skipped_reason`` when the question was a URL and its page was read instead.
+DIRECT_URL = "direct_url"
 
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -78,7 +83,7 @@ class WebAccess:
     @property
     def labels(self) -> dict[str, str]:
         """Each provider's name as people read it (``brave`` -> ``Brave``)."""
-        return {name: p.label for name, p in self.providers.items()}
+        return provider_labels(self.providers)
 
 
 @dataclass
@@ -506,7 +511,10 @@ async def _web(
     plan = local.plan
     ext = settings.web
     request = options.web
-    decision = decide(request.mode, ext, web.permitted, verdict, web.cross_site)
+    named = await _named_page(execute_fn, options, local)
+    # The brain lacks the page a URL question names, whatever its words matched: weak evidence.
+    judged = WEAK_EVIDENCE if named is not None else verdict
+    decision = decide(request.mode, ext, web.permitted, judged, web.cross_site)
     current = is_current_state(options.question)
     part = WebPart(
         WebSearch(
@@ -526,6 +534,14 @@ async def _web(
                 "date. Choose External web: Always to check the web as well.",
             }
         )
+    if named is not None and decision.skipped_reason == "mode_never":
+        part.warnings.append(
+            {
+                "code": "direct_url_not_held",
+                "message": "Your brain does not hold the page at this URL. Searching the web "
+                "(External web: Only if weak or Always) would read the page itself.",
+            }
+        )
     if not decision.run:
         await emit(
             {
@@ -535,6 +551,10 @@ async def _web(
                 "message": f"Web search skipped ({decision.skipped_reason})",
             }
         )
+        return part
+    if named is not None:
+        with budget.paused():
+            await _read_named_page(part, named, plan, options, settings, web, run_id, emit)
         return part
     if not web_query(plan):
         part.warnings.append(
@@ -602,7 +622,11 @@ async def _web(
             local.rows, held, merged, plan, row_url, settings, labels
         )
     with budget.paused():
-        pages = await _read_pages(part, merged, request.read, web, ext, run_id, web_started, emit)
+        urls = read_targets([r.canonical_url for r in merged.rows], request.read)
+        seconds_left = ext.timeout - (time.monotonic() - web_started)
+        read = await _read_pages(part, urls, web, ext, run_id, seconds_left, emit)
+    part.warnings.extend(read.warnings)
+    pages = {url: page.text for url, page in read.pages.items() if page.ok}
     text_chars = ext.max_tokens * 4 // max(1, len(merged.rows))
     with budget.phase():
         if pages:
@@ -662,23 +686,21 @@ async def _web(
 
 async def _read_pages(
     part: WebPart,
-    merged: MergeOutcome,
-    count: int,
+    urls: list[str],
     web: WebAccess,
     ext: WebSettings,
     run_id: str,
-    web_started: float,
+    seconds_left: float,
     emit: Progress,
-) -> dict[str, str]:
-    """Read the top ``count`` web rows' pages in the time the web stage has left; returns each
-    read page's text by canonical URL, and records what was read in the pack."""
-    urls = read_targets([r.canonical_url for r in merged.rows], count)
+) -> ReadOutcome:
+    """Read pages through the guarded reader (its caps, cache and ledger) in the time the web
+    stage has left, and record what was read in the pack; the caller says what its warnings
+    mean for its rows."""
     if not urls:
-        return {}
+        return ReadOutcome()
     await emit({"stage": "read", "status": "started", "message": f"Reading {len(urls)} pages"})
     reader = PageReader(ext, web.cache_db, web.actor_id, run_id)
-    outcome = await reader.read(urls, ext.timeout - (time.monotonic() - web_started))
-    part.warnings.extend(outcome.warnings)
+    outcome = await reader.read(urls, seconds_left)
     part.timings_ms["read"] = outcome.elapsed_ms
     part.search.read = [
         {"url": p.url, "read": p.ok, "cached": p.cached, **({"error": p.error} if p.error else {})}
@@ -693,7 +715,92 @@ async def _read_pages(
             "message": f"Read {len(read)} of {len(urls)} pages",
         }
     )
-    return {p.url: p.text for p in read}
+    return outcome
+
+
+async def _named_page(
+    execute_fn: ExecuteFn, options: Options, local: LocalStage
+) -> NormalizedURL | None:
+    """The page a question names when it is nothing but an http(s) URL the brain does not hold
+    (exact lookup found no row, and no source has that URL, whatever the filters): it is read
+    directly, not searched for as words ("https quarkmatter blog ...")."""
+    question = options.question.strip()
+    if (
+        local.plan.syntax == "raw"
+        or local.result.exact_count
+        or not is_web_url(question)
+        or any(c.isspace() for c in question)
+    ):
+        return None
+    url = try_normalize_url(question)
+    if url is None:
+        return None
+    urls = list(dict.fromkeys([url.canonical_url, url.normalized_url]))
+    held = await execute_fn(lambda conn: sources_by_url(conn, urls, options.filters))
+    return None if held else url
+
+
+async def _read_named_page(
+    part: WebPart,
+    url: NormalizedURL,
+    plan: QueryPlan,
+    options: Options,
+    settings: Settings,
+    web: WebAccess,
+    run_id: str,
+    emit: Progress,
+) -> None:
+    """The page the question named, read through the same guarded reader as search results
+    (its caps, ledger and timeout) and shown as one web row, "the page you named". No provider
+    is asked: it is not a search, so nothing joins the providers' ``returned`` lists."""
+    ext = settings.web
+    part.search.skipped_reason = DIRECT_URL
+    rule = options.web.domain_policy(ext).rule_for(url.domain)
+    if rule:
+        part.warnings.append(
+            {
+                "code": "direct_url_not_read",
+                "message": f"The page you named is on {url.domain}, which this question's sites "
+                "or this Datasette's allow_domains/block_domains leave out; it was not read.",
+            }
+        )
+        return
+    outcome = await _read_pages(part, [url.canonical_url], web, ext, run_id, ext.timeout, emit)
+    page = outcome.pages.get(url.canonical_url)
+    # A failed read is said once, below, for the page itself (not "rests on a snippet").
+    part.warnings.extend(
+        w for w in outcome.warnings if page is None or w["code"] != "page_read_failed"
+    )
+    if page is None or not page.ok:
+        why = f": {page.error}" if page is not None else " (see the warnings)"
+        part.warnings.append(
+            {
+                "code": "direct_url_not_read",
+                "message": f"Could not read the page you named{why}. Your brain does not hold "
+                "it, and its address was not sent to a web search.",
+            }
+        )
+        return
+    hit = WebHit(
+        DIRECT, 1, WebResult(url=options.question.strip(), title=page.title), url, page.cached
+    )
+    result = MergedResult(url.canonical_url, url.domain, [hit])
+    signal: Signal = {
+        "name": "direct_url",
+        "detail": "the question is this page's URL: read directly, not found by a search",
+        "weight": 0.0,
+    }
+    row = web_row(
+        result,
+        plan,
+        settings.excerpt_chars,
+        ext.max_tokens * 4,
+        web.labels,
+        RowRank(round(web_score(result), 6), [signal]),
+        page.text,
+    )
+    part.rows = [row]
+    part.passages = {row.source_key: Passage(row.source_key, "external", page.text, row.title)}
 
 
 def _credit_local_sources(

@@ -53,6 +53,12 @@ CASES = {
     "dbrain_order": {"q": "espresso grinder zeppelin", "ranking": "dbrain"},
     # A profile's boosts, on a question about the current state of things.
     "profile": {"q": "latest datasette plugin release", "profile": "coding", "external": "always"},
+    # A URL the brain lacks: its page read directly, "the page you named", beside the answer.
+    "direct_url": {
+        "q": "https://quarkmatter.blog/what-is-lattice-qcd",
+        "external": "on_weak",
+        "answer": "1",
+    },
 }
 
 

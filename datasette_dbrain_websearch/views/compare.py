@@ -18,7 +18,7 @@ from ..compare import compare_runs
 from ..config import Settings
 from ..errors import ResearchError
 from ..options import param, run_params
-from ..providers import registered_providers
+from ..providers import provider_labels, registered_providers
 from ..requesters import cross_site_with_cookie, requester_of
 from ..runs_db import plugin_database
 from ..service import (
@@ -141,7 +141,7 @@ async def compare_view(request: Any, datasette: Any) -> Response:
 
 def page_context(datasette: Any) -> dict[str, Any]:
     return {
-        "labels": {name: p.label for name, p in registered_providers(datasette).items()},
+        "labels": provider_labels(registered_providers(datasette)),
         "say": display,
         "run_url": lambda run_id: traces.run_path(datasette, run_id),
         "runs_url": datasette.urls.path("/-/research/runs"),

@@ -263,7 +263,8 @@ def web_offer(
         return {"show": False, "url": "", "reason": ""}
     order = " → ".join(web.labels.get(n, n) for n in ext.providers)
     show, why = False, ""
-    if pack and not pack["external_search"]["ran"]:
+    # A URL question whose page was read directly: searching would read it again.
+    if pack and not pack["external_search"]["ran"] and not pack["external_evidence"]:
         # Offered whenever the run's verdict is not enough, beside a "did you mean" too: a
         # correction may be wrong, and the person chooses.
         verdict = pack["judge"].get("combined", pack["judge"])["verdict"]
