@@ -423,10 +423,25 @@ class Unit(NamedTuple):
     typed: str
 
 
+# A pasted address: its scheme, query and fragment say nothing a page is about.
+_URL = re.compile(r"https?://([^\s/?#]+)([^\s?#]*)[^\s]*")
+# Address pieces that name no subject: www, the commonest top-level domains, file types.
+URL_NOISE = frozenset("www com org net io dev blog co uk html htm php asp aspx index amp".split())
+
+
+def url_words(match: re.Match[str]) -> str:
+    """The words of a pasted address a page is about: its host's names and its path's words
+    (``https://quarkmatter.blog/what-is-lattice-qcd`` is "quarkmatter what is lattice qcd"),
+    not its scheme, its query or the phrase of its whole (which no text writes)."""
+    words = _WORD.findall(f"{match.group(1)} {match.group(2)}")
+    return " " + " ".join(w for w in words if w not in URL_NOISE) + " "
+
+
 def question_units(text: str) -> list[Unit]:
     """A normalized question's words as ``normalize_question`` cuts them, but each compound
-    (``is_compound``) kept whole: lowercased, corpus frames out, words canonicalized."""
-    text = text.lower()
+    (``is_compound``) kept whole, and an address read as its words (``url_words``):
+    lowercased, corpus frames out, words canonicalized."""
+    text = _URL.sub(url_words, text.lower())
     for phrase in CORPUS_FRAMES:
         text = text.replace(phrase, " ")
     units: list[Unit] = []

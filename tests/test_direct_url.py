@@ -81,7 +81,7 @@ async def test_a_url_question_reads_the_page_it_names(brain, fake):
     assert row["source_key"].startswith("ext:direct:") and row["url"] == PAGE
     assert row["title"] == "What is lattice QCD, and why does it need supercomputers?"
     page = next(p for p in fake.pages if p.url == PAGE)
-    assert row["excerpt"].rstrip(" .…")[:60] in " ".join(page.text.split())
+    assert row["excerpt"].strip(" .…")[:60] in " ".join(page.text.split())
     (lane,) = row["retrieval"]["lanes"]
     assert (lane["name"], lane["provider"], lane["rank"]) == ("direct_url", "direct", 1)
     # Answerable: the answer is given the page.

@@ -214,3 +214,14 @@ async def test_relaxed_counts_a_term_inside_a_word_as_dbrain_does(people_ds):
 
 async def test_relaxed_keeps_every_or_hit_when_no_term_has_3_letters(people_ds):
     assert {"apple-note:ai", "apple-note:ml"} <= await relaxed_keys(people_ds, "ai ml")
+
+
+def test_a_pasted_address_is_searched_as_the_words_of_its_host_and_path():
+    """Issue 32: "https quarkmatter.blog/what-is-lattice-qcd" matched every row saying https,
+    and the phrase of the whole address no text writes; dbrain's own reading is unchanged."""
+    plan = plan_query("https://quarkmatter.blog/what-is-lattice-qcd?utm_source=x#top")
+    assert plan.query_terms == ("quarkmatter", "lattice", "qcd")
+    assert "https" in plan.dbrain_terms
+    mixed = plan_query("see https://www.sqlite.org/fts5.html for bm25")
+    assert mixed.query_terms == ("see", "sqlite", "fts5", "bm25")
+    assert plan_query("http caching headers").query_terms == ("http", "caching", "headers")
