@@ -35,7 +35,7 @@ from .merge import RRF_K, MergedResult, rrf_contribution
 from .pack_json import RANKER_PREFIX, Signal
 from .stemming import fold
 
-MEANING_CHARS = 2_000  # of a row's text embedded for its cosine (a model reads a few hundred)
+MEANING_CHARS = 600  # of a row's text embedded for its cosine (its opening says what it is about)
 UNIT = rrf_contribution(1)  # a signal worth 1 adds as much as rank 1 at the only provider
 SCORE_DIGITS = 6  # scores are compared rounded, so float noise cannot undo a provider's order
 
