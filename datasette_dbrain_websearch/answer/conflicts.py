@@ -470,13 +470,16 @@ def find_conflicts(
         if key in origins
     ]
     stated = [c for c in stated if c.terms]
+    denied = any(c.negated for c in stated)
     found: list[dict[str, Any]] = []
     pairs: set[frozenset[str]] = set()
     for passage in paced(passages, checkpoint, every=1):
         if not stated or len(found) >= MOST_CONFLICTS:
             break
         others = [c for c in stated if c.key != passage.key]
-        for _, text, _ in claims(passage, matcher) if others else []:
+        for _, text, _ in claims(passage, tuple(terms)) if others else []:
+            if not _may_conflict(text, matcher, denied):
+                continue
             said = claim(passage.key, passage.origin, text, matcher)
             if not said.terms:
                 continue
@@ -489,3 +492,12 @@ def find_conflicts(
                     pairs.add(pair)
                     found.append(item)
     return found
+
+
+def _may_conflict(text: str, matcher: TermMatcher, denied: bool) -> bool:
+    """A cheap look before a sentence is read whole (``claim``): it must hold a question term,
+    and a number or a date (each has digits) or a negation, unless a stated sentence is the
+    denial (then any sentence may be what it denies)."""
+    if next(matcher.finditer(text), None) is None:
+        return False
+    return denied or any(c.isdigit() for c in text) or _NEGATION.search(fold(text)) is not None

@@ -24,6 +24,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..brain_access import Checkpoint, paced, unbounded
 from ..stemming import TermMatcher
@@ -103,9 +104,13 @@ def trim(sentence: str, matcher: TermMatcher) -> str:
     return text
 
 
-def claims(passage: Passage, matcher: TermMatcher) -> list[tuple[int, str, bool]]:
+@lru_cache(maxsize=256)
+def claims(passage: Passage, terms: tuple[str, ...]) -> tuple[tuple[int, str, bool], ...]:
     """(position, sentence, in a list item) of the passage's sentences that read as claims:
-    not its title, a heading, a question, a link or capture metadata; link tails cut off."""
+    not its title, a heading, a question, a link or capture metadata; link tails cut off, long
+    ones trimmed to the clauses holding ``terms``. Read once a run (the answer and the
+    comparison of its sources both read them), hence remembered."""
+    matcher = TermMatcher.for_words(terms)
     title_words = frozenset(content_words(passage.title))
     found: list[tuple[int, str, bool]] = []
     for position, (raw, item) in enumerate(marked_sentences(passage.text, headings=False)):
@@ -121,7 +126,7 @@ def claims(passage: Passage, matcher: TermMatcher) -> list[tuple[int, str, bool]
         if not claim or (title_words and _similarity(claim, title_words) >= SAME_AS_TITLE):
             continue
         found.append((position, trim(sentence, matcher), item))
-    return found
+    return tuple(found)
 
 
 def candidates(
@@ -135,7 +140,7 @@ def candidates(
     seen: set[str] = set()
     for passage in paced(sorted(passages, key=lambda p: p.rank), checkpoint, every=1):
         context = frozenset(name for _, _, name in matcher.finditer(passage.title))
-        for position, sentence, item in claims(passage, matcher):
+        for position, sentence, item in claims(passage, tuple(terms)):
             counts = Counter(name for _, _, name in matcher.finditer(sentence))
             same = " ".join(words(sentence))
             if (not counts and not passage.exact) or same in seen:
