@@ -134,6 +134,20 @@ def _following(folded: str, end: int, count: int) -> list[tuple[int, int]]:
     return spans
 
 
+def _tokens_starting(folded: str, head: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each token of ``folded`` that starts with ``head``, in order: a
+    ``str.find`` loop, which runs at memory speed."""
+    find, rest = folded.find, _TOKEN_REST.match
+    at = find(head)
+    while at != -1:
+        if not at or not folded[at - 1].isalnum():
+            end = rest(folded, at).end()  # type: ignore[union-attr]
+            yield at, end
+            at = find(head, end)
+        else:
+            at = find(head, at + 1)
+
+
 def _head(stem_: str) -> str:
     """What every token with this stem (or, for a prefix form, a longer one) starts with: all
     but the stem's last letter, since porter rewrites one ending letter at most (happy -> happi,
@@ -240,17 +254,10 @@ class TermMatcher:
 
     def _occurrences(self, folded: str, head: str) -> Iterator[tuple[int, int, str]]:
         """(start, end, term) of each match at a token starting with ``head``, in order."""
-        find, rest = folded.find, _TOKEN_REST.match
-        at = find(head)
-        while at != -1:
-            if not at or not folded[at - 1].isalnum():
-                end = rest(folded, at).end()  # type: ignore[union-attr]
-                found = self._match_at(folded, at, end)
-                if found is not None:
-                    yield at, found[0], found[1]
-                at = find(head, end)
-            else:
-                at = find(head, at + 1)
+        for start, end in _tokens_starting(folded, head):
+            found = self._match_at(folded, start, end)
+            if found is not None:
+                yield start, found[0], found[1]
 
     def _match_at(self, folded: str, start: int, end: int) -> tuple[int, str] | None:
         """(end of the match, term) for the first alternative matching the token at
@@ -272,17 +279,12 @@ class TermMatcher:
         return None
 
     def _token_starts(self, folded: str) -> list[tuple[int, int]]:
-        """(start, end) of each token starting with one of the heads, in order: a
-        ``str.find`` loop per head runs at memory speed, where a pattern that opens with a
-        look-behind or an alternation tries every position (25 times slower on a page)."""
+        """(start, end) of each token starting with one of the heads, in order (a search per
+        head, where a pattern that opens with a look-behind or an alternation tries every
+        position: 25 times slower on a page)."""
         spans: dict[int, int] = {}
-        find, rest = folded.find, _TOKEN_REST.match
         for head in self._heads:
-            at = find(head)
-            while at != -1:
-                if (not at or not folded[at - 1].isalnum()) and at not in spans:
-                    spans[at] = rest(folded, at).end()  # type: ignore[union-attr]
-                at = find(head, at + 1)
+            spans.update(_tokens_starting(folded, head))
         return sorted(spans.items())
 
     def _starting_with(self, token_stem: str) -> tuple[tuple[str, tuple[Form, ...]], ...]:
