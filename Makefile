@@ -89,7 +89,7 @@ demo-reset: $(VENV)/.installed
 	$(VENV)/bin/datasette dbrain-websearch index demo/brain.db
 
 # The pages with parts generated from the code (cog blocks): `make docs` writes them.
-GENERATED_DOCS := docs/configuration.md docs/development.md docs/cli.md docs/json-api.md
+GENERATED_DOCS := docs/configuration.md docs/development.md docs/cli.md docs/json-api.md docs/research.md
 
 lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .

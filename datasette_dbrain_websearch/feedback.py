@@ -23,6 +23,7 @@ import copy
 import math
 import re
 from collections import Counter
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -45,6 +46,60 @@ LISTS = ("evidence", "external_evidence")
 
 _TOKEN = re.compile(r"[^\W_]+")
 _SKIP = STOP_WORDS | NEGATIONS | RAW_OPERATORS
+
+# Words Expand never adds: they say little of what a row is about, in any brain
+# (docs/research.md lists them). Verbs are matched by stem: "makes", "made" and "making" too.
+GENERIC_VERBS = frozenset(
+    """
+    add allow appear apply ask base become began begin begun bring brought came come
+    consider contain continue create describe determine discuss enable find follow found
+    gave get give given go gone got happen held help hold include involve keep kept know
+    known let like look made make mean meant need obtain offer perform produce provide put
+    ran remain require return run said saw say see seem seen show shown start take tell
+    think thought told took try turn use want went write written wrote
+    """.split()
+)
+NUMBER_WORDS = frozenset(
+    """
+    zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen
+    fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy eighty
+    ninety hundred thousand million billion trillion dozen half once twice first second third
+    fourth fifth tenth
+    """.split()
+)
+# Hedges and connectives, words of time and quantity, kinds of capture (what a row is, not
+# what it says) and the parts of web addresses.
+FILLER_WORDS = frozenset(
+    """
+    able actually almost already also although always amp another anyway approximately
+    around article available away bad basically best better big blog certain com currently
+    day days different easy else even ever every example examples fact former good great
+    hence however htm html http https just kind last lot lots many may maybe might much must
+    nbsp net new next nice now often old org part per perhaps php place possible post pretty
+    probably quite quot rather re really shall since something sometimes still sure thing
+    things though thus time times today transcript tweet usually various video way ways
+    website week well whole www year years yet
+    """.split()
+)
+_VERB_STEMS = frozenset(stem(v) for v in GENERIC_VERBS)
+# A number with a unit or an ordinal ("30s", "1st", "10x", "2kg"), or a source key's hex run.
+_NUMBER = re.compile(r"\d+[a-z]{0,3}|(?=[a-f]*\d)[0-9a-f]{6,}")
+
+
+def filler_kind(word: str) -> str:
+    """Why a word is no content word ("a stop word", "a number", "a generic verb", "filler"),
+    or "" when it is one: Expand adds content words only."""
+    word = fold(word)
+    if word in _SKIP or len(word) < 2:
+        return "a stop word"
+    if word in NUMBER_WORDS or _NUMBER.fullmatch(word):
+        return "a number"
+    if stem(word) in _VERB_STEMS:
+        return "a generic verb"
+    if word in FILLER_WORDS:
+        return "filler"
+    return ""
+
 
 Vector = dict[str, float]
 Address = tuple[str, int]
@@ -327,17 +382,22 @@ def _extend(original: str, added: list[str], raw: bool) -> str:
 
 
 def refine_query(
-    pack: PackJSON, marks: list[dict[str, str]], max_terms: int = MAX_ADDED_TERMS
+    pack: PackJSON,
+    marks: list[dict[str, str]],
+    max_terms: int = MAX_ADDED_TERMS,
+    brain_rows: Callable[[Iterable[str]], Mapping[str, int]] | None = None,
 ) -> dict:
-    """Suggest up to ``max_terms`` terms from the rows marked ``more``/``relevant``.
+    """Suggest up to ``max_terms`` content words from the rows marked ``more``/``relevant``.
 
     A candidate (a stem shown as its commonest form in the positive rows) has a positive and a
     negative weight: the sums of ``strength * w(t, d)`` over the positive and the negative rows
     holding it; its score is their difference. It is suppressed when the query already finds it
-    (same stem, or a prefix match of a simple query's ``"term"*``), the question excluded it, or
-    it comes mainly from negative rows (negative weight >= positive weight). The best
-    unsuppressed candidates are added; equal scores go to the rarer word in the pack, then to
-    the one the marked rows say first (never to the alphabet).
+    (same stem, or a prefix match of a simple query's ``"term"*``), the question excluded it, it
+    is no content word (``filler_kind``), or it comes mainly from negative rows (negative
+    weight >= positive weight). The best unsuppressed candidates are added. Equal scores (the
+    words of one marked row) go to the rarer word in the brain: ``brain_rows`` tells how many
+    of the brain's rows hold each stem (a stem it does not count is held by none); then to the
+    rarer in the pack, then to the one the marked rows say first (never to the alphabet).
     """
     if isinstance(max_terms, bool) or not isinstance(max_terms, int):
         raise ValueError(f"max_terms must be an integer, not {max_terms!r}")
@@ -368,16 +428,21 @@ def refine_query(
                 surfaces.setdefault(stem(token), Counter())[token] += tf
     candidates: list[dict[str, Any]] = []
     rarity: dict[str, tuple[float, int]] = {}
+    stems: dict[str, str] = {}
     for seen, (t, pos) in enumerate(weight[1].items()):
         term = min(surfaces[t].items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))[0]
         rarity[term] = (space.idf.get(t, 0.0), seen)
+        stems[term] = t
         neg = weight[-1].get(t, 0.0)
         found_by = _matched_by(term, query_words, prefix)
         excluded_by = _matched_by(term, excluded, prefix)
+        filler = filler_kind(term)
         if found_by:
             reason = f"already in the query as {found_by!r}"
         elif excluded_by:
             reason = f"excluded by the question ({excluded_by!r})"
+        elif filler:
+            reason = f"not a content word: {filler}"
         elif neg >= pos:
             reason = f"mainly from rows marked less/irrelevant ({neg:.3f} vs {pos:.3f})"
         else:
@@ -393,8 +458,17 @@ def refine_query(
                 "sources": sources[t],
             }
         )
-    # Equal scores go to the rarer word (higher idf), then to the one the marked rows say first.
-    candidates.sort(key=lambda c: (-c["score"], -rarity[c["term"]][0], rarity[c["term"]][1]))
+    held: Mapping[str, int] = {}
+    if brain_rows is not None:
+        held = brain_rows(sorted({stems[c["term"]] for c in candidates if not c["suppressed"]}))
+    candidates.sort(
+        key=lambda c: (
+            -c["score"],
+            held.get(stems[c["term"]], 0),
+            -rarity[c["term"]][0],
+            rarity[c["term"]][1],
+        )
+    )
     added: list[str] = []
     for c in candidates:
         if c["suppressed"]:
@@ -414,6 +488,13 @@ def refine_query(
             c for n, c in enumerate(candidates) if n < MAX_CANDIDATES or c["term"] in added
         ],
     }
+
+
+def carried(pack: PackJSON) -> list[dict[str, str]]:
+    """The marks a run took from the run it refines (``pack["feedback"]`` as saved: a row
+    marked 👎 there is one here too, never silently back among the rest)."""
+    marks = (pack.get("feedback") or {}).get("marks") or []
+    return [{"key": m["key"], "value": m["value"]} for m in marks]
 
 
 def row_urls(row: dict[str, Any]) -> tuple[str, ...]:

@@ -26,7 +26,7 @@ from .brain_access import reader, table_names
 from .compat import track_promotion, with_stored_keys, write_options
 from .config import Settings
 from .errors import ResearchError, sqlite_error
-from .feedback import RocchioWeights, apply_feedback, refine_query, row_urls, validate_marks
+from .feedback import RocchioWeights, apply_feedback, carried, row_urls, validate_marks
 from .options import param, parse_options, run_params
 from .pack import row_keys
 from .pack_json import PackJSON
@@ -34,6 +34,7 @@ from .permissions import LLM_ANSWER, RESEARCH, WEB_SEARCH, can
 from .pipeline import Progress, WebAccess, run_pipeline
 from .promote import promote, promoted_in_run
 from .providers import registered_providers
+from .refinement import refinement
 from .runs_db import feedback_for, plugin_database, save_feedback
 from .web_ranking import registered_rankers
 
@@ -222,6 +223,8 @@ async def run_research(
         arrived=arrived,
     )
     pack = cast(PackJSON, {**typed.to_json(), **(lineage or {})})
+    if carried(pack):
+        pack = apply_feedback(pack, carried(pack), weights_from(settings))
     await traces.record(
         datasette, pack, surface=surface, actor=actor, permitted=web.permitted, wait=wait_for_trace
     )
@@ -349,10 +352,11 @@ async def with_feedback(
 ) -> tuple[PackJSON, dict[str, Any] | None]:
     """A saved run's pack re-ranked by the marks people gave its rows since, and the refinement
     they suggest (None when there are none)."""
-    marks = await feedback_for(plugin_database(datasette), pack["run_id"])
+    marks = [*carried(pack), *await feedback_for(plugin_database(datasette), pack["run_id"])]
     if not marks:
         return pack, None
-    return apply_feedback(pack, marks, weights_from(settings)), refine_query(pack, marks)
+    reranked = apply_feedback(pack, marks, weights_from(settings))
+    return reranked, await refinement(datasette, pack, marks)
 
 
 async def refined(
@@ -365,16 +369,19 @@ async def refined(
     if not traces.RUN_ID.fullmatch(parent_id):
         raise ResearchError("refine_from must be a run id.", code="bad_refine_from")
     parent = await saved_run(datasette, actor, parent_id)
-    marks = await feedback_for(plugin_database(datasette), parent_id)
-    refinement = refine_query(parent["pack"], marks)
+    marks = [*carried(parent["pack"]), *await feedback_for(plugin_database(datasette), parent_id)]
+    refined_by = await refinement(datasette, parent["pack"], marks)
     params = {**run_params(parent["pack"]), **params}
     if not param(params, "q"):
         # The question stays the person's (the judge's and the web's terms); the added words
         # widen the ranking query only, each a chip the page can take away.
         params["q"] = [parent["pack"]["question"]]
         had = parent["pack"]["query_plan"].get("expansion_terms") or []
-        params["expand"] = list(dict.fromkeys([*had, *refinement["added_terms"]]))
-    return params, {"parent_run_id": parent_id, "refinement": refinement}
+        params["expand"] = list(dict.fromkeys([*had, *refined_by["added_terms"]]))
+    # A row marked 👎 stays below the rest in the run Expand makes (``run_research``).
+    dropped = [m for m in validate_marks(marks) if m["value"] == "irrelevant"]
+    lineage: dict[str, Any] = {"parent_run_id": parent_id, "refinement": refined_by}
+    return params, {**lineage, "feedback": {"marks": dropped}} if dropped else lineage
 
 
 async def mark_rows(
@@ -401,7 +408,7 @@ async def mark_rows(
         raise ResearchError(
             f"The feedback could not be saved ({type(exc).__name__}).", 503, "feedback_not_saved"
         ) from exc
-    all_marks = await feedback_for(db, run_id)
+    all_marks = validate_marks([*carried(pack), *await feedback_for(db, run_id)])
     reranked = apply_feedback(pack, all_marks, weights_from(Settings.from_datasette(datasette)))
     return {
         "ok": True,
@@ -409,5 +416,5 @@ async def mark_rows(
         "feedback": all_marks,
         "ranking": reranked["ranking"],
         "moves": reranked["feedback"]["moves"],
-        "refinement": refine_query(pack, all_marks),
+        "refinement": await refinement(datasette, pack, all_marks),
     }

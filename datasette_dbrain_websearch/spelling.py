@@ -147,7 +147,7 @@ def unknown_words(
     return unknown
 
 
-def _vocab_table(conn: sqlite3.Connection, table: str, kind: str) -> str:
+def vocab_table(conn: sqlite3.Connection, table: str, kind: str) -> str:
     """A temporary ``fts5vocab`` table over an FTS table (``row``: rows holding each stem;
     ``instance``: where each stem occurs)."""
     vocab = f"dbrain_vocab_{kind}_{table}"
@@ -160,7 +160,7 @@ def _vocab_table(conn: sqlite3.Connection, table: str, kind: str) -> str:
 
 def _vocabulary(conn: sqlite3.Connection, table: str, start: str) -> list[tuple[str, int]]:
     """(stem, rows holding it) of a table's vocabulary beginning with ``start``."""
-    vocab = _vocab_table(conn, table, "row")
+    vocab = vocab_table(conn, table, "row")
     upper = start[:-1] + chr(ord(start[-1]) + 1)
     return conn.execute(
         f"select term, doc from temp.[{vocab}] where term >= ? and term < ?", [start, upper]
@@ -173,7 +173,7 @@ def _spellings(conn: sqlite3.Connection, tables: Sequence[str], term: str) -> Co
     FTS5 would stem it again, "synthes" to "synth"), with how often each was seen."""
     seen: Counter[str] = Counter()
     for table in tables:
-        vocab = _vocab_table(conn, table, "instance")
+        vocab = vocab_table(conn, table, "instance")
         places: dict[tuple[int, str], list[int]] = {}
         for doc, column, offset in conn.execute(
             f"select doc, col, offset from temp.[{vocab}] where term = ? limit {SAMPLE_PLACES}",

@@ -11,6 +11,7 @@ from datasette_dbrain_websearch.feedback import (
     MAX_ADDED_TERMS,
     RocchioWeights,
     apply_feedback,
+    filler_kind,
     refine_query,
     validate_marks,
 )
@@ -455,3 +456,78 @@ def test_refine_never_takes_capture_metadata_and_breaks_ties_by_what_is_said_fir
     assert scores["zeta"] == scores["alpha"]
     added = out["added_terms"]
     assert added.index("zeta") < added.index("alpha")
+
+
+@pytest.mark.parametrize(
+    ("word", "kind"),
+    [
+        ("ten", "a number"),
+        ("2026", "a number"),
+        ("41st", "a number"),
+        ("7d3f4dcd", "a number"),
+        ("makes", "a generic verb"),
+        ("returns", "a generic verb"),
+        ("allowed", "a generic verb"),
+        ("following", "a generic verb"),
+        ("given", "a generic verb"),
+        ("https", "filler"),
+        ("however", "filler"),
+        ("the", "a stop word"),
+        ("inverter", ""),
+        ("fts5", ""),
+        ("h264", ""),
+        ("stepless", ""),
+        ("virtual", ""),
+    ],
+)
+def test_filler_kind_tells_content_words_from_the_rest(word, kind):
+    assert filler_kind(word) == kind
+
+
+def test_refine_adds_content_words_only():
+    """Issue 33: "ten, virtual, create, table", "pressure, runs, stepless, allow", `makes`:
+    stop words, numbers, generic verbs and the filler list are candidates, never added."""
+    pack = make_pack(
+        "cold climate heat pump",
+        ["cold", "climate", "heat", "pump"],
+        [
+            row(
+                "A",
+                "What makes a heat pump cold climate?",
+                "It runs ten stepless inverter stages and allows vapour injection. "
+                "Also see https://example.org, however good.",
+            ),
+            row("B", "Heat pump rebates", "Tax credits in 2026."),
+        ],
+        [],
+    )
+    out = refine_query(pack, marks(A="relevant"))
+    assert set(out["added_terms"]) == {"stepless", "inverter", "stages", "vapour"}
+    reasons = {c["term"]: c["reason"] for c in out["candidates"]}
+    assert reasons["makes"] == "not a content word: a generic verb"
+    assert reasons["ten"] == "not a content word: a number"
+    assert reasons["https"] == "not a content word: filler"
+    assert all(not filler_kind(t) for t in out["added_terms"])
+
+
+def test_refine_breaks_ties_by_rarity_in_the_brain():
+    """Equal scores go to the word the fewest of the brain's rows hold; only without the
+    brain's counts to the one said first."""
+    pack = make_pack(
+        "espresso",
+        ["espresso"],
+        [row("A", "Espresso", "infusion preheat video channel wets"), row("B", "Tea", "")],
+        [],
+    )
+    held = {"infus": 40, "preheat": 90, "channel": 70, "wet": 2}
+    asked: list[list[str]] = []
+
+    def brain_rows(stems):
+        asked.append(list(stems))
+        return {s: held.get(s, 0) for s in stems}
+
+    plain = refine_query(pack, marks(A="relevant"), max_terms=2)
+    assert plain["added_terms"] == ["infusion", "preheat"]
+    out = refine_query(pack, marks(A="relevant"), max_terms=2, brain_rows=brain_rows)
+    assert out["added_terms"] == ["wets", "infusion"]
+    assert "video" not in asked[0]  # filler is never looked up

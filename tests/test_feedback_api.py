@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from .helpers import actor_cookies, ask, csrf, make_datasette, web_ds
+from .helpers import actor_cookies, add_source, ask, csrf, empty_brain, make_datasette, web_ds
 
 
 async def mark(ds, run_id, feedback, actor="root"):
@@ -148,3 +148,86 @@ async def test_expanded_words_are_chips_each_removable(brain, fake):
     assert status == 200 and pack["query_plan"]["expansion_terms"] == ["tokenizer"]
     status, body = await ask(ds, q="sqlite", expand="two words")
     assert status == 400 and body["code"] == "bad_expand"
+
+
+def order(pack_or_body):
+    return [e["source_key"] for e in pack_or_body["ranking"]]
+
+
+async def test_a_row_marked_irrelevant_stays_below_the_rest_after_expand(brain, fake):
+    """Issue 33: after 👎 and Expand the row came back at 8 of 10, above unmarked rows. The
+    run Expand makes keeps the mark: the row is below every row not so marked, marked 👎 on
+    the page, and stays below when the new run is marked in turn."""
+    ds = await web_ds(brain, fake)
+    _, pack = await ask(ds, q="sqlite fts5 bm25 ranking", external="always")
+    top, second = order(pack)[:2]
+    feedback = [{"key": top, "value": "irrelevant"}, {"key": second, "value": "relevant"}]
+    assert (await mark(ds, pack["run_id"], feedback)).status_code == 200
+    _, child = await ask(ds, refine_from=pack["run_id"])
+    assert top in order(child)
+    assert order(child)[-1] == top
+    assert [(m["key"], m["value"]) for m in child["feedback"]["marks"]] == [(top, "irrelevant")]
+    later = order(child)[0]
+    body = (await mark(ds, child["run_id"], [{"key": later, "value": "relevant"}])).json()
+    assert order(body)[-1] == top
+    assert {"key": top, "value": "irrelevant"} in body["feedback"]
+    root = actor_cookies(ds, "root")
+    page = await ds.client.get(
+        "/-/research", params={"q": child["question"], "run": child["run_id"]}, cookies=root
+    )
+    assert f'value="{top}|irrelevant"' in page.text
+    assert re.search(rf'value="{re.escape(top)}\|irrelevant"[^>]*aria-pressed="true"', page.text), (
+        "the carried mark shows as pressed"
+    )
+    # And the grandchild: Expand of the child still knows the 👎.
+    _, grandchild = await ask(ds, refine_from=child["run_id"])
+    assert order(grandchild)[-1] == top
+
+
+async def test_expand_breaks_ties_by_rarity_in_the_brain(tmp_path):
+    """Of words with equal scores (one marked row's), Expand takes those fewest of the brain's
+    rows hold, counted over the whole brain, not the run's rows."""
+    path = tmp_path / "brain.db"
+    empty_brain(path)
+    conn = sqlite3.connect(path)
+    add_source(
+        conn,
+        "https://example.com/zebra",
+        title="Zebra",
+        extracted_text="narwhal ocelot pangolin tapir quokka",
+        extract_status="ok",
+    )
+    for n in range(12):  # rows the run never shows: the question's word is not in them
+        add_source(
+            conn,
+            f"https://example.com/other/{n}",
+            title=f"Other {n}",
+            extracted_text="narwhal ocelot pangolin tapir",
+            extract_status="ok",
+        )
+    conn.commit()
+    conn.close()
+    ds = make_datasette([str(path)])
+    await ds.invoke_startup()
+    _, pack = await ask(ds, q="zebra")
+    (key,) = order(pack)
+    body = (await mark(ds, pack["run_id"], [{"key": key, "value": "relevant"}])).json()
+    added = body["refinement"]["added_terms"]
+    assert added[0] == "quokka", added
+
+
+async def test_expand_keeps_the_filters_drawer_as_it_was(brain, fake):
+    """Issue 33: after Expand the Filters drawer opened by itself (the new run takes its
+    parent's limit). It opens for a filter the person set, as before Expand."""
+    ds = await web_ds(brain, fake)
+    root = actor_cookies(ds, "root")
+
+    async def drawer(**params):
+        page = (await ds.client.get("/-/research", params=params, cookies=root)).text
+        return re.search(r'<details class="dbrain-filters"( open)?>', page).group(1) is not None
+
+    for parent, opened in (({"q": "sqlite fts5"}, False), ({"q": "sqlite", "limit": "25"}, True)):
+        _, pack = await ask(ds, **parent)
+        assert await drawer(**parent) is opened
+        await mark(ds, pack["run_id"], [{"key": order(pack)[0], "value": "relevant"}])
+        assert await drawer(refine_from=pack["run_id"]) is opened

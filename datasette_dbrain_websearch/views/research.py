@@ -150,6 +150,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
         "brains": allowed,
         "route_database": route is not None,
         "form": _form_values(params),
+        "filters_open": filters_set(_form_values(params), settings.default_limit),
         "action": research_path(datasette, route_db, False),
         "json_url": research_path(datasette, route_db, True)
         + ("?" + query_string if query_string else ""),
@@ -350,6 +351,17 @@ def answer_controls(settings: Settings, params: dict[str, list[str]]) -> dict[st
         if llm
         else "Sentences picked from the evidence, each citing its row",
     }
+
+
+def filters_set(form: dict[str, str], default_limit: int) -> bool:
+    """Whether the Filters drawer opens: a filter differs from its default. A refined run
+    (Expand) takes its parent's limit, syntax and profile, which must not open it by itself."""
+    return bool(
+        any(form[name] for name in ("tag", "source_type", "kind", "since", "until"))
+        or form["syntax"] == "raw"
+        or form["limit"] not in ("", str(default_limit))
+        or form["profile"] not in ("", "general")
+    )
 
 
 def _form_values(params: dict[str, list[str]]) -> dict[str, str]:
