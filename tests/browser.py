@@ -113,3 +113,36 @@ def no_horizontal_overflow(page: Any) -> None:
         "[document.documentElement.scrollWidth, document.documentElement.clientWidth]"
     )
     assert scroll <= client, f"horizontal overflow: {scroll}px of content in {client}px"
+
+
+# Every visible control whose target is under 24 x 24 CSS px (WCAG 2.2, 2.5.8), as
+# "tag.class 'text' WxH". A checkbox or radio is measured with the label holding it (the label
+# takes its clicks); a link inside a sentence is exempt, as WCAG allows; so is the site's own
+# header and footer, which are Datasette's.
+_SMALL_TARGETS = r"""
+() => {
+  const controls = 'a[href], button, input:not([type=hidden]), select, textarea, summary';
+  const inSentence = e => {
+    const block = e.tagName === 'A' && e.closest('p, li, dd, figcaption');
+    return !!block && block.textContent.trim().length > e.textContent.trim().length + 2;
+  };
+  const small = [];
+  for (const e of document.querySelectorAll(controls)) {
+    if (e.closest('header, footer') || inSentence(e)) continue;
+    const boxed = e.matches('input[type=checkbox], input[type=radio]') && e.closest('label') || e;
+    const r = boxed.getBoundingClientRect();
+    if (!r.width || !r.height || getComputedStyle(e).visibility === 'hidden') continue;
+    if (r.width < 24 || r.height < 24) {
+      const text = (e.textContent || e.value || e.name || '').trim().slice(0, 30);
+      const size = `${Math.round(r.width)}x${Math.round(r.height)}`;
+      small.push(`${e.tagName.toLowerCase()}.${e.className} '${text}' ${size}`);
+    }
+  }
+  return small;
+}
+"""
+
+
+def small_targets(page: Any) -> list[str]:
+    """The page's controls smaller than 24 x 24 px (see ``_SMALL_TARGETS``)."""
+    return page.evaluate(_SMALL_TARGETS)
