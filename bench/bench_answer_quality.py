@@ -10,6 +10,8 @@ answer span (cut by the answer's own sentence splitter); its row is the **releva
 Reported in one run, over the same retrieved rows:
 
 - gold hit:       share of questions whose answer holds a gold sentence (or a trimmed part of one)
+- gold first:     share whose first sentence is a gold sentence (or part of one): the answer
+                  leads with the point
 - cites relevant: share of answer sentences citing the relevant row
 - sentences:      mean sentences an answer has
 
@@ -168,6 +170,7 @@ async def run(brain: Path, questions: list[dict], keys: dict[str, str]) -> dict[
                     sum(1 for key, _ in pairs if key == relevant),
                     len(pairs),
                     relevant in rows,
+                    holds_gold([s for _, s in pairs[:1]], q["gold"]),
                 )
             )
     conn.close()
@@ -220,13 +223,14 @@ def main() -> None:
         f"{lanes}; the relevant row is in the top {ROWS} for {found:.3f} of them "
         f"({platform.machine()}, Python {sys.version.split()[0]}, Datasette {datasette_version})"
     )
-    print(f"{'system':24}{'gold hit':>10}{'cites relevant':>16}{'sentences':>11}")
+    print(f"{'system':24}{'gold hit':>10}{'gold first':>12}{'cites relevant':>16}{'sentences':>11}")
     for system, rows in results.items():
         hit = statistics.mean(r[0] for r in rows)
+        first = statistics.mean(r[4] for r in rows)
         cited = sum(r[1] for r in rows)
         total = sum(r[2] for r in rows)
         share = cited / total if total else 0.0
-        print(f"{system:24}{hit:>10.3f}{share:>16.3f}{total / len(rows):>11.2f}")
+        print(f"{system:24}{hit:>10.3f}{first:>12.3f}{share:>16.3f}{total / len(rows):>11.2f}")
 
 
 if __name__ == "__main__":

@@ -467,3 +467,45 @@ def test_items_of_a_rows_list_stay_a_list_in_the_answer():
     ]
     single = extract(("dose",), [note], 6)
     assert single == "Keep the dose fixed while you change the grind. [n:3]"
+
+
+def test_the_answer_leads_with_the_sentence_that_answers_whatever_its_origin():
+    """Issue 33: for "muon g-2 anomaly lattice" the muon sentence came fourth, after general
+    lattice sentences and the person's own note, because every brain row ranked ahead of the
+    web's. A row weighs by its place among its own origin's rows, and the best pick leads."""
+    note = Passage(
+        "apple-note:lattice",
+        "local",
+        "Lattice QCD puts quarks and gluons on a grid of points in space and time. A finer "
+        "lattice spacing costs far more computing time.",
+        "Lattice QCD",
+        rank=0,
+    )
+    source = Passage(
+        "src:lattice",
+        "local",
+        "The lattice spacing is taken to zero at the end of every lattice calculation.",
+        "Why lattice gauge theory",
+        rank=1,
+    )
+    muon = Passage(
+        "ext:brave:muon",
+        "external",
+        "We present a lattice calculation of the hadronic contribution to the muon g-2 "
+        "anomaly, with six lattice spacings.",
+        "Hadronic vacuum polarization",
+        rank=2,
+    )
+    proton = Passage(
+        "ext:brave:proton",
+        "external",
+        "A record lattice calculation splits the proton's mass between quarks and gluons.",
+        "Proton mass",
+        rank=3,
+    )
+    lines = extract(("muon", "g-2", "anomaly", "lattice"), [note, source, muon, proton], 5)
+    first, *rest = lines.splitlines()
+    assert first.endswith("[ext:brave:muon]"), lines
+    # The rest keep the brain's first, then the web's.
+    origins = ["ext:" in line for line in rest]
+    assert origins == sorted(origins)

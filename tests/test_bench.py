@@ -241,6 +241,7 @@ def test_answer_quality_bench_scores_the_answer_beside_its_baselines(smoke):
     }
     # Every question's paragraph is the only one holding its words: the answer finds its gold.
     assert rows["extractive answer"][0] == 1.0
+    assert re.search(r"^system\s+gold hit\s+gold first\s", smoke.stdout, re.M)
 
 
 @pytest.mark.bench("feedback")
@@ -258,6 +259,12 @@ def test_feedback_bench_compares_the_original_the_reranked_and_the_expanded_run(
     assert set(rows) == {"original", "re-ranked", "expanded"}
     assert rows["re-ranked"][0] >= rows["original"][0]
     assert "expanded runs with fewer rows than the original: 0 of 3" in smoke.stdout
+    added, filler, share = re.search(
+        r"^words Expand added: (\d+); filler (\d+) \((\d\.\d{3}), goal <= 0\.05\)",
+        smoke.stdout,
+        re.M,
+    ).groups()
+    assert int(added) > 0 and int(filler) == 0 and float(share) == 0.0
 
 
 @pytest.mark.bench("verdict")

@@ -10,11 +10,16 @@ Query-focused extraction, as summarizers that answer questions do it:
    "backflushing" is "backflush"), interpolated with its meaning's closeness to the question
    when a similarity is given (the semantic lane), plus a prior for its row's rank and for the
    brain.
+   A row's rank is its place among the rows of its own origin: the reading order puts every
+   brain row before the web's, which says nothing of which answers better, so the brain's
+   first row and the web's first row weigh alike (the brain keeps its small prior).
 3. Picks are greedy, MMR-style: each pick's score less its closeness to what is already picked;
    near-duplicates never; at most three per row; a candidate far below the best stops the answer.
 
-The draft lists brain sentences first, then the web's, each side best first; each cites the
-row whose text holds it, so the verifier finds every word of it in the cited row.
+The draft leads with the first pick, the sentence that best answers whatever its origin (a
+brain row, a web row, a note of the person's); then the other brain sentences, then the
+web's, each side best first. Each cites the row whose text holds it, so the verifier finds
+every word of it in the cited row.
 """
 
 from __future__ import annotations
@@ -71,7 +76,7 @@ class Passage:
 class Candidate:
     """A sentence that may answer, with what it holds of the question."""
 
-    rank: int
+    rank: int  # its row's place among the rows of the same origin
     position: int
     key: str
     local: bool
@@ -133,12 +138,20 @@ def candidates(
     terms: Sequence[str], passages: Sequence[Passage], checkpoint: Checkpoint = unbounded
 ) -> list[Candidate]:
     """Every claim of every passage with its term counts (claims holding none are kept only
-    for a row the question names exactly); a sentence several rows repeat (a post and the page
-    it links to) once, from the best-ranked row. ``checkpoint`` runs before each passage."""
+    for a row the question names exactly), ranked by its row's place among its origin's rows;
+    a sentence several rows repeat (a post and the page it links to) once, from the
+    best-ranked row. ``checkpoint`` runs before each passage."""
     matcher = TermMatcher.for_words(terms)
     found: list[Candidate] = []
     seen: set[str] = set()
-    for passage in paced(sorted(passages, key=lambda p: p.rank), checkpoint, every=1):
+    ordered = sorted(passages, key=lambda p: p.rank)
+    places: dict[tuple[str, int], int] = {}
+    rows: Counter[str] = Counter()
+    for p in ordered:
+        if (p.origin, p.rank) not in places:
+            places[p.origin, p.rank] = rows[p.origin]
+            rows[p.origin] += 1
+    for passage in paced(ordered, checkpoint, every=1):
         context = frozenset(name for _, _, name in matcher.finditer(passage.title))
         for position, sentence, item in claims(passage, tuple(terms)):
             counts = Counter(name for _, _, name in matcher.finditer(sentence))
@@ -148,7 +161,7 @@ def candidates(
             seen.add(same)
             found.append(
                 Candidate(
-                    passage.rank,
+                    places[passage.origin, passage.rank],
                     position,
                     passage.key,
                     passage.origin == "local",
@@ -257,14 +270,15 @@ def extract(
     checkpoint: Checkpoint = unbounded,
 ) -> str:
     """The draft answer: one picked sentence per line, each ending with ``[its row's key]``,
-    brain sentences first. Returns ``""`` when no sentence mentions any term. ``similarity``
-    scores sentences by meaning too (the semantic lane's); ``checkpoint`` (the run's deadline)
-    runs between passages and picks."""
+    the first pick (the best answer) first, then the brain's, then the web's. Returns ``""``
+    when no sentence mentions any term. ``similarity`` scores sentences by meaning too (the
+    semantic lane's); ``checkpoint`` (the run's deadline) runs between passages and picks."""
     pool = candidates(terms, passages, checkpoint)
     weights = idf(pool, terms)
     most = min(MOST_SENTENCES, max_sentences)
     chosen = pick(pool, relevance(pool, weights, similarity), most, checkpoint)
-    chosen.sort(key=lambda c: not c.local)  # the brain's first, each side best first
+    # The first pick leads; then the brain's, then the web's, each side best first.
+    chosen[1:] = sorted(chosen[1:], key=lambda c: not c.local)
     return "\n".join(f"{bullet(c, chosen)}{c.sentence} [{c.key}]" for c in chosen)
 
 
