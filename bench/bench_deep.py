@@ -13,8 +13,9 @@ supporting paragraphs. Two variants, each a brain built from the collection's pa
 Each question is asked with ``answer=1`` in each mode given (``--modes``, by default ``quick``:
 today's one-pass research; ``deep`` once ``depth=deep`` exists). Per variant and mode it prints
 the share of questions whose cited rows include both supporting paragraphs, the share whose
-answer holds the gold answer (case-insensitive, yes/no questions included as written), web
-calls, and p50 time. Prints; never fails on the figures.
+answer holds the gold answer (case-insensitive, yes/no questions included as written), rounds
+per question, web calls and pages read (all questions together), and p50 time. Pages are read
+through the fake's reader (``read_via``), as deep research reads before it cites. Prints; never fails on the figures.
 
     python bench/bench_deep.py [--modes quick,deep] [--limit-questions N]
 """
@@ -60,6 +61,8 @@ class Tally:
     both_cited: list[bool] = field(default_factory=list)
     answered: list[bool] = field(default_factory=list)
     web_calls: list[int] = field(default_factory=list)
+    rounds: list[int] = field(default_factory=list)
+    reads: list[int] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
 
 
@@ -148,6 +151,8 @@ def run_variant(
                 "api_key": {"$env": "BENCH_DEEP_BRAVE"},
                 "base_url": f"{fake.url}/brave/res/v1",
             },
+            # Pages are read (deep research reads before it cites) through the fake's reader.
+            "read_via": f"{fake.url}/reader/",
         }
     server, base = serve(brain, config, env)
     tallies = {mode: Tally() for mode in modes}
@@ -168,6 +173,9 @@ def run_variant(
                     text = (pack.get("answer") or {}).get("text", "").lower()
                     tally.answered.append(question.answer.lower() in text)
                     tally.web_calls.append(len(pack["query_plan"]["external_queries"]))
+                    research = pack.get("research") or {}
+                    tally.rounds.append(len(research.get("rounds", [])) or 1)
+                    tally.reads.append(len(pack["external_search"].get("read", [])))
     finally:
         server.terminate()
         server.wait(10)
@@ -191,14 +199,22 @@ def main() -> None:
             results[variant] = run_variant(variant, documents, asked, modes, Path(tmp))
     print()
     print(f"{COLLECTION}: {len(asked)} questions of two supporting paragraphs each")
-    columns = ("both cited", 12), ("answer holds", 14), ("web calls", 11), ("p50 s", 8)
+    columns = (
+        ("both cited", 12),
+        ("answer holds", 14),
+        ("rounds", 8),
+        ("web calls", 11),
+        ("reads", 7),
+        ("p50 s", 8),
+    )
     print(f"{'variant':14}{'mode':>7}" + "".join(f"{name:>{width}}" for name, width in columns))
     for variant, tallies in results.items():
         for mode, t in tallies.items():
             n = len(t.both_cited) or 1
             print(
                 f"{variant:14}{mode:>7}{sum(t.both_cited) / n:>12.2f}{sum(t.answered) / n:>14.2f}"
-                f"{sum(t.web_calls):>11}{statistics.median(t.seconds or [0.0]):>8.2f}"
+                f"{sum(t.rounds) / n:>8.2f}{sum(t.web_calls):>11}{sum(t.reads):>7}"
+                f"{statistics.median(t.seconds or [0.0]):>8.2f}"
             )
 
 

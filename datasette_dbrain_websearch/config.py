@@ -422,6 +422,39 @@ OPTIONS: tuple[Option, ...] = (
         "SearXNG categories, e.g. `general,science`",
         checked_by="provider",
     ),
+    Option(
+        "deep.rounds",
+        "integer",
+        3,
+        "rounds of a deep research run (`depth=deep`), the first one included",
+        1,
+        10,
+    ),
+    Option(
+        "deep.web_searches",
+        "integer",
+        6,
+        "provider calls a deep research run may make, all rounds together",
+        0,
+        50,
+    ),
+    Option(
+        "deep.reads",
+        "integer",
+        6,
+        "pages a deep research run may read, all rounds together",
+        0,
+        30,
+    ),
+    Option(
+        "deep.time_limit_ms",
+        "integer",
+        20_000,
+        "time for a deep research run's rounds, the web's and a model's replies included; "
+        "no round starts after it",
+        1000,
+        600_000,
+    ),
     Option("answer.default", "boolean", False, "write an answer when a request does not say"),
     Option(
         "answer.synthesizer",
@@ -835,6 +868,7 @@ class Settings:
     answer: AnswerSettings = field(default_factory=AnswerSettings)
     ranking: str = "bm25"
     semantic: SemanticSettings = field(default_factory=lambda: SemanticSettings())
+    deep: DeepSettings = field(default_factory=lambda: DeepSettings())
 
     def secrets(self) -> list[str]:
         """Every configured secret value (provider keys, the model key), for redaction."""
@@ -867,6 +901,7 @@ class Settings:
             answer=parse_answer(block.raw.get("answer")),
             ranking=block.choice("ranking", lambda v: v.lower() if isinstance(v, str) else v),
             semantic=_semantic(block.raw.get("semantic")),
+            deep=_deep(block.raw.get("deep")),
         )
 
     @classmethod
@@ -904,6 +939,27 @@ def _semantic(raw: Any) -> SemanticSettings:
     model = "" if block.raw.get("model") == "" else block.string("model").strip()
     return SemanticSettings(
         model=model, weight=block.number("weight"), min_cosine=block.number("min_cosine")
+    )
+
+
+@dataclass(frozen=True)
+class DeepSettings:
+    """Deep research's budgets (``deep``): every round, provider call and page read of one
+    run counts against them (the providers' own caps in the ledger apply as well)."""
+
+    rounds: int = 3
+    web_searches: int = 6
+    reads: int = 6
+    time_limit_ms: int = 20_000
+
+
+def _deep(raw: Any) -> DeepSettings:
+    block = _Block(raw, "deep")
+    return DeepSettings(
+        rounds=block.int("rounds"),
+        web_searches=block.int("web_searches"),
+        reads=block.int("reads"),
+        time_limit_ms=block.int("time_limit_ms"),
     )
 
 

@@ -25,6 +25,10 @@ MAX_QUESTION_CHARS = 20_000
 SYNTAXES = ("simple", "raw")
 
 
+QUICK, DEEP = "quick", "deep"
+DEPTHS = (QUICK, DEEP)
+
+
 KIND_CHOICES = ("", "all", "item", "source")
 
 
@@ -47,6 +51,7 @@ class Options:
     answer: bool = False
     ranking: str = "bm25"
     expand: tuple[str, ...] = ()  # words OR-ed into the ranking query only (Expand)
+    depth: str = QUICK  # ``deep``: follow-up rounds until answered or out of budget (``deep``)
 
 
 def is_date(value: str) -> bool:
@@ -118,7 +123,8 @@ def _int(params: Params, name: str, default: int, most: int, code: str, low: int
 
 def parse_options(params: Params, settings: Settings) -> Options:
     """Validate request parameters (``q``, ``limit``, ``tag``, ``source_type``, ``kind``,
-    ``syntax``, ``since``, ``until``, ``profile``, ``answer`` and the web ones) into Options."""
+    ``syntax``, ``since``, ``until``, ``profile``, ``answer``, ``depth`` and the web ones)
+    into Options."""
     question = param(params, "q")
     if not question:
         raise ResearchError("Missing the question: pass it as ?q=...", code="missing_q")
@@ -165,6 +171,9 @@ def parse_options(params: Params, settings: Settings) -> Options:
             f"expand takes up to {MAX_EXPAND} words of letters and digits, comma-separated.",
             code="bad_expand",
         )
+    depth = param(params, "depth").lower() or QUICK
+    if depth not in DEPTHS:
+        raise ResearchError("depth must be 'quick' or 'deep'.", code="bad_depth")
     return Options(
         ranking=ranking,
         question=question,
@@ -175,6 +184,7 @@ def parse_options(params: Params, settings: Settings) -> Options:
         profile=profile,
         answer=_bool(params, "answer", settings.answer.default),
         expand=expand,
+        depth=depth,
     )
 
 
@@ -191,6 +201,8 @@ def run_params(pack: PackJSON) -> Params:
         "external": [pack["external_search"]["mode"]],
         "answer": ["0" if pack.get("answer", {}).get("status", "disabled") == "disabled" else "1"],
     }
+    if pack.get("research"):
+        params["depth"] = [pack["research"]["depth"]]
     for name, value in plan["filters"].items():
         params[name] = [str(v) for v in value] if isinstance(value, list) else [str(value)]
     return params

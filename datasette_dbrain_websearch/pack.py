@@ -32,6 +32,7 @@ from .pack_json import (
     PackJSON,
     QueryPlanJSON,
     RankingEntryJSON,
+    ResearchJSON,
     RetrievalJSON,
     Signal,
     WebEvidenceJSON,
@@ -401,6 +402,7 @@ class Pack:
     timings_ms: dict[str, float]
     did_you_mean: dict[str, Any] | None = None
     answer: Answer = field(default_factory=no_answer)
+    research: ResearchJSON | None = None  # deep research's rounds and stop (``deep``)
     secrets: tuple[str, ...] = ()  # never written: scrubbed from every string of the JSON
 
     def ranked(self) -> list[Row]:
@@ -525,6 +527,8 @@ class Pack:
             "did_you_mean": self.did_you_mean,
             "answer": self.answer.to_json(),
         }
+        if self.research is not None:
+            pack["research"] = self.research
         return cast(PackJSON, scrub(pack, list(self.secrets)))
 
 

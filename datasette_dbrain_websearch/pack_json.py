@@ -219,6 +219,36 @@ class AnswerJSON(TypedDict):
     timings_ms: dict[str, float]
 
 
+class ResearchRoundJSON(TypedDict):
+    """One round of a deep research run: what it asked, why, and what it added."""
+
+    round: int
+    queries: list[dict[str, Any]]  # {query, why, reason, searched_web, added}
+    added: list[str]  # keys of the rows it added to the run
+    gaps: list[str]  # the facets still uncovered after it
+
+
+class ConfidenceJSON(TypedDict):
+    """How far to trust the answer, computed from the evidence (never asked of a model)."""
+
+    score: float
+    level: str  # high | medium | low
+    coverage: float
+    read_depth: float
+    agreement: float
+
+
+class ResearchJSON(TypedDict):
+    """How a deep research run went (``depth=deep``): its rounds and why it stopped."""
+
+    depth: str
+    rounds: list[ResearchRoundJSON]
+    stop_reason: str  # answered | no_progress | budget | time
+    stop_message: str
+    confidence: ConfidenceJSON
+    spent: dict[str, int]  # rounds, web_searches, reads
+
+
 class DidYouMeanJSON(TypedDict):
     """A respelled question the brain holds words for."""
 
@@ -247,6 +277,7 @@ class PackJSON(TypedDict):
     timings_ms: dict[str, float]
     did_you_mean: DidYouMeanJSON | None
     answer: AnswerJSON
+    research: NotRequired[ResearchJSON]  # deep research runs only
     # Added after ``Pack.to_json``: by saving the run (``traces.record``), by a refined run's
     # lineage (``service.refined``) and by re-ranking a saved run (``feedback.apply_feedback``).
     trace_url: NotRequired[str]

@@ -10,7 +10,7 @@ question.
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,7 +33,7 @@ from .fts import QueryPlan, is_keyword_list, plan_query
 from .judge import CALIBRATED, DBRAIN, WEAK_EVIDENCE, Evidence, Rule, run_verdict, term_weights
 from .merge import MergedResult, MergeOutcome, merge_web, web_score
 from .options import Options
-from .pack import LocalRow, Pack, WebRow, WebSearch, new_run_id
+from .pack import LocalRow, Pack, Row, WebRow, WebSearch, new_run_id
 from .pack_json import Signal
 from .profiles import apply_profile, profile_for
 from .providers import DIRECT, provider_labels
@@ -134,7 +134,8 @@ async def run_pipeline(
     arrived: float | None = None,
 ) -> Pack:
     """Run one research pass and return the typed pack: the brain's rows, the verdict on
-    them, the web when allowed, the merge, then an answer when asked for.
+    them, the web when allowed, the merge (``gather``), then an answer when asked for
+    (``answer_gathered``).
 
     ``progress`` (optional) is awaited with a small dict as each stage starts or ends, so a
     surface can show live progress; it never changes the result. ``semantic_index`` is the
@@ -146,6 +147,63 @@ async def run_pipeline(
     The run's ``time_limit_ms`` (``TimeBudget``) bounds every stage but the web's and a model's
     replies (which have their own timeouts): each runs as a ``phase``, its loops paced.
     """
+    gathered = await gather(
+        execute_fn,
+        database,
+        options,
+        settings,
+        row_url,
+        web,
+        progress,
+        semantic_index,
+        gate,
+        requester,
+        arrived,
+    )
+    if options.answer:
+        await answer_gathered(gathered, settings, answering, progress)
+    gathered.finish()
+    return gathered.pack
+
+
+@dataclass
+class Gathered:
+    """A run up to its answer: the pack, what its answer reads, and the run's clock. Deep
+    research (``deep``) gathers several of these and answers once."""
+
+    pack: Pack
+    web: WebAccess
+    budget: TimeBudget
+    started: float
+    hits: list[Hit]  # the brain's rows as retrieved (their passages are read lazily)
+    web_passages: dict[str, Passage]
+    lane: SemanticLane | None
+    read_urls: set[str] = field(default_factory=set)  # pages this run tried to read
+
+    def passages(self) -> dict[str, Passage]:
+        """What the answer reads: web rows' pages or snippets, and the brain's rows' texts."""
+        return {**self.web_passages, **_local_passages(self.hits)}
+
+    def finish(self) -> None:
+        self.pack.timings_ms["total"] = _ms(self.started)
+
+
+async def gather(
+    execute_fn: ExecuteFn,
+    database: str,
+    options: Options,
+    settings: Settings,
+    row_url: RowUrl,
+    web: WebAccess | None = None,
+    progress: Progress | None = None,
+    semantic_index: str | None = None,
+    gate: Gate | None = None,
+    requester: str | None = None,
+    arrived: float | None = None,
+    already_read: frozenset[str] = frozenset(),
+) -> Gathered:
+    """Everything a run does before its answer (``run_pipeline``). ``already_read``: pages an
+    earlier round of the same deep run read; they are not read again."""
     emit = progress or _silent
     started = time.perf_counter()
     run_id = new_run_id()
@@ -191,6 +249,7 @@ async def run_pipeline(
         web,
         emit,
         run_id,
+        already_read,
     )
     with budget.phase():
         apply_profile(local.rows, web_part.rows, profile_for(options.profile, settings.profiles))
@@ -225,26 +284,43 @@ async def run_pipeline(
             did_you_mean=_did_you_mean(options.question, local.corrections),
             secrets=tuple(settings.secrets()),
         )
-    if options.answer:
-        with budget.phase():
-            passages = {
-                **web_part.passages,
-                **_local_passages([*local.result.hits, *web_part.surfaced]),
-            }
-        pack.answer, answer_warnings = await answer_stage(
-            pack,
-            passages,
-            settings.answer,
-            answering or AnswerAccess(),
-            web.labels,
-            emit,
-            budget,
-            local.lane.similarity if local.lane is not None else None,
-        )
-        pack.warnings.extend(answer_warnings)
-        pack.timings_ms["answer"] = pack.answer.timings_ms["total"]
-    pack.timings_ms["total"] = _ms(started)
-    return pack
+    return Gathered(
+        pack,
+        web,
+        budget,
+        started,
+        [*local.result.hits, *web_part.surfaced],
+        web_part.passages,
+        local.lane,
+        {entry["url"] for entry in web_part.search.read or []},
+    )
+
+
+async def answer_gathered(
+    gathered: Gathered,
+    settings: Settings,
+    answering: AnswerAccess | None = None,
+    progress: Progress | None = None,
+    order: Sequence[Row] | None = None,
+) -> None:
+    """The answer over what the run gathered, written into its pack. ``order`` (deep
+    research) is the rows it reads and may cite, in order (``answer_stage``)."""
+    pack, budget = gathered.pack, gathered.budget
+    with budget.phase():
+        passages = gathered.passages()
+    pack.answer, answer_warnings = await answer_stage(
+        pack,
+        passages,
+        settings.answer,
+        answering or AnswerAccess(),
+        gathered.web.labels,
+        progress or _silent,
+        budget,
+        gathered.lane.similarity if gathered.lane is not None else None,
+        order,
+    )
+    pack.warnings.extend(answer_warnings)
+    pack.timings_ms["answer"] = pack.answer.timings_ms["total"]
 
 
 def _check_providers(options: Options, settings: Settings) -> None:
@@ -502,6 +578,7 @@ async def _web(
     web: WebAccess,
     emit: Progress,
     run_id: str,
+    already_read: frozenset[str] = frozenset(),
 ) -> WebPart:
     """The web stage and the merge: the web's rows, ranked against the question
     (``web_ranking``: before they are cut to ``external_count``, then again with the pages
@@ -622,7 +699,8 @@ async def _web(
             local.rows, held, merged, plan, row_url, settings, labels
         )
     with budget.paused():
-        urls = read_targets([r.canonical_url for r in merged.rows], request.read)
+        unread = [r.canonical_url for r in merged.rows if r.canonical_url not in already_read]
+        urls = read_targets(unread, request.read)
         seconds_left = ext.timeout - (time.monotonic() - web_started)
         read = await _read_pages(part, urls, web, ext, run_id, seconds_left, emit)
     part.warnings.extend(read.warnings)

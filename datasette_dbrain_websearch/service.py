@@ -25,9 +25,10 @@ from .brain import TABLE, is_brain
 from .brain_access import reader, table_names
 from .compat import track_promotion, with_stored_keys, write_options
 from .config import Settings
+from .deep import run_deep
 from .errors import ResearchError, sqlite_error
 from .feedback import RocchioWeights, apply_feedback, carried, row_urls, validate_marks
-from .options import param, parse_options, run_params
+from .options import DEEP, param, parse_options, run_params
 from .pack import row_keys
 from .pack_json import PackJSON
 from .permissions import LLM_ANSWER, RESEARCH, WEB_SEARCH, can
@@ -200,6 +201,8 @@ async def run_research(
     per-requester limit; ``admission``);
     ``wait_for_trace=False`` returns before the trace is written (see ``then_settle``);
     ``arrived`` (``views.common.arrived_at``) starts the time limit when the request came in.
+    ``depth=deep`` runs the follow-up rounds of ``deep.run_deep``; its rounds spend nothing on
+    a cross-site request either (each round's web stage and the answer check ``cross_site``).
     """
     options = parse_options(params, settings)
     if options.web.mode != "never":
@@ -208,7 +211,8 @@ async def run_research(
     if model_permitted is None:
         wants_model = options.answer and settings.answer.synthesizer == "llm"
         model_permitted = wants_model and await may(datasette, actor, LLM_ANSWER)
-    typed = await run_pipeline(
+    research = run_deep if options.depth == DEEP else run_pipeline
+    typed = await research(
         reader(db),
         database,
         options,

@@ -176,6 +176,18 @@ def events_for(pack: PackJSON, started: datetime) -> list[dict[str, Any]]:
                 "warnings": [w["code"] for w in pack["warnings"] if w.get("provider") is not None],
             },
         )
+    research = pack.get("research")
+    if research:
+        deep_ms = timings.get("deep_rounds", 0.0)
+        for done in research["rounds"]:
+            add("deep_round", deep_ms, {"round": done["round"], "gaps": done["gaps"]})
+            for query in done["queries"]:
+                add("deep_query", deep_ms, {"round": done["round"], **query})
+        add(
+            "deep_stopped",
+            deep_ms,
+            {k: research[k] for k in ("stop_reason", "stop_message", "confidence", "spent")},
+        )
     answer = pack.get("answer") or {}
     if answer.get("status", "disabled") != "disabled":
         answered = timings.get("total", 0.0)

@@ -7,7 +7,7 @@ pack: a failing model leaves ``answer.status = "failed"`` and a warning, never f
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +15,7 @@ from ..brain_access import TimeBudget
 from ..config import AnswerSettings
 from ..display import plural
 from ..fts import matched_terms
-from ..pack import Answer, LocalRow, Pack, Row
+from ..pack import Answer, LocalRow, Pack, Row, WebRow
 from ..web import CROSS_SITE_WARNING
 from .conflicts import find_conflicts
 from .extractive import Passage, Similarity, extract
@@ -105,14 +105,19 @@ async def answer_stage(
     emit: Progress,
     budget: TimeBudget,
     similarity: Similarity | None = None,
+    order: Sequence[Row] | None = None,
 ) -> tuple[Answer, list[dict[str, str]]]:
     """The pack's ``answer`` over the run's rows and the warnings the stage adds.
     ``similarity`` (the semantic lane's, when it ran) scores the offline answer's sentences by
     meaning too. Writing and verifying run within the run's ``budget``; a model's reply has
-    its own timeout and is not charged."""
+    its own timeout and is not charged.
+
+    ``order`` (deep research) is the rows the answer reads, in its order (each hop's best in
+    turn), instead of ``choose_rows``: a web row left out of it is neither read nor citable
+    (deep research cites only pages it read)."""
     started = time.perf_counter()
     warnings: list[dict[str, str]] = []
-    ranked = pack.ranked()
+    ranked = list(order) if order is not None else pack.ranked()
     terms = list(pack.plan.query_terms)
     use_model = settings.synthesizer == "llm"
     if use_model and not access.model_permitted:
@@ -127,13 +132,17 @@ async def answer_stage(
     if use_model and access.cross_site:
         use_model = False
         _skip_model_cross_site(pack, warnings)
-    rows = choose_rows(ranked, settings.max_evidence)
+    rows = (
+        ranked[: settings.max_evidence]
+        if order is not None
+        else choose_rows(ranked, settings.max_evidence)
+    )
     pairs = [(p, row) for rank, row in enumerate(rows) for p in _passages(row, rank, passages)]
     chosen = [p for p, _ in pairs]
     local = tuple(key for r in pack.evidence for key in r.keys)
     keys = RunKeys(
         local=local,
-        web=tuple(r.source_key for r in pack.web_rows),
+        web=tuple(r.source_key for r in ranked if isinstance(r, WebRow)),
         passages={
             # A linked page (shown inside its item's row) is cited by its own text.
             **{k: f"{p.title}\n{p.text}" for k, p in passages.items() if k in local},
