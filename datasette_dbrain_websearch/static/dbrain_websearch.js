@@ -91,7 +91,9 @@
     var checked = form.querySelector('input[name="external"]:checked');
     var answer = form.querySelector('input[type="checkbox"][name="answer"]');
     var model = form.dataset.streamAnswer && answer && answer.checked;
-    return Boolean((checked && checked.value !== "never") || model);
+    // Deep research's rounds, each with its queries and why, are shown as they run.
+    var deep = form.querySelector('input[name="depth"]:checked');
+    return Boolean((checked && checked.value !== "never") || model || deep);
   }
 
   function showWriting(panel, event) {
@@ -221,6 +223,11 @@
     Array.prototype.forEach.call(document.querySelectorAll(".dbrain-tabs a"), function (a) {
       a.setAttribute("aria-current", a === tab ? "true" : "false");
     });
+    // Tapped from the sticky switch far down the list (a phone): show the chosen rows from
+    // their first.
+    if (list.getBoundingClientRect().top < 0) {
+      list.scrollIntoView({block: "start"});
+    }
   });
 
   // The custom freshness range shows only when "Custom range" is chosen.
