@@ -7,6 +7,10 @@ Every text it quotes (titles, answer sentences, excerpts, notes, messages) goes 
 ``_escape``, and only http(s) addresses become links (``_link``): anyone's words are shown as
 written, never applied as HTML, links or images. CSV holds the rows, one a line, with the same
 reference and origin columns, its text as data and no cell a spreadsheet would run (``_cell``).
+
+A run shared with someone other than its owner (``shared``: an anonymous run's link) holds the
+question, the answer and the rows it cites, each under the reference it has in the full run:
+not the other rows, the web's uncited snippets and pages, nor how the run was searched.
 """
 
 from __future__ import annotations
@@ -41,6 +45,79 @@ CSV_COLUMNS = (
     "excerpt",
     "cited_by_answer",
 )
+
+
+# What a shared run shows of a row, of an item's linked page, and of the answer.
+SHARED_ROW_FIELDS = (
+    "source_key",
+    "kind",
+    "origin",
+    "source_type",
+    "title",
+    "url",
+    "canonical_url",
+    "domain",
+    "published_at",
+    "author",
+    "excerpt",
+    "excerpt_html",
+    "providers",
+    "depth",
+    "row_url",
+    "also_found_by",
+)
+SHARED_ANSWER_FIELDS = ("status", "synthesizer", "message", "text", "sentences", "citations")
+
+
+def cited_keys(pack: PackJSON) -> set[str]:
+    """The keys the verified answer cites (its sentences and where its sources disagree)."""
+    answer = pack.get("answer") or {}
+    said = [*answer.get("sentences", []), *(answer.get("conflicts") or {}).get("items", [])]
+    return {key for sentence in said for key in sentence.get("citations", [])}
+
+
+def is_cited(row: Row, cited: set[str]) -> bool:
+    return bool(cited.intersection(row_keys(row)))
+
+
+def _shared_row(row: Row) -> dict[str, Any]:
+    kept = {name: row[name] for name in SHARED_ROW_FIELDS if name in row}
+    page = row.get("linked_source")
+    if page:
+        kept["linked_source"] = {n: page[n] for n in SHARED_ROW_FIELDS if n in page}
+    return kept
+
+
+def shared(pack: PackJSON) -> dict[str, Any]:
+    """The run as someone other than its owner sees it: the question, the verified answer and
+    the rows it cites, in reading order; each ranking entry keeps its ``place`` in the full run
+    (the number the owner's page gives the row)."""
+    cited = cited_keys(pack)
+    answer = pack.get("answer") or {}
+    out: dict[str, Any] = {
+        "ok": True,
+        "shared": True,
+        "run_id": pack["run_id"],
+        "question": pack["question"],
+        "database": pack["database"],
+        "answer": {name: answer[name] for name in SHARED_ANSWER_FIELDS if name in answer},
+        "evidence": [],
+        "external_evidence": [],
+        "ranking": [],
+    }
+    if answer.get("conflicts"):
+        out["answer"]["conflicts"] = {"status": answer["conflicts"]["status"]}
+        out["answer"]["conflicts"]["items"] = answer["conflicts"].get("items", [])
+    if pack.get("trace_url"):
+        out["trace_url"] = pack["trace_url"]
+    for place, entry in enumerate(pack.get("ranking") or [], start=1):
+        row = pack[entry["list"]][entry["index"]]
+        if not is_cited(row, cited):
+            continue
+        rows = out[entry["list"]]
+        out["ranking"].append({**entry, "index": len(rows), "place": place})
+        rows.append(_shared_row(row))
+    return out
 
 
 def rows_with_refs(pack: PackJSON) -> list[tuple[str, Row]]:
@@ -146,13 +223,15 @@ def _link(url: str) -> str:
     return f"<{url}>" if _WEB_LINK.fullmatch(url) else _escape(url)
 
 
-def markdown(pack: PackJSON, when: str, labels: Mapping[str, str], link: Link) -> str:
+def markdown(
+    pack: PackJSON, when: str, labels: Mapping[str, str], link: Link, share: bool = False
+) -> str:
     """The run as Markdown: question, verdict, verified answer, then numbered references.
-    ``when`` is the run's start (ISO 8601); ``link`` makes a path of this Datasette a URL."""
+    ``when`` is the run's start (ISO 8601); ``link`` makes a path of this Datasette a URL.
+    ``share`` (someone other than the run's owner): the question, the answer and the rows it
+    cites, under the references they have in the full run."""
     refs = references(pack)
-    judge = pack["judge"]
-    verdict = judge.get("combined") or judge
-    said = verdict["verdict"].replace("_", " ").capitalize()
+    cited = cited_keys(pack)
     lines = [
         f"# {_escape(pack['question'])}",
         "",
@@ -161,19 +240,28 @@ def markdown(pack: PackJSON, when: str, labels: Mapping[str, str], link: Link) -
             f" · run [{pack['run_id']}]({link(pack['trace_url'])})" if pack.get("trace_url") else ""
         ),
         "",
-        f"**{said}.** {_escape(verdict['message'])}",
-        "",
     ]
+    if not share:
+        judge = pack["judge"]
+        verdict = judge.get("combined") or judge
+        said = verdict["verdict"].replace("_", " ").capitalize()
+        lines += [f"**{said}.** {_escape(verdict['message'])}", ""]
     answer = _answer_lines(pack, refs)
     if answer:
         lines += ["## Answer", "", *answer]
-    brain = [(r, row) for r, row in rows_with_refs(pack) if not r.startswith("W")]
-    web = [(r, row) for r, row in rows_with_refs(pack) if r.startswith("W")]
+    listed = [(r, row) for r, row in rows_with_refs(pack) if not share or is_cited(row, cited)]
+    brain = [(r, row) for r, row in listed if not r.startswith("W")]
+    web = [(r, row) for r, row in listed if r.startswith("W")]
+    if share:
+        lines += ["Shared: the rows the answer cites. The rest of the run is its owner's.", ""]
     lines += ["## In your brain", ""]
     for ref, row in brain:
         lines += _row_lines(ref, row, labels, link)
     if not brain:
-        lines += ["Nothing in your brain matched.", ""]
+        lines += [
+            "The answer cites nothing in the brain." if share else "Nothing in your brain matched.",
+            "",
+        ]
     if web:
         lines += [
             "## From the web",
@@ -186,13 +274,17 @@ def markdown(pack: PackJSON, when: str, labels: Mapping[str, str], link: Link) -
     return "\n".join(lines).rstrip() + "\n"
 
 
-def csv_text(pack: PackJSON, labels: Mapping[str, str], link: Link) -> str:
-    """The run's rows as CSV, brain rows first, each with its reference and origin."""
+def csv_text(pack: PackJSON, labels: Mapping[str, str], link: Link, share: bool = False) -> str:
+    """The run's rows as CSV, brain rows first, each with its reference and origin (``share``:
+    only the rows the answer cites)."""
     cited = {k for s in (pack.get("answer") or {}).get("sentences", []) for k in s["citations"]}
     out = io.StringIO()
     writer = csv.DictWriter(out, CSV_COLUMNS, lineterminator="\r\n")
     writer.writeheader()
+    shown = cited_keys(pack)
     for ref, row in rows_with_refs(pack):
+        if share and not is_cited(row, shown):
+            continue
         values = {
             "ref": ref,
             "origin": row["origin"],

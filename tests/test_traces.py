@@ -27,7 +27,10 @@ async def test_a_json_run_is_saved_and_served_as_a_trace(ds):
     response = await ds.client.get("/-/research.json", params={"q": "espresso grinder"})
     pack = response.json()
     assert pack["trace_url"] == f"/-/research/runs/{pack['run_id']}"
-    trace = (await ds.client.get(pack["trace_url"] + ".json")).json()
+    # An anonymous run: root reads the whole trace (anyone else, what it shares:
+    # test_sharing.py).
+    root = actor_cookies(ds, "root")
+    trace = (await ds.client.get(pack["trace_url"] + ".json", cookies=root)).json()
     assert trace["schema_version"] == "research_trace.v1"
     assert trace["run_id"] == pack["run_id"] and trace["surface"] == "json"
     assert trace["pack"] == pack
@@ -53,7 +56,7 @@ async def test_a_json_run_is_saved_and_served_as_a_trace(ds):
 async def test_the_run_page_speaks_plainly(ds):
     """Issue 19: no "brain brain", no "the actor", no reason codes."""
     pack = (await ds.client.get("/-/research.json", params={"q": "espresso grinder"})).json()
-    html = (await ds.client.get(pack["trace_url"])).text
+    html = (await ds.client.get(pack["trace_url"], cookies=actor_cookies(ds, "root"))).text
     postings = pack["query_plan"]["cost"]["postings"]
     assert f"Admitted: reads {postings:,} postings, a light one" in html
     assert f"asked of <code>{pack['database']}</code>" in html

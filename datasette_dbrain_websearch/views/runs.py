@@ -39,29 +39,45 @@ RUN_TEMPLATE = "dbrain_websearch_run.html"
 RUNS_TEMPLATE = "dbrain_websearch_runs.html"
 
 
+def sees_everything(actor: dict | None, trace: dict[str, Any]) -> bool:
+    """A run's owner (the signed-in actor who made it) and root see all of it; anyone else
+    with its link (an anonymous run's: no one can show it is theirs) sees what it shares
+    (``exports.shared``), so a passed-on link never gives away the search behind the answer."""
+    me = actor_id_of(actor)
+    return me == ROOT or (bool(me) and trace.get("actor_id", "") == me)
+
+
 @remembering_access
 async def run_view(request: Any, datasette: Any) -> Response:
     """``/-/research/runs/<run_id>[.json|.md|.csv]``: a saved trace (or its Markdown and CSV
-    exports), for its own actor and root (and, for a run made by an anonymous visitor,
-    whoever has its link); 404 for everyone else."""
+    exports), whole for its own actor and root; for a run made by an anonymous visitor, what
+    it shares for whoever has its link; 404 for everyone else."""
     form = request.url_vars.get("format") or ""
     as_json = bool(form)
     run_id = request.url_vars["run_id"]
     labels = provider_labels(registered_providers(datasette))
     try:
         trace = await saved_run(datasette, request.actor, run_id)
+        whole = sees_everything(request.actor, trace)
         if form == ".json":
-            return Response.json(trace)
+            if whole:
+                return Response.json(trace)
+            return Response.json(
+                {**exports.shared(trace["pack"]), "started_at": trace["started_at"]}
+            )
         if form:
-            return export_response(datasette, request, trace, form, labels)
-        promoted = await promoted_rows(datasette, trace["pack"])
+            return export_response(datasette, request, trace, form, labels, not whole)
+        promoted = await promoted_rows(datasette, trace["pack"]) if whole else {}
     except ResearchError as exc:
         return await refusal(datasette, request, as_json, exc)
-    marks = await feedback_for(plugin_database(datasette), run_id)
+    marks = await feedback_for(plugin_database(datasette), run_id) if whole else []
+    pack = trace["pack"] if whole else exports.shared(trace["pack"])
+    anchors = citation_anchors(trace["pack"], labels)
     context = {
         "trace": trace,
-        "pack": trace["pack"],
-        "events": display.timeline(trace, labels),
+        "pack": pack,
+        "shared": not whole,
+        "events": display.timeline(trace, labels) if whole else [],
         "say": display,
         "marks": {m["key"]: m["value"] for m in marks},
         "promoted": promoted,
@@ -74,7 +90,7 @@ async def run_view(request: Any, datasette: Any) -> Response:
         + "?"
         + urllib.parse.urlencode({"q": trace["question"], "database": trace["database"]}),
         "labels": labels,
-        "anchors": citation_anchors(trace["pack"], labels),
+        "anchors": anchors if whole else {k: anchors[k] for k in exports.cited_keys(pack)},
         "is_web_url": is_web_url,
     }
     html = await datasette.render_template(RUN_TEMPLATE, context, request=request)
@@ -85,18 +101,24 @@ EXPORT_TYPES = {".md": "text/markdown; charset=utf-8", ".csv": "text/csv; charse
 
 
 def export_response(
-    datasette: Any, request: Any, trace: dict[str, Any], form: str, labels: dict[str, str]
+    datasette: Any,
+    request: Any,
+    trace: dict[str, Any],
+    form: str,
+    labels: dict[str, str],
+    share: bool,
 ) -> Response:
-    """A run as a Markdown or CSV file, its links absolute so they work wherever it goes."""
+    """A run as a Markdown or CSV file, its links absolute so they work wherever it goes
+    (``share``: what the run shares, for someone other than its owner)."""
 
     def link(path: str) -> str:
         return datasette.absolute_url(request, path)
 
     pack = trace["pack"]
     if form == ".md":
-        body = exports.markdown(pack, trace["started_at"], labels, link)
+        body = exports.markdown(pack, trace["started_at"], labels, link, share)
     else:
-        body = exports.csv_text(pack, labels, link)
+        body = exports.csv_text(pack, labels, link, share)
     name = f"research-{trace['run_id']}{form}"
     return Response(
         body,
