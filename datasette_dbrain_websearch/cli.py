@@ -107,6 +107,25 @@ def render_answer(pack: PackJSON) -> list[str]:
     return lines
 
 
+def render_research(pack: PackJSON) -> list[str]:
+    """A deep run's rounds (each query and why it was asked), why it stopped, and how far to
+    trust it."""
+    research = pack.get("research")
+    if not research:
+        return []
+    lines = [""]
+    for done in research["rounds"]:
+        for query in done["queries"]:
+            text = f"Round {done['round']}: {query['query']} ({query['why']}; {query['added']} new)"
+            lines += _wrapped(text, "  ")
+    confidence = research["confidence"]
+    lines.append(
+        f"Stopped: {research['stop_reason']} ({research['stop_message']}); confidence "
+        f"{confidence['level']} ({confidence['score']:.2f})"
+    )
+    return lines
+
+
 def _wrapped(text: str, indent: str) -> list[str]:
     return textwrap.wrap(text, 96, initial_indent=indent, subsequent_indent=indent)
 
@@ -143,6 +162,7 @@ def render_text(pack: PackJSON) -> str:
         f"Warning: {w['provider'] + ': ' if w.get('provider') else ''}{w['message']}"
         for w in pack["warnings"]
     ]
+    lines += render_research(pack)
     lines += render_answer(pack)
     for n, entry in enumerate(pack["ranking"], start=1):
         row = pack[entry["list"]][entry["index"]]
@@ -234,6 +254,11 @@ def register(cli: click.Group) -> None:
         help="Web results from the past pd/pw/pm/py or a date range",
     )
     @click.option("--read", type=int, help="Read the top N web results' pages before the answer")
+    @click.option(
+        "--deep",
+        is_flag=True,
+        help="Deep research: follow-up rounds until covered or out of budget (deep.*)",
+    )
     @click.option("--site", multiple=True, help="Web results only from this site (repeatable)")
     @click.option("--not-site", multiple=True, help="Never web results from this site (repeatable)")
     @click.option(
@@ -264,6 +289,7 @@ def register(cli: click.Group) -> None:
         provider: tuple[str, ...],
         freshness: str | None,
         read: int | None,
+        deep: bool,
         site: tuple[str, ...],
         not_site: tuple[str, ...],
         answer: bool | None,
@@ -291,6 +317,8 @@ def register(cli: click.Group) -> None:
         params["not_site"] = list(not_site)
         if answer is not None:
             params["answer"] = ["1" if answer else "0"]
+        if deep:
+            params["depth"] = ["deep"]
         try:
             pack, labels = asyncio.run(_run(brain, params, metadata))
         except (ConfigError, StartupError) as exc:

@@ -319,11 +319,11 @@ class Loop:
         return [_text(row, passages) for row in self.rows()]
 
     def best_rows(self, passages: Mapping[str, Passage]) -> list[tuple[str, str]]:
-        """The rows bridges are read from: round 1's best, then what follow-ups added."""
+        """The rows bridges are read from: round 1's best (the question's own hop; a name a
+        follow-up's page gives is a hop further than a two-part question goes)."""
         added = set(self.added_order)
         first = [r for r in self.rows() if r.source_key not in added][:TOP_ROWS]
-        later = [r for r in self.rows() if r.source_key in added]
-        return [_text(row, passages) for row in [*first, *later]]
+        return [_text(row, passages) for row in first]
 
     def count(self, gathered: Gathered) -> None:
         queries = gathered.pack.web_queries
@@ -502,7 +502,9 @@ async def run_deep(
                 facets(terms, loop.names), loop.evidence_texts(passages)
             )
             if not added:
-                reason = NO_PROGRESS
+                out_of_time = deadline - clock() < MIN_ROUND_S
+                out_of_money = loop.spent.over_money
+                reason = TIME if out_of_time else BUDGET if out_of_money else NO_PROGRESS
     loop.reorder()
     pack = first.pack
     pack.timings_ms["deep_rounds"] = round((time.perf_counter() - rounds_started) * 1000, 3)

@@ -82,6 +82,7 @@ async def agent_research(
     answer: bool = False,
     database: str | None = None,
     export: str = "none",
+    depth: str = "quick",
 ) -> str:
     query = ResearchQuery.from_call(locals())
     try:

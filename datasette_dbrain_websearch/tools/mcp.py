@@ -75,6 +75,7 @@ def register_mcp(datasette: Any, mcp: Any) -> None:
         answer: Annotated[bool, described("answer")] = False,
         database: Annotated[str | None, described("database")] = None,
         export: Annotated[Literal["none", "markdown"], described("export")] = "none",
+        depth: Annotated[Literal["quick", "deep"], described("depth")] = "quick",
     ) -> dict[str, Any]:
         query = ResearchQuery.from_call(locals())
         actor, link = mcp_caller(datasette, ctx)

@@ -123,6 +123,16 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "answer with numbered references, brain rows [1], [2]…, web rows [W1]…, each with its "
         "origin and URL), ready to save or show the person.",
     },
+    "depth": {
+        "type": "string",
+        "enum": ["quick", "deep"],
+        "default": "quick",
+        "description": "quick: one pass. deep: follow-up rounds (names the rows give that the "
+        "question depends on, parts no evidence covers yet), reading web pages before citing "
+        "them, until the question is covered or a budget (rounds, web searches, page reads, "
+        "time) runs out; research says why it stopped and how confident it is. Searches the "
+        "web only as external allows.",
+    },
     "answer": {
         "type": "boolean",
         "default": False,
@@ -282,6 +292,7 @@ class ResearchQuery:
     answer: bool = False
     database: str | None = None
     export: str = "none"
+    depth: str = "quick"
 
     @classmethod
     def from_call(cls, arguments: Mapping[str, Any]) -> ResearchQuery:
@@ -313,6 +324,7 @@ class ResearchQuery:
             "site": list(self.sites),
             "not_site": list(self.not_sites),
             "answer": ["1" if self.answer else "0"],
+            "depth": [self.depth],
         }
         if self.limit is not None:
             params["limit"] = [str(self.limit)]
@@ -421,6 +433,8 @@ def compact_pack(pack: PackJSON, labels: dict[str, str], link: Link) -> dict[str
     }
     if pack["answer"]["status"] != "disabled":
         compact["answer"] = compact_answer(pack["answer"])
+    if pack.get("research"):
+        compact["research"] = pack["research"]
     if pack.get("trace_url"):
         compact["trace_url"] = link(pack["trace_url"])
     return compact

@@ -295,6 +295,7 @@ EXPANDED = (
     "not_site",
     "read",
     "answer",
+    "depth",
 )
 
 
@@ -384,6 +385,7 @@ def _form_values(params: dict[str, list[str]]) -> dict[str, str]:
         "read",
         "profile",
         "answer",
+        "depth",
     )
     form = {n: param(params, n) for n in names}
     # Text fields that take several values show them all, as the search read them.
