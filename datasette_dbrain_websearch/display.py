@@ -205,16 +205,20 @@ def web_skipped(reason: str) -> str:
     return WEB_SKIPPED.get(reason, reason.replace("_", " "))
 
 
-def answer_parts(answer: Row) -> tuple[list[Row], list[Row]]:
-    """The answer's sentences in two parts: those resting on the brain (or citing nothing),
-    and those citing only web rows, shown under "From the web"."""
+def answer_parts(answer: Row) -> list[tuple[str, list[Row]]]:
+    """The answer's sentences by origin: ``"brain"`` (resting on the brain, or citing
+    nothing) and ``"web"`` (citing only web rows, shown under "From the web"), never mixed;
+    the part that holds the answer's first sentence (its point) first, empty parts left out."""
     web = set(answer["citations"]["external"])
     brain: list[Row] = []
     outside: list[Row] = []
     for sentence in answer["sentences"]:
         cited = sentence["citations"]
         (outside if cited and all(k in web for k in cited) else brain).append(sentence)
-    return brain, outside
+    parts = [("brain", brain), ("web", outside)]
+    if outside and outside[0] is answer["sentences"][0]:
+        parts.reverse()
+    return [(origin, part) for origin, part in parts if part]
 
 
 def cited_quotes(pack: PackJSON | None) -> dict[str, list[str]]:

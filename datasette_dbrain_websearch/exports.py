@@ -158,13 +158,12 @@ def _answer_lines(pack: PackJSON, refs: Mapping[str, str]) -> list[str]:
     answer = pack.get("answer") or {}
     if answer.get("status") != "ok" or not answer.get("sentences"):
         return [_escape(answer["message"]), ""] if answer.get("message") else []
-    brain, web = display.answer_parts(answer)
     lines: list[str] = []
-    for part, heading in ((brain, ""), (web, "From the web (outside your brain):")):
-        if not part:
-            continue
-        if heading:
-            lines += [f"*{heading}*", ""]
+    for n, (origin, part) in enumerate(display.answer_parts(answer)):
+        if origin == "web":
+            lines += ["*From the web (outside your brain):*", ""]
+        elif n:
+            lines += ["*From your brain:*", ""]
         if any(s.get("item") for s in part):
             lines += [f"- {_sentence(s, refs)}" for s in part]
         else:

@@ -509,3 +509,18 @@ def test_the_answer_leads_with_the_sentence_that_answers_whatever_its_origin():
     # The rest keep the brain's first, then the web's.
     origins = ["ext:" in line for line in rest]
     assert origins == sorted(origins)
+
+
+def test_the_part_that_holds_the_answers_point_comes_first():
+    """The page and the exports show the brain's and the web's sentences apart; the part that
+    holds the first sentence (the answer's point) leads, whichever it is."""
+    from datasette_dbrain_websearch.display import answer_parts
+
+    brain = {"text": "Lattice spacing costs time.", "citations": [LOCAL]}
+    web = {"text": "The muon g-2 anomaly shrinks.", "citations": [WEB]}
+    citations = {"local": [LOCAL], "external": [WEB]}
+    led_by_web = {"sentences": [web, brain], "citations": citations}
+    assert answer_parts(led_by_web) == [("web", [web]), ("brain", [brain])]
+    led_by_brain = {"sentences": [brain, web], "citations": citations}
+    assert answer_parts(led_by_brain) == [("brain", [brain]), ("web", [web])]
+    assert answer_parts({"sentences": [web], "citations": citations}) == [("web", [web])]

@@ -540,3 +540,11 @@ async def test_a_mixed_answer_leads_with_the_sentence_that_answers(brain, fake):
     (key,) = first["citations"]
     assert key in {r["source_key"] for r in pack["external_evidence"]}
     assert_grounded(pack)
+    # The page and the Markdown lead with it too, under the web's own heading.
+    page = (await get_as_root(ds, pack["trace_url"])).text
+    shown = page.split('id="dbrain-answer"', 1)[1]
+    assert shown.index("From the web") < shown.index(first["text"][:40])
+    assert shown.index(first["text"][:40]) < shown.index('class="dbrain-sentence', 0) + 200
+    markdown = (await get_as_root(ds, pack["trace_url"] + ".md")).text
+    answer = markdown.split("## Answer\n\n", 1)[1]
+    assert answer.startswith("*From the web (outside your brain):*\n\nWe present")
