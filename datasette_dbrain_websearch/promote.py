@@ -317,7 +317,9 @@ def write_sources(
                         else _add_tags(conn, row_id, annotation.tags, now)
                     )
                 if annotation.note:
-                    result["note_key"] = _write_note(db, item, row_id, annotation, now)
+                    result["note_key"], result["note_item_id"] = _write_note(
+                        db, item, row_id, annotation, now
+                    )
                 results.append(result)
     except FTSWriteError as exc:  # rolled back: no row without its FTS row, no tag half-saved
         raise ResearchError(
@@ -368,9 +370,12 @@ def _add_tags(conn: sqlite3.Connection, source_id: int, tags: tuple[str, ...], n
     return merged
 
 
-def _write_note(db: Any, item: Candidate, source_id: int, annotation: Annotation, now: str) -> str:
+def _write_note(
+    db: Any, item: Candidate, source_id: int, annotation: Annotation, now: str
+) -> tuple[str, int]:
     """The note as a manual item (once) with its ``items_fts`` row, linked to the source
-    through ``item_source_links`` as dbrain links an item to a page it mentions."""
+    through ``item_source_links`` as dbrain links an item to a page it mentions: its key and
+    row id."""
     row = note_item(item, annotation, now)
     items = db.table("items")
     present = set(items.columns_dict)
@@ -386,7 +391,7 @@ def _write_note(db: Any, item: Candidate, source_id: int, annotation: Annotation
         "VALUES (?, ?, ?, ?)",
         [item_id, source_id, item.found_url, now],
     )
-    return row["source_key"]
+    return row["source_key"], item_id
 
 
 def _existing(sources: Table, normalized_url: str) -> tuple[int, str] | None:
@@ -617,19 +622,30 @@ def complete_provenance(
 async def _index_created(
     brain_db: Any, plugin_db: Any, database: str, model_id: str, results: list[dict[str, Any]]
 ) -> None:
-    """Embed the sources just created, so the next question finds them by meaning too; a
-    failure leaves them to the next ``index`` run and says so on each result."""
+    """Embed the sources just created and the notes written with them, so the next question
+    finds them by meaning too (and the index is not stale for rows the plugin wrote); a failure
+    leaves them to the next ``index`` run and says so on each result."""
     created = [r for r in results if r["status"] == "created"]
-    if not created or not model_id:
+    noted = [r for r in results if r.get("note_item_id")]
+    if not (created or noted) or not model_id:
         return
-    ids = [r["row_id"] for r in created]
+    wanted = {
+        "source": [r["row_id"] for r in created],
+        "item": list(dict.fromkeys(r["note_item_id"] for r in noted)),
+    }
+
+    def read(conn: sqlite3.Connection) -> dict[str, list[Any]]:
+        return {kind: semantic.hydrated(conn, kind, ids) for kind, ids in wanted.items() if ids}
+
+    def write(conn: sqlite3.Connection) -> None:
+        for kind, rows in found.items():
+            semantic.index_rows(conn, database, model_id, kind, rows)
+
     try:
-        rows = await brain_db.execute_fn(lambda conn: semantic.hydrated(conn, "source", ids))
-        await bounded_write(
-            plugin_db, lambda conn: semantic.index_rows(conn, database, model_id, "source", rows)
-        )
-    except Exception as exc:  # the sources are written; the index catches up on its next run
-        for result in created:
+        found = await brain_db.execute_fn(read)
+        await bounded_write(plugin_db, write)
+    except Exception as exc:  # the rows are written; the index catches up on its next run
+        for result in [*created, *noted]:
             result["warning"] = f"semantic_index_not_updated ({type(exc).__name__})"
 
 

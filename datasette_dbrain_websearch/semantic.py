@@ -329,6 +329,39 @@ def indexed_up_to(index: sqlite3.Connection, database: str, model_id: str, kind:
     return found[0] or 0
 
 
+# How many of a table's newest rows are checked against the index: the rows dbrain added since
+# the last build stay among them until that many rows are promoted after them.
+NEWEST_CHECKED = 64
+
+
+def newest_rows(brain: sqlite3.Connection, kind: str) -> list[int]:
+    """The row ids of the table's ``NEWEST_CHECKED`` newest rows, newest first."""
+    sql = f"select rowid from [{TABLE[kind]}] order by rowid desc limit {NEWEST_CHECKED}"
+    return [r[0] for r in brain.execute(sql)]
+
+
+def _added_since(
+    index: sqlite3.Connection,
+    database: str,
+    model_id: str,
+    kind: str,
+    up_to: int,
+    newest: list[int],
+) -> bool:
+    """Whether rows were added to the table that the index does not hold: a row beyond the
+    highest it holds (``up_to``), or one of the ``newest`` it lacks (dbrain added it, then a
+    promotion embedded the rows it wrote after it). One indexed lookup of a few rows."""
+    if not newest or newest[0] > up_to:
+        return bool(newest)
+    marks = ", ".join("?" for _ in newest)
+    held = index.execute(
+        f"select count(*) from [{EMBEDDINGS_TABLE}] where database_name = ? and model = ? "
+        f"and kind = ? and row_id in ({marks})",
+        [database, model_id, kind, *newest],
+    ).fetchone()[0]
+    return held < len(newest)
+
+
 # Per process: the matrices of nearest-row search (float16), by where their vectors are, with
 # the version of the file they were read from (``brain_version``); reloaded when it changes.
 _MATRICES: dict[tuple[str, ...], tuple[Any, Any, Any]] = {}
@@ -589,10 +622,17 @@ def semantic_state(
         return {"status": "used", "store": DbrainVectors.store, "profile": profile}
     kinds = filters.kinds(brain_shape(brain))
     indexed: dict[str, int] = {}
+    stale: list[str] = []
     if index_path and Path(index_path).exists():
+        newest = {kind: newest_rows(brain, kind) for kind in kinds}
         try:
             conn = _reader(index_path)
             indexed = {kind: indexed_up_to(conn, database, model_id, kind) for kind in kinds}
+            stale = [
+                TABLE[kind]
+                for kind, up_to in indexed.items()
+                if _added_since(conn, database, model_id, kind, up_to, newest[kind])
+            ]
         except sqlite3.Error as exc:
             if "no such table" not in str(exc):  # locked, corrupt, unreadable: say so
                 return {
@@ -612,11 +652,6 @@ def semantic_state(
             f"of this brain ({model_id}). Build it with "
             f"`datasette dbrain-websearch index {Path(path).name}`.",
         }
-    stale = [
-        TABLE[kind]
-        for kind, up_to in indexed.items()
-        if (brain.execute(f"select max(rowid) from [{TABLE[kind]}]").fetchone()[0] or 0) > up_to
-    ]
     found: dict[str, Any] = {"status": "used", "store": PluginIndex.store}
     if stale:
         found["stale_tables"] = stale

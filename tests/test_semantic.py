@@ -260,6 +260,48 @@ async def test_promoted_sources_are_indexed_when_written(brain, fake):
     assert after == before + 1
 
 
+async def promote_with_a_note(path: Path, fake) -> tuple[dict, dict]:
+    """A web run on the indexed brain, its first row promoted with a note: (ds, result)."""
+    config = {**web_config(fake), "semantic": {"model": "wordllama"}}
+    ds = make_datasette([str(path)], plugin_config=config, permissions=GRANT_PROMOTE)
+    await ds.invoke_startup()
+    pack = await web_run(ds)
+    key = pack["external_evidence"][0]["source_key"]
+    body = {"run_id": pack["run_id"], "source_keys": [key], "note": "For the reading group."}
+    response = await post_json(ds, body)
+    (result,) = response.json()["results"]
+    assert result["status"] == "created" and "warning" not in result
+    return ds, result
+
+
+async def test_a_promotion_with_a_note_leaves_the_index_fresh(brain, fake):
+    path = brain[0]
+    index(path)
+    ds, result = await promote_with_a_note(path, fake)
+    (note,) = db_rows(path, "select id from items where source_key = ?", [result["note_key"]])
+    plugin_db = path.parent / "research_runs.db"
+    embedded = "select source_key from dbrain_websearch_embeddings where kind = ? and row_id = ?"
+    assert db_rows(plugin_db, embedded, ["item", note["id"]]) == [
+        {"source_key": result["note_key"]}
+    ]
+    pack = (await ds.client.get("/-/research.json", params={"q": "lattice"})).json()
+    assert "semantic_index_stale" not in codes(pack)
+
+
+async def test_rows_dbrain_added_stay_stale_after_a_promotion(brain, fake):
+    """dbrain adds a row, then a promotion embeds newer rows: the index still lacks dbrain's."""
+    path = brain[0]
+    index(path)
+    conn = sqlite3.connect(path)
+    with conn:
+        add_item(conn, "apple-note:later", "apple_note", title="Lattice notes", text="Later.")
+    conn.close()
+    ds, _ = await promote_with_a_note(path, fake)
+    pack = (await ds.client.get("/-/research.json", params={"q": "lattice"})).json()
+    assert "semantic_index_stale" in codes(pack)
+    assert lane(pack)["stale_tables"] == ["items"]
+
+
 def add_dbrain_vector(conn, kind: str, key: str, vector: list[float], n: int) -> None:
     """One chunk of a row and its vector, as dbrain's retrieval tables store them (dense_f32,
     little-endian)."""
