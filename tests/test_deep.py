@@ -39,7 +39,7 @@ from datasette_dbrain_websearch.demo.corpus import Page
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.providers.brave import clear_plan_memo
 from datasette_dbrain_websearch.tools.agent import agent_research
-from datasette_dbrain_websearch.web import CROSS_SITE_WARNING
+from datasette_dbrain_websearch.web import BUDGET_EXHAUSTED, CROSS_SITE_WARNING
 
 from .helpers import BRAVE_KEY, EXA_KEY, actor_cookies, add_source, empty_brain, make_datasette
 from .helpers import web_config as base_web_config
@@ -337,8 +337,9 @@ async def test_budgets_hold_for_runs_at_once(film_brain, web):
         assert pack["research"]["spent"]["web_searches"] <= 3
         assert pack["research"]["spent"]["reads"] <= 2
     assert len(searches(web)) == sum(p["research"]["spent"]["web_searches"] for p in packs) == 4
-    # The run the cap stopped says so.
-    assert BUDGET in [p["research"]["stop_reason"] for p in packs]
+    # The cap refused what the runs asked past it, and the runs recorded the refusal.
+    errors = [q.get("error") for p in packs for q in p["query_plan"]["external_queries"]]
+    assert BUDGET_EXHAUSTED in errors
 
 
 async def test_a_stalled_round_ends_the_loop_on_time(film_brain, web, monkeypatch):
