@@ -11,7 +11,8 @@ supporting paragraphs. Two variants, each a brain built from the collection's pa
                 so finding the missing one means going to the web (``external=always``).
 
 Each question is asked with ``answer=1`` in each mode given (``--modes``, by default ``quick``:
-today's one-pass research; ``deep`` once ``depth=deep`` exists). Per variant and mode it prints
+the one-pass research; ``deep``: ``depth=deep``, follow-up rounds within the ``deep.*``
+budgets). Per variant and mode it prints
 the share of questions whose cited rows include both supporting paragraphs, the share whose
 answer holds the gold answer (case-insensitive, yes/no questions included as written), rounds
 per question, web calls and pages read (all questions together), and p50 time. Pages are read

@@ -57,7 +57,7 @@ SCRIPTS = {
         "--workdir", "{tmp}/verdict",
     ),
     "spelling": ("bench_spelling.py", "--smoke", "--collections", "squad"),
-    "deep": ("bench_deep.py", "--limit-questions", "3"),
+    "deep": ("bench_deep.py", "--limit-questions", "3", "--modes", "quick,deep"),
 }  # fmt: skip
 # What a run needs in its environment beside the suite's.
 ENV = {"relevance": IR_TINY, "feedback": IR_TINY}

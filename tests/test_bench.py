@@ -299,11 +299,23 @@ def test_spelling_bench_gives_typos_their_word_back(smoke):
 
 @pytest.mark.bench("deep")
 def test_deep_bench_scores_both_variants_on_hotpotqa(smoke):
+    """bench_deep.py --modes quick,deep on 3 questions: a row per variant and mode, deep
+    within its budgets (3 rounds, 6 provider calls and 6 reads a question)."""
     assert smoke.returncode == 0, smoke.stderr
     assert "hotpotqa: 3 questions of two supporting paragraphs each" in smoke.stdout
-    rows = [line.split() for line in smoke.stdout.splitlines() if " quick " in line]
-    assert [r[:2] for r in rows] == [["brain", "only"], ["brain", "+"]]
-    for row in rows:
-        both, holds = float(row[-4]), float(row[-3])
+    rows = {
+        (line.split()[1], line.split()[-7]): line.split()
+        for line in smoke.stdout.splitlines()
+        if line.startswith("brain ")
+    }
+    assert sorted(rows) == [("+", "deep"), ("+", "quick"), ("only", "deep"), ("only", "quick")]
+    for row in rows.values():
+        both, holds = float(row[-6]), float(row[-5])
         assert 0 <= both <= 1 and 0 <= holds <= 1
-    assert int(rows[0][-2]) == 0 and int(rows[1][-2]) == 3  # web only in the web variant
+    # (rounds a question, web calls, pages read): quick is one pass that reads nothing, and
+    # only the web variant searches the web.
+    spent = {key: (float(r[-4]), int(r[-3]), int(r[-2])) for key, r in rows.items()}
+    assert spent[("only", "quick")] == (1.0, 0, 0) and spent[("+", "quick")] == (1.0, 3, 0)
+    assert spent[("only", "deep")][1:] == (0, 0)
+    rounds, calls, reads = spent[("+", "deep")]
+    assert 1 <= rounds <= 3 and 3 <= calls <= 18 and reads <= 18
