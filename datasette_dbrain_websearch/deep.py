@@ -49,7 +49,7 @@ STOP_MESSAGES = {
 }
 MAX_QUERIES = 3  # follow-ups in one round
 FOLLOW_UP_ROWS = 3  # new rows of each list one follow-up may add
-TOP_ROWS = 5  # the best rows of a round that bridge names are read from
+TOP_ROWS = 5  # round 1's best rows, which bridge names are read from
 KEPT_FIRST = 2  # round 1's best rows stay ahead of what follow-ups add
 MIN_ROUND_S = 1.0  # less time than this left: no round starts
 
@@ -159,7 +159,7 @@ def bridge_entities(
             if not shared:
                 continue
             for name in names_in(sentence):
-                if _has(asked, name) or _has(title, name) or _fold(name) in asked:
+                if _has(asked, name) or _has(title, name):
                     continue
                 if " " not in name and (sentence.startswith(name) or DEMONYM.search(name)):
                     continue  # a lone word opening a sentence, or "American": no name
@@ -176,8 +176,8 @@ def facets(terms: Sequence[str], names: Sequence[str]) -> Facets:
 
 def uncovered(wanted: Facets, texts: Sequence[tuple[str, str]]) -> list[str]:
     """The facets no brain row or read page covers (``(title, text)`` of those): a term none
-    states, a name none is about (its title) or states. A name counts as covered where some
-    title or text says it: a page about it, or a row that gives it."""
+    states, a name no title says (no page is about it: a row that only mentions it, such as
+    the one that gave a bridge, does not cover it)."""
     said = matched_terms(list(wanted.terms), [f"{t}\n{x}" for t, x in texts])
     missing = [t for t in wanted.terms if t not in said]
     for name in wanted.names:
@@ -326,8 +326,12 @@ class Loop:
         return [_text(row, passages) for row in first]
 
     def count(self, gathered: Gathered) -> None:
+        """A round's provider calls (not the cache's answers, nor calls a cap refused) and
+        page reads, against the budgets; a refusal by a provider's cap ends the spending."""
         queries = gathered.pack.web_queries
-        self.spent.web_searches += sum(1 for q in queries if q.get("error") != BUDGET_EXHAUSTED)
+        self.spent.web_searches += sum(
+            1 for q in queries if q.get("error") != BUDGET_EXHAUSTED and not q.get("cached")
+        )
         self.spent.reads += len(gathered.read_urls)
         if any(q.get("error") == BUDGET_EXHAUSTED for q in queries):
             self.spent.over_money = True
@@ -394,8 +398,8 @@ class Loop:
         pack.warnings += [w for w in new.warnings if (w.get("code"), w.get("message")) not in seen]
 
     def reorder(self) -> None:
-        """Round 1's best rows first, then what follow-ups added, then round 1's others: the
-        answer reads rows in this order, and a follow-up's find must reach it."""
+        """The pack's reading order: round 1's best rows first, then what follow-ups added,
+        then round 1's others (a follow-up's find is not left below round 1's weakest)."""
         added = set(self.added_order)
         for rows in (self.pack.evidence, self.pack.web_rows):
             first = [r for r in rows if r.source_key not in added]
