@@ -174,7 +174,66 @@ async def test_promotion_needs_the_permission(brain, fake):
         params={"q": "lattice qcd", "external": "always"},
         cookies=actor_cookies(ds, "alice"),
     )
-    assert "Promote to brain" not in page.text
+    assert 'name="promote_one"' not in page.text
+    # Where alice may search the web, each web row says it cannot be saved, and why, once.
+    open_ds = await promoting_ds(brain, fake, allow=True)
+    page = await open_ds.client.get(
+        "/-/research",
+        params={"q": "lattice qcd", "external": "always"},
+        cookies=actor_cookies(open_ds, "alice"),
+    )
+    rows = len(re.findall(r'data-origin="external"', page.text)) - 1  # less the divider
+    assert rows and page.text.count('class="dbrain-promote-off" disabled') == rows
+    assert page.text.count("not allowed for you") == rows
+    assert "needs the dbrain-promote permission" in page.text
+
+
+async def test_signed_out_web_rows_say_how_to_sign_in_to_save_them(brain, fake):
+    ds = await promoting_ds(brain, fake, allow=True)
+    page = await ds.client.get("/-/research", params={"q": "lattice qcd", "external": "always"})
+    assert 'data-origin="external"' in page.text and 'name="promote_one"' not in page.text
+    assert "sign in to save" in page.text
+    (why,) = re.findall(r'<span id="dbrain-promote-why">([^<]+)</span>', page.text)
+    assert "/-/auth-token" in why and "--root" in why
+    assert f'data-promote-refused="{why}"' in page.text  # what the p key says
+
+
+async def test_each_row_keeps_its_own_tags_and_note_in_a_batch(brain, fake):
+    """Tags and note beside a row's button go with that row; rows without their own take the
+    batch's."""
+    ds = await promoting_ds(brain, fake)
+    root = actor_cookies(ds, "root")
+    page = await ds.client.get(
+        "/-/research", params={"q": "lattice qcd", "external": "always"}, cookies=root
+    )
+    run_id = re.search(r'name="run_id" value="([^"]+)"', page.text).group(1)
+    first, second, third = re.findall(r'name="promote_one" value="([^"]+)"', page.text)[:3]
+    assert f'name="tags:{first}"' in page.text and f'name="note:{first}"' in page.text
+    cookies, _, token = await csrf(ds, root)
+    form = {
+        "csrftoken": token,
+        "run_id": run_id,
+        "source_keys": [first, second, third],
+        f"tags:{first}": "physics",
+        f"note:{first}": "the muon one",
+        f"tags:{second}": "",
+        "tags": "to-read",
+        "note": "batch note",
+    }
+    response = await ds.client.post(
+        "/-/research/promote", data=form, cookies=cookies, headers={"accept": "application/json"}
+    )
+    assert response.status_code == 200, response.text
+    results = {r["source_key"]: r for r in response.json()["results"]}
+    assert [results[k]["tags"] for k in (first, second, third)] == ["physics", "to-read", "to-read"]
+    notes = db_rows(
+        brain[0], "select text from items where text like '%Saved from research%' order by id"
+    )
+    assert sorted(n["text"].split("\n")[0] for n in notes) == [
+        "batch note",
+        "batch note",
+        "the muon one",
+    ]
 
 
 async def test_cross_site_form_posts_are_refused(brain, fake):
@@ -196,7 +255,7 @@ async def test_form_promotion_redirects_back_with_a_message(brain, fake):
     page = await ds.client.get(
         "/-/research", params={"q": "lattice qcd", "external": "always"}, cookies=root
     )
-    assert "Promote to brain" in page.text and 'name="run_id"' in page.text
+    assert "Save to brain" in page.text and 'name="run_id"' in page.text
     run_id = re.search(r'name="run_id" value="([^"]+)"', page.text).group(1)
     key = re.search(r'name="promote_one" value="([^"]+)"', page.text).group(1)
     cookies, _, token = await csrf(ds, root)
@@ -369,7 +428,7 @@ async def test_the_page_shows_what_a_run_promoted(brain, fake):
     promoted = page.text.split(f'data-source-key="{row["source_key"]}"')[1].split("</li>")[0]
     assert "Saved to your brain" in promoted and "ephemeral" not in promoted
     assert page.text.count("/ ephemeral</span>") == len(pack["external_evidence"]) - 1
-    assert page.text.count("Promote to brain") == len(pack["external_evidence"]) - 1
+    assert page.text.count('name="promote_one"') == len(pack["external_evidence"]) - 1
 
 
 class ReadOnlyBrain:

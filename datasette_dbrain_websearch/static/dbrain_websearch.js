@@ -3,7 +3,8 @@
  * - a run that may search the web or ask a model shows live stage progress (local search,
  *   judge, each web provider, merge, how far the model has written) read from
  *   /-/research/stream, then opens the saved run, where the answer is shown verified;
- * - keyboard: "/" focuses the question, "j"/"k" move between rows, "o" opens, "p" promotes,
+ * - keyboard: "/" focuses the question, "j"/"k" move between rows, "o" opens, "p" saves a
+ *   web row to the brain (or says why it cannot),
  *   "y" / "n" / "u" mark relevant / not relevant / unsure, "?" lists the keys; focus stays on
  *   the row after every action;
  * - the All / Your brain / Web tabs filter the list instead of jumping;
@@ -68,9 +69,11 @@
       }
     } else if (event.key === "p" && row) {
       var promote = row.querySelector(".dbrain-promote");
+      event.preventDefault();
       if (promote) {
-        event.preventDefault();
         promote.click();
+      } else {
+        say(whyNotSaved(row), true);
       }
     } else if (MARK_KEYS[event.key] && row) {
       var mark = row.querySelector('.dbrain-mark[data-value="' + MARK_KEYS[event.key] + '"]');
@@ -244,6 +247,21 @@
     }
   });
   document.addEventListener("DOMContentLoaded", syncRange);
+
+  // What "p" says on a row it cannot save: why not, in the page's own words.
+  function whyNotSaved(row) {
+    var refused = row.closest("[data-promote-refused]");
+    if (row.dataset.origin === "local") {
+      return "This row is already in your brain: only web rows can be saved to it.";
+    }
+    if (row.classList.contains("dbrain-row-promoted")) {
+      return "This page is already in your brain.";
+    }
+    if (refused) {
+      return refused.dataset.promoteRefused;
+    }
+    return "This run's web rows cannot be saved: it was not kept (see its warnings).";
+  }
 
   function say(text, failed) {
     var status = document.querySelector(".dbrain-status");

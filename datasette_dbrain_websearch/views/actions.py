@@ -11,7 +11,7 @@ from ..brain_access import check_unchanged
 from ..errors import ResearchError
 from ..options import param
 from ..permissions import PROMOTE
-from ..promote import parse_request
+from ..promote import MAX_KEYS, parse_request
 from ..service import (
     mark_rows,
     may,
@@ -45,16 +45,22 @@ async def promote_view(request: Any, datasette: Any) -> Response:
     if request.method != "POST":
         return error_response(ResearchError("Use POST.", status=405, code="method_not_allowed"))
     try:
-        body, back = await _promotion_body(request, as_json)
-        promotion = parse_request(body)
-        trace = await visible_run(datasette, request.actor, promotion.run_id)
+        bodies, back = await _promotion_bodies(request, as_json)
+        promotions = [parse_request(body) for body in bodies]
+        trace = await visible_run(datasette, request.actor, promotions[0].run_id)
         brain = datasette.databases.get(trace["database"])
         if brain is None:
             raise ResearchError(
                 f"The brain '{trace['database']}' is not attached.", 404, "no_brain"
             )
         check_unchanged(brain)
-        results = await write_promotion(datasette, request.actor, trace, promotion, brain, request)
+        results = [
+            result
+            for promotion in promotions
+            for result in await write_promotion(
+                datasette, request.actor, trace, promotion, brain, request
+            )
+        ]
     except ResearchError as exc:
         if replies_json:
             return error_response(exc)
@@ -84,21 +90,32 @@ async def promote_view(request: Any, datasette: Any) -> Response:
     return Response.redirect(safe_back(datasette, request, back))
 
 
-async def _promotion_body(request: Any, as_json: bool) -> tuple[dict[str, Any], str]:
-    """The promotion fields and the page to return to (forms only)."""
+async def _promotion_bodies(request: Any, as_json: bool) -> tuple[list[dict[str, Any]], str]:
+    """The promotions asked for and the page to return to (forms only).
+
+    A JSON body is one promotion. A form names the rows (``promote_one``, else the ticked
+    ``source_keys``); each row takes its own tags and note (``tags:<key>``, ``note:<key>``,
+    the fields beside its button), else the batch's (``tags``, ``note``): rows annotated
+    alike are one promotion."""
     body = await read_body(request, as_json)
     if as_json:
-        return body, ""
+        return [body], ""
     form = body
     keys = form.get("promote_one") or form.get("source_keys") or []
-    fields = {
-        "run_id": param(form, "run_id"),
-        "source_keys": keys,
-        "fetch": (form.get("fetch") or ["false"])[-1],
-        "tags": form.get("tags") or [],
-        "note": param(form, "note"),
-    }
-    return fields, param(form, "next")
+    batch_tags = [t for t in form.get("tags") or [] if t.strip()]
+    groups: dict[tuple[tuple[str, ...], str], list[str]] = {}
+    for key in keys:
+        tags = [t for t in form.get(f"tags:{key}") or [] if t.strip()] or batch_tags
+        note = param(form, f"note:{key}") or param(form, "note")
+        groups.setdefault((tuple(tags), note), []).append(key)
+    shared = {"run_id": param(form, "run_id"), "fetch": (form.get("fetch") or ["false"])[-1]}
+    if not groups or len(keys) > MAX_KEYS:  # refused by ``parse_request`` as one request
+        return [{**shared, "source_keys": keys}], param(form, "next")
+    bodies = [
+        {**shared, "source_keys": group, "tags": list(tags), "note": note}
+        for (tags, note), group in groups.items()
+    ]
+    return bodies, param(form, "next")
 
 
 def safe_back(datasette: Any, request: Any, back: str | None) -> str:

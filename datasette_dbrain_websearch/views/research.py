@@ -132,11 +132,10 @@ async def research_view(request: Any, datasette: Any) -> Response:
             return error_response(error)
         return then_settle(datasette, Response.json(pack), pack["run_id"])
     try:
-        can_promote = (
-            pack is not None
-            and await may(datasette, request.actor, PROMOTE)
-            and "sources_fts" in await reader(datasette.get_database(database))(table_names)
-        )
+        may_promote = pack is not None and await may(datasette, request.actor, PROMOTE)
+        can_promote = may_promote and "sources_fts" in await reader(
+            datasette.get_database(database)
+        )(table_names)
         promoted = await promoted_rows(datasette, pack)
     except ResearchError as exc:
         return await page_error(datasette, request, exc)
@@ -188,6 +187,9 @@ async def research_view(request: Any, datasette: Any) -> Response:
         "max_limit": settings.max_limit,
         "default_limit": settings.default_limit,
         "can_promote": can_promote,
+        "promotion_refused": None
+        if may_promote or not (pack and pack["external_evidence"])
+        else promotion_refusal(request.actor),
         "promote_url": datasette.urls.path("/-/research/promote"),
         "stream_url": stream_path(datasette, route_db),
         "promoted": promoted,
@@ -251,6 +253,23 @@ def web_controls(settings: Settings, web: WebAccess, params: dict) -> dict[str, 
         ),
         "labels": labels,
         "read": ext.read,
+    }
+
+
+def promotion_refusal(actor: dict | None) -> dict[str, str]:
+    """Why web rows show a disabled "Save to brain", shortly (beside each) and in full (once,
+    and for the ``p`` key): a visitor is told how to sign in, a signed-in person what they
+    lack."""
+    if not actor:
+        return {
+            "short": "sign in to save",
+            "why": f"Signed-in people who may write to this brain can save a web page to it. "
+            f"{HOW_TO_SIGN_IN}",
+        }
+    return {
+        "short": "not allowed for you",
+        "why": "Saving a web page to this brain needs the dbrain-promote permission, which "
+        "your account does not have.",
     }
 
 
