@@ -43,7 +43,7 @@ from .web import BUDGET_EXHAUSTED, provider_order
 ANSWERED, NO_PROGRESS, BUDGET, TIME = "answered", "no_progress", "budget", "time"
 STOP_MESSAGES = {
     ANSWERED: "every part of the question is covered by your brain's rows or pages read",
-    NO_PROGRESS: "the last round found nothing new",
+    NO_PROGRESS: "the last round found nothing new, or nothing was left to ask",
     BUDGET: "its budget of rounds, web searches, page reads or provider spending ran out",
     TIME: "its time ran out",
 }
@@ -163,6 +163,8 @@ def bridge_entities(
                     continue
                 if " " not in name and (sentence.startswith(name) or DEMONYM.search(name)):
                     continue  # a lone word opening a sentence, or "American": no name
+                if name.isupper():
+                    continue  # "COP", "ORDER BY": an abbreviation or code, not a page's subject
                 weight = len(shared) + (0.5 if " " in name else 0.0)
                 scores[name] = scores.get(name, 0.0) + weight / (1 + rank)
     ranked = sorted(scores, key=lambda n: (-scores[n], n))
