@@ -12,11 +12,11 @@ supporting paragraphs. Two variants, each a brain built from the collection's pa
 
 Each question is asked with ``answer=1`` in each mode given (``--modes``, by default ``quick``:
 the one-pass research; ``deep``: ``depth=deep``, follow-up rounds within the ``deep.*``
-budgets). Per variant and mode it prints
-the share of questions whose cited rows include both supporting paragraphs, the share whose
-answer holds the gold answer (case-insensitive, yes/no questions included as written), rounds
-per question, web calls and pages read (all questions together), and p50 time. Pages are read
-through the fake's reader (``read_via``), as deep research reads before it cites. Prints; never fails on the figures.
+budgets). Per variant and mode it prints the share of questions whose cited rows include both
+supporting paragraphs, the share whose answer holds the gold answer (case-insensitive, yes/no
+questions included as written), rounds per question, web calls and pages read (all questions
+together), and p50 time. Pages are read through the fake's reader (``read_via``), as deep
+research reads before it cites. Prints; never fails on the figures.
 
     python bench/bench_deep.py [--modes quick,deep] [--limit-questions N]
 """
