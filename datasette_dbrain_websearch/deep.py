@@ -490,7 +490,11 @@ async def run_deep(
             "gaps": uncovered(facets(terms, loop.names), loop.evidence_texts(passages)),
         }
     )
-    reason = None
+    # A question that names a page (its key or URL, held or read directly) is that page.
+    named = any(r.is_exact for r in first.pack.evidence) or any(
+        r.direct_url for r in first.pack.web_rows
+    )
+    reason = ANSWERED if named else None
     rounds_started = time.perf_counter()
     with first.budget.paused():
         while reason is None:

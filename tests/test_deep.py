@@ -41,7 +41,15 @@ from datasette_dbrain_websearch.providers.brave import clear_plan_memo
 from datasette_dbrain_websearch.tools.agent import agent_research
 from datasette_dbrain_websearch.web import BUDGET_EXHAUSTED, CROSS_SITE_WARNING
 
-from .helpers import BRAVE_KEY, EXA_KEY, actor_cookies, add_source, empty_brain, make_datasette
+from .helpers import (
+    BRAVE_KEY,
+    EXA_KEY,
+    SOURCE_URLS,
+    actor_cookies,
+    add_source,
+    empty_brain,
+    make_datasette,
+)
 from .helpers import web_config as base_web_config
 
 QUESTION = "Where was the director of Lighthouse Keepers born?"
@@ -280,6 +288,28 @@ async def test_mcp_and_the_agent_tool_take_depth(film_brain, web, with_mcp):
     agent = json.loads(await agent_research(ds, {"id": "root"}, **arguments))
     assert agent["research"]["stop_reason"] == ANSWERED
     assert agent["research"]["confidence"]["level"] == "high"
+
+
+@pytest.mark.parametrize(
+    "question, searched",
+    [("https://quarkmatter.blog/what-is-lattice-qcd", 0), (SOURCE_URLS["src_fts5"], 1)],
+)
+async def test_a_question_that_names_a_page_is_that_page(brain, fake, question, searched):
+    """A URL the brain lacks is read directly (no search), a URL it holds is looked up (and
+    the web searched once, as always asks): either way the question is that page, and no
+    follow-up searches for its words."""
+    ds = make_datasette(
+        [str(brain[0])], plugin_config=base_web_config(fake, read_via=f"{fake.url}/reader/")
+    )
+    await ds.invoke_startup()
+    response = await ds.client.get(
+        "/-/research.json",
+        params={"q": question, "external": "always", "depth": "deep"},
+        cookies=actor_cookies(ds, "root"),
+    )
+    research_ = response.json()["research"]
+    assert (research_["stop_reason"], len(research_["rounds"])) == (ANSWERED, 1)
+    assert len(searches(fake)) == searched
 
 
 async def test_a_bad_depth_is_refused(film_brain, web):
