@@ -104,16 +104,38 @@ def test_web_search_promote_in_place_and_find_it_locally(page, server):
     assert page.console_errors == []
 
 
+def row_keys(page) -> list[str]:
+    return page.eval_on_selector_all(".dbrain-row", "rows => rows.map(r => r.dataset.sourceKey)")
+
+
 def test_marks_change_the_row_in_place(page, server):
+    """👍 lifts the row where the person looks, as the saved run ranks it; the address then
+    names the run, so a reload shows the same rows and marks without a new search."""
     page.goto(server["url"] + "/-/research?q=sqlite+fts5+bm25&external=always&provider=all")
-    url, runs = page.url, saved_runs(server)
-    row = page.locator(".dbrain-row").nth(2)
+    runs = saved_runs(server)
+    local = page.locator('.dbrain-row[data-origin="local"]')
+    key, above = (local.nth(i).get_attribute("data-source-key") for i in (-1, -2))
+    before = row_keys(page)
+    taking = page.locator(f'.dbrain-row[data-source-key="{before[before.index(key) + 1]}"]')
+    row = page.locator(f'.dbrain-row[data-source-key="{key}"]')
     top = scroll_to(row)
     thumbs_up = row.locator('.dbrain-mark[data-value="relevant"]')
     thumbs_up.click()
     page.wait_for_function(
         "el => el.getAttribute('aria-pressed') === 'true'", arg=thumbs_up.element_handle()
     )
+    lifted = row_keys(page)
+    assert lifted.index(key) < lifted.index(above) and lifted.index(key) < before.index(key)
+    assert "Saved your mark. The row moved up to" in page.inner_text(".dbrain-status")
+    assert re.search(r"[?&]run=", page.url)  # named before the mark's reply was shown
+    # As for 👎: the screen keeps still, the row that takes its place is the one the reader is
+    # on now.
+    assert abs(screen_top(taking) - top) <= 1
+    assert taking.evaluate("el => el.contains(document.activeElement)")
+    shot(page, "marked-lifted-1280.png", full_page=False)
+    page.reload()
+    assert row_keys(page) == lifted
+    assert thumbs_up.get_attribute("aria-pressed") == "true"
     row.locator(".dbrain-more-marks summary").click()
     row.locator('.dbrain-mark[data-value="less"]').click()
     page.wait_for_function(
@@ -122,9 +144,7 @@ def test_marks_change_the_row_in_place(page, server):
     )
     assert thumbs_up.get_attribute("aria-pressed") == "false"
     assert page.locator(".dbrain-refine").is_visible()
-    assert page.url == url and abs(screen_top(row) - top) <= 1
     assert saved_runs(server) == runs
-    shot(page, "marked-in-place-1280.png", full_page=False)
     assert page.console_errors == []
 
 
@@ -195,12 +215,16 @@ def test_rows_are_triaged_by_keyboard_alone_and_focus_stays_on_the_row(page, ser
     assert fourth and fourth not in marked
     page.keyboard.press("y")
     pressed(fourth, "relevant")
-    assert focused_row() == fourth
-    page.keyboard.press("j")
+    # Focus stays on a row: the marked one, or, when 👍 lifted it (as 👎 drops one), the row
+    # that took its place, so the triage goes on down the list.
+    after = focused_row()
+    assert after == fourth or (after and after not in marked)
+    if after == fourth:
+        page.keyboard.press("j")
     fifth = focused_row()
     page.keyboard.press("y")
     pressed(fifth, "relevant")
-    assert focused_row() == fifth
+    assert focused_row()
     first, second, third = marked
     assert len({first, second, third, fourth, fifth}) == 5
     assert page.console_errors == []
@@ -226,6 +250,13 @@ def test_expand_widens_and_its_words_are_removable_chips(page, server):
     words = [c.inner_text().split()[0] for c in chips.all()]
     assert words and set(words) <= set(added.split(", "))
     assert page.locator(".dbrain-evidence > .dbrain-row").count() >= before
+    # The address names the run Expand made: a reload shows it again, no new search.
+    page.wait_for_function("() => /[?&]run=/.test(location.search)")
+    assert "refine_from" not in page.url
+    expanded, runs = row_keys(page), saved_runs(server)
+    page.reload()
+    assert row_keys(page) == expanded and saved_runs(server) == runs
+    assert [c.inner_text().split()[0] for c in chips.all()] == words
     chips.first.click()
     page.wait_for_load_state()
     left = [c.inner_text().split()[0] for c in page.locator(".dbrain-chip-term").all()]

@@ -9,7 +9,8 @@
  *   the row after every action;
  * - the All / Your brain / Web tabs filter the list instead of jumping;
  * - marks (👍 👎 …) and promotions are posted in the background and change the row where it is:
- *   no reload, the scroll position kept, no second search;
+ *   no reload, no second search; a mark reorders the rows as the saved run ranks them (👍 lifts
+ *   a row, 👎 drops it) and the address then names the run (?run=), as it does after Expand;
  * - empty fields are left out of result URLs.
  * All text from the server is inserted with textContent, never as HTML.
  */
@@ -247,6 +248,12 @@
     }
   });
   document.addEventListener("DOMContentLoaded", syncRange);
+  // A run Expand made is named in the address too: reloading it is not a new search.
+  document.addEventListener("DOMContentLoaded", function () {
+    if (/[?&]refine_from=/.test(window.location.search)) {
+      nameTheRun();
+    }
+  });
 
   // What "p" says on a row it cannot save: why not, in the page's own words.
   function whyNotSaved(row) {
@@ -331,6 +338,38 @@
     return next;
   }
 
+  // The rows in the order the server now ranks the run (``ranking`` of the mark's reply), as
+  // the saved run shows them: "From the web" before the first web row.
+  function applyRanking(ranking) {
+    var list = document.getElementById("dbrain-evidence");
+    if (!list || !ranking || !ranking.length) {
+      return;
+    }
+    var divider = list.querySelector(".dbrain-divider");
+    var placed = [];
+    ranking.forEach(function (entry) {
+      var row = rowFor(entry.source_key);
+      if (!row || placed.indexOf(row) !== -1) {
+        return;
+      }
+      if (divider && entry.list === "external_evidence" && placed.indexOf(divider) === -1) {
+        list.appendChild(divider);
+        placed.push(divider);
+      }
+      list.appendChild(row);
+      placed.push(row);
+    });
+  }
+
+  // After a mark the address names the run (``?run=``): a reload, the back button or a shared
+  // link shows these rows, marks and words, not a new search.
+  function nameTheRun() {
+    var next = document.querySelector('#dbrain-feedback input[name="next"]');
+    if (next && next.value && window.history && window.history.replaceState) {
+      window.history.replaceState(window.history.state, "", next.value);
+    }
+  }
+
   function showRefinement(refinement) {
     var section = document.querySelector(".dbrain-refine");
     if (!section || !refinement) {
@@ -412,6 +451,11 @@
           reply.feedback.forEach(function (mark) {
             showMark(mark.key, mark.value);
           });
+          var marked = submitter ? rowFor(submitter.value.split("|")[0]) : null;
+          var successor = marked ? marked.nextElementSibling : null;
+          while (successor && !successor.classList.contains("dbrain-row")) {
+            successor = successor.nextElementSibling;
+          }
           if (dropping) {
             // The screen keeps still: the row that takes the dropped row's place stays put,
             // and it is the row the reader is on now.
@@ -422,8 +466,23 @@
               focused = title || focused;
             }
           }
+          var before = marked ? rows().indexOf(marked) : -1;
+          applyRanking(reply.ranking);
+          var after = marked ? rows().indexOf(marked) : -1;
+          if (!dropping && marked && after < before && successor) {
+            // Lifted as the saved run lifts it: as for 👎, the screen keeps still and the row
+            // that takes its place is the one the reader is on now (a keyboard triage goes on
+            // down the list); the status says where the row went.
+            anchor = successor;
+            var taking = successor.querySelector && successor.querySelector(".dbrain-title");
+            focused = taking || focused;
+          }
+          nameTheRun();
           showRefinement(reply.refinement);
-          say("Saved your mark.");
+          say(
+            "Saved your mark." +
+              (!dropping && after < before ? " The row moved up to " + (after + 1) + "." : "")
+          );
         } else {
           reply.results.forEach(showPromoted);
           say(reply.results.map(function (r) { return r.message; }).join(" "));
