@@ -93,7 +93,11 @@ MAX_FREQUENCIES = 20_000
 def brain_version(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
     """What changes whenever the brain's rows do: its file's and its WAL's size and mtime
     (None for a database without a file: nothing is cached)."""
-    path = conn.execute("pragma database_list").fetchone()[2]
+    return file_version(conn.execute("pragma database_list").fetchone()[2])
+
+
+def file_version(path: str | None) -> tuple[Any, ...] | None:
+    """``brain_version`` of the SQLite file at ``path`` (None without one)."""
     if not path:
         return None
     version: list[Any] = [path]

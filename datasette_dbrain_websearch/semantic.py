@@ -30,7 +30,7 @@ from typing import Any
 
 from .brain import KINDS, TABLE, Hit, brain_shape, hydrate
 from .brain_access import Checkpoint, paced, unbounded
-from .lexical import brain_version
+from .lexical import brain_version, file_version
 
 EMBEDDINGS_TABLE = "dbrain_websearch_embeddings"
 EMBED_CHARS = 4000  # a row's text is cut here: titles and openings carry most of its meaning
@@ -621,6 +621,38 @@ def semantic_state(
     if profile:
         return {"status": "used", "store": DbrainVectors.store, "profile": profile}
     kinds = filters.kinds(brain_shape(brain))
+    key = (brain_version(brain), file_version(index_path), database, model_id, tuple(kinds))
+    with _STATES_LOCK:
+        known = _STATES.get(key)
+    if known is None:
+        known = _index_state(brain, index_path, database, model_id, kinds)
+        if key[0] is not None and key[1] is not None and known.get("reason") != INDEX_UNREADABLE:
+            with _STATES_LOCK:
+                _STATES[key] = known
+                if len(_STATES) > MAX_STATES:
+                    _STATES.pop(next(iter(_STATES)))
+    return {
+        **known,
+        **({"stale_tables": [*known["stale_tables"]]} if "stale_tables" in known else {}),
+    }
+
+
+# Per process: ``_index_state`` by the brain's and the index's versions (``file_version``), so
+# a question pays two file stats for the index's freshness, not its queries.
+_STATES: dict[tuple[Any, ...], dict[str, Any]] = {}
+_STATES_LOCK = threading.Lock()
+MAX_STATES = 64
+
+
+def _index_state(
+    brain: sqlite3.Connection,
+    index_path: str | None,
+    database: str,
+    model_id: str,
+    kinds: list[str],
+) -> dict[str, Any]:
+    """``semantic_state`` for the plugin's own index: missing, unreadable, or used (and which
+    tables are stale)."""
     indexed: dict[str, int] = {}
     stale: list[str] = []
     if index_path and Path(index_path).exists():

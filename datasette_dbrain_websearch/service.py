@@ -28,6 +28,7 @@ from .config import Settings
 from .deep import run_deep
 from .errors import ResearchError, sqlite_error
 from .feedback import RocchioWeights, apply_feedback, carried, row_urls, validate_marks
+from .lexical import file_version
 from .options import DEEP, param, parse_options, run_params
 from .pack import row_keys
 from .pack_json import PackJSON
@@ -103,6 +104,11 @@ async def _is_brain(db: Any) -> bool:
         if isinstance(found, ResearchError):
             raise found
         return bool(found)
+    path = getattr(db, "path", None) if not getattr(db, "is_memory", False) else None
+    version = file_version(path)
+    seen = _BRAINS.get(path) if version is not None else None
+    if seen is not None and seen[0] == version:
+        return seen[1]
     try:
         found = is_brain(await reader(db)(table_names))
     except ResearchError as exc:
@@ -111,7 +117,14 @@ async def _is_brain(db: Any) -> bool:
         raise
     if memo is not None:
         memo[key] = found
+    if version is not None:
+        _BRAINS[path] = (version, found)
     return found
+
+
+# Per process: whether each attached file is a brain, by its version (``file_version``): a
+# question pays a file stat for it, not a hop to a read thread.
+_BRAINS: dict[str, tuple[tuple[Any, ...], bool]] = {}
 
 
 async def researchable_brains(datasette: Any, actor: dict | None, settings: Settings) -> list[str]:

@@ -11,7 +11,7 @@ import threading
 
 import pytest
 
-from datasette_dbrain_websearch import brain_access, cost, pipeline
+from datasette_dbrain_websearch import brain_access, cost, pipeline, service
 from datasette_dbrain_websearch.brain_access import BUSY_WAIT_MS, reader
 from datasette_dbrain_websearch.errors import BUSY_MESSAGE, ResearchError
 from datasette_dbrain_websearch.views.common import MAX_BODY
@@ -132,8 +132,10 @@ async def test_multipart_posts_with_cookies_are_never_a_500(brain, fake, cookie)
 
 
 @pytest.fixture
-def locked(brain):
-    """Another program writing to the brain: a second connection holding BEGIN EXCLUSIVE."""
+def locked(brain, monkeypatch):
+    """Another program writing to the brain: a second connection holding BEGIN EXCLUSIVE,
+    in a process that has not seen the brain yet (``service._BRAINS``)."""
+    monkeypatch.setattr(service, "_BRAINS", {})
     conn = sqlite3.connect(brain[0], isolation_level=None)
     conn.execute("begin exclusive")
     yield
@@ -165,6 +167,23 @@ async def test_a_locked_brain_is_a_503_that_says_so_quickly(ds, brain, locked, m
         assert page.headers["retry-after"] == "2"
     stream = await ds.client.get("/-/research/stream", params={"q": "espresso"})
     assert '"code": "brain_busy"' in stream.text
+
+
+async def test_a_brain_seen_before_its_lock_still_lists_its_runs(ds, brain, monkeypatch):
+    """Whether a file is a brain is remembered by its version: once seen, the runs list (the
+    plugin's own database) answers while another program holds the brain; research waits for
+    the lock and says it is busy."""
+    monkeypatch.setattr(brain_access, "BUSY_WAIT_MS", 50)
+    assert (await ds.client.get("/-/research/runs")).status_code == 200
+    conn = sqlite3.connect(brain[0], isolation_level=None)
+    conn.execute("begin exclusive")
+    try:
+        assert (await ds.client.get("/-/research/runs")).status_code == 200
+        busy = await ds.client.get("/-/research.json", params={"q": "espresso"})
+        assert busy.status_code == 503 and busy.json()["code"] == "brain_busy"
+    finally:
+        conn.execute("rollback")
+        conn.close()
 
 
 async def test_a_locked_brain_costs_the_page_one_wait_as_the_json(ds, locked, monkeypatch):
