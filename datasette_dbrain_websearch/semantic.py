@@ -70,10 +70,23 @@ def numpy() -> Any:
     return np
 
 
+# Per process: the embedding models found, by id (``llm`` looks every model up through its
+# plugins again, a fifth of a millisecond twice a question).
+_MODELS: dict[str, Any] = {}
+
+
 def embedding_model(model_id: str) -> Any:
     """The ``llm`` embedding model, or SemanticUnavailable saying why not."""
     if not model_id:
         raise SemanticUnavailable(NOT_CONFIGURED, "No semantic.model is configured.")
+    found = _MODELS.get(model_id)
+    if found is None:
+        found = _MODELS[model_id] = _look_up(model_id)
+    return found
+
+
+def _look_up(model_id: str) -> Any:
+    """``llm``'s model of that id (its plugins asked), or SemanticUnavailable."""
     try:
         import llm
     except ImportError as exc:
