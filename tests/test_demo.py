@@ -67,8 +67,7 @@ CLUSTER_QUESTIONS = [
 @pytest.fixture(scope="module")
 def demo_path(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("demo") / "brain.db"
-    counts = build_demo_brain(path)
-    assert counts["seconds"] < 5
+    build_demo_brain(path)  # how long it takes is bench/'s business, not a test's
     return path
 
 

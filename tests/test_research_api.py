@@ -498,15 +498,23 @@ async def test_current_state_words_are_not_required_of_local_rows(ds):
 async def test_the_answer_is_sent_before_its_trace_is_written(ds, monkeypatch):
     """The trace is written beside the answer, not before it; a read of the run in the meantime
     waits for the write, and the request ends only once the run is saved."""
-    written = asyncio.Event()
+    written, release = asyncio.Event(), asyncio.Event()
     write = traces._write
 
     async def slow_write(*args, **kwargs):
-        await asyncio.sleep(0.3)
+        await release.wait()  # held until the test has seen the answer and a read waiting
         await write(*args, **kwargs)
         written.set()
 
     monkeypatch.setattr(traces, "_write", slow_write)
+    read_waiting, settle, reads = asyncio.Event(), traces.settle, []
+
+    async def watched_settle(db, run_id=None):
+        if reads and run_id and not written.is_set():  # the read's wait, not the answer's
+            read_waiting.set()
+        await settle(db, run_id)
+
+    monkeypatch.setattr(traces, "settle", watched_settle)
     body_sent = asyncio.Event()
     chunks: list[bytes] = []
 
@@ -537,7 +545,12 @@ async def test_the_answer_is_sent_before_its_trace_is_written(ds, monkeypatch):
     await asyncio.wait_for(body_sent.wait(), 10)
     pack = json.loads(b"".join(chunks))
     root = actor_cookies(ds, "root")  # an anonymous run: root reads it whole
-    trace = await ds.client.get(pack["trace_url"] + ".json", cookies=root)  # waits for the write
+    reads.append(pack["trace_url"])
+    reading = asyncio.ensure_future(ds.client.get(pack["trace_url"] + ".json", cookies=root))
+    await asyncio.wait_for(read_waiting.wait(), 10)  # the read waits for the write
+    assert not reading.done() and not request.done()
+    release.set()
+    trace = await reading
     assert written.is_set() and trace.status_code == 200
     assert trace.json()["pack"] == pack
     await request
