@@ -251,6 +251,12 @@ def register(cli: click.Group) -> None:
     @click.option(
         "--freshness",
         "--external-freshness",
+    @click.option(
+        "--strategy",
+        type=click.Choice(["auto", "pro"]),
+        default=None,
+        help="pro: the answer's model proposes each deep round (implies --deep; answer.model)",
+    )
         help="Web results from the past pd/pw/pm/py or a date range",
     )
     @click.option("--read", type=int, help="Read the top N web results' pages before the answer")
@@ -282,6 +288,7 @@ def register(cli: click.Group) -> None:
         source_type: tuple[str, ...],
         kind: str | None,
         syntax: str | None,
+        strategy: str | None,
         since: str | None,
         until: str | None,
         external: str | None,
@@ -299,6 +306,7 @@ def register(cli: click.Group) -> None:
         params: dict[str, list[str]] = {"q": [question]}
         for name, value in (
             ("limit", limit),
+            ("strategy", strategy),
             ("kind", kind),
             ("syntax", syntax),
             ("since", since),

@@ -28,13 +28,29 @@ from typing import Any
 
 from .admission import Gate
 from .answer import AnswerAccess, Passage
+from .answer.model import ModelFailure, ask_model, resolve_model
 from .brain_access import ExecuteFn
 from .config import DeepSettings, Settings
+from .deep_pro import (
+    MAX_REFUSALS,
+    READ,
+    REFUSALS,
+    REPEATED,
+    SEARCH,
+    STEP_SYSTEM,
+    InvalidStep,
+    Known,
+    Step,
+    parse_step,
+    proposal,
+    refusal,
+    step_prompt,
+)
 from .display import plural
 from .errors import ResearchError
 from .evidence import RowUrl
 from .fts import matched_terms
-from .options import QUICK, Options
+from .options import PRO, QUICK, Options
 from .pack import Pack, Row, WebRow
 from .pack_json import ConfidenceJSON, ResearchJSON, ResearchRoundJSON, Signal
 from .pipeline import Gathered, Progress, WebAccess, answer_gathered, gather
@@ -77,12 +93,13 @@ NOT_NAMES = frozenset(
 @dataclass(frozen=True)
 class FollowUp:
     """One follow-up query, and why it is asked (``reason``: ``bridge``, ``named``,
-    ``uncovered``)."""
+    ``uncovered``; a model's proposal: ``search``, or ``read`` with the URL as the query)."""
 
     query: str
     why: str
     reason: str
     facet: str  # what it looks for: a name, or the uncovered terms
+    proposed_by: str = "runtime"  # or "model" (``strategy=pro``)
 
 
 @dataclass(frozen=True)
@@ -192,7 +209,7 @@ def says_facet(follow: FollowUp, texts: Sequence[str]) -> bool:
     """Does a row found by a follow-up say what the follow-up looked for: the name, or one
     of the uncovered terms? Rows that do not are not added (the lexical or semantic lane may
     bring them for other words)."""
-    if follow.reason == "uncovered":
+    if follow.reason in ("uncovered", "search"):
         return bool(matched_terms(follow.facet.split(), texts))
     return any(_has(text, follow.facet) for text in texts)
 
@@ -307,6 +324,8 @@ class Loop:
     spent: Spent = field(default_factory=Spent)
     rounds: list[ResearchRoundJSON] = field(default_factory=list)
     added_order: list[str] = field(default_factory=list)
+    proposals: list[dict[str, Any]] = field(default_factory=list)  # a model's steps (pro)
+    model_directed: bool = False  # a model proposed at least one step (``strategy=pro``)
 
     @property
     def pack(self) -> Pack:
@@ -382,6 +401,34 @@ class Loop:
         self.first.read_urls |= sub.read_urls
         self._record_web(new, round_no)
         return added
+
+    def merge_read(self, sub: Gathered, round_no: int, follow: FollowUp) -> list[str]:
+        """A page the model asked to read (``strategy=pro``), into the row it was found as:
+        the row now rests on the page's text. Returns its key when the read succeeded."""
+        self.first.read_urls |= sub.read_urls
+        search, read_now = self.pack.web_search, sub.pack.web_search.read
+        if read_now:
+            search.read = [*(search.read or []), *read_now]
+        page = next((r for r in sub.pack.web_rows if r.depth == "page"), None)
+        rows = self.pack.web_rows
+        at = next(
+            (n for n, r in enumerate(rows) if page and r.canonical_url == page.canonical_url),
+            None,
+        )
+        if page is None or at is None:
+            return []
+        key = rows[at].source_key
+        read = replace(rows[at], depth="page", excerpt=page.excerpt, text=page.text)
+        read.retrieval.signals.append(
+            {
+                "name": "deep_round",
+                "detail": f"read in round {round_no} at the model's proposal ({follow.why})",
+                "weight": 0.0,
+            }
+        )
+        rows[at] = read
+        self.first.web_passages[key] = replace(sub.web_passages[page.source_key], key=key)
+        return [key]
 
     def _record_web(self, new: Pack, round_no: int) -> None:
         """The follow-up's provider calls, pages read and warnings, into the run's."""
@@ -484,6 +531,7 @@ async def run_deep(
                     "reason": "question",
                     "searched_web": first.pack.web_search.ran,
                     "added": len(first.pack.evidence) + len(first.pack.web_rows),
+                    "proposed_by": "runtime",
                 }
             ],
             "added": [r.source_key for r in [*first.pack.evidence, *first.pack.web_rows]],
@@ -497,6 +545,8 @@ async def run_deep(
     reason = ANSWERED if named else None
     rounds_started = time.perf_counter()
     with first.budget.paused():
+        if reason is None and options.strategy == PRO:
+            reason = await _pro_rounds(loop, options, settings, search, emit, deadline, answering)
         while reason is None:
             bridges = bridge_entities(options.question, loop.best_rows(passages), terms)
             loop.names = list(dict.fromkeys([*loop.names, *bridges]))
@@ -519,8 +569,10 @@ async def run_deep(
     pack = first.pack
     pack.timings_ms["deep_rounds"] = round((time.perf_counter() - rounds_started) * 1000, 3)
     if options.answer:
-        await answer_gathered(first, settings, answering, progress, answer_rows(loop))
-    pack.research = _research(loop, options.depth, reason, first.passages())
+        # A model that directed the rounds writes the answer as claims bound to keys.
+        writer = replace(answering, claims=True) if answering and loop.model_directed else answering
+        await answer_gathered(first, settings, writer, progress, answer_rows(loop))
+    pack.research = _research(loop, options, reason, first.passages())
     await emit(
         {
             "stage": "deep",
@@ -536,14 +588,19 @@ async def run_deep(
     return pack
 
 
-def _research(loop: Loop, depth: str, reason: str, passages: Mapping[str, Passage]) -> ResearchJSON:
-    """The pack's ``research``: the rounds, why the loop stopped and how far to trust it."""
+def _research(
+    loop: Loop, options: Options, reason: str, passages: Mapping[str, Passage]
+) -> ResearchJSON:
+    """The pack's ``research``: the rounds, why the loop stopped and how far to trust it (the
+    loop's own, over every round: the ``judge`` verdict is round 1's)."""
     pack = loop.pack
     wanted = facets(loop.terms, loop.names)
     gaps = uncovered(wanted, loop.evidence_texts(passages))
     cited = set(pack.answer.citations.get("external", []))
     return {
-        "depth": depth,
+        "depth": options.depth,
+        "strategy": options.strategy,
+        "proposals": loop.proposals,
         "rounds": loop.rounds,
         "stop_reason": reason,
         "stop_message": STOP_MESSAGES[reason],
@@ -593,8 +650,13 @@ async def _round(
         left = deadline - clock()
         if left < MIN_ROUND_S:
             break
-        web_allowed = not spent.over_money and spent.web_searches + cost <= deep.web_searches
-        reads = round_reads(deep, spent, deep.rounds - round_no + 1, len(queries) - n)
+        reading = follow.reason == "read"  # a model's read: the page itself, no provider
+        web_allowed = reading or (
+            not spent.over_money and spent.web_searches + cost <= deep.web_searches
+        )
+        reads = (
+            1 if reading else round_reads(deep, spent, deep.rounds - round_no + 1, len(queries) - n)
+        )
         loop.asked.append(follow.query)
         try:
             sub = await search(
@@ -613,7 +675,7 @@ async def _round(
             record["queries"].append(_asked(follow, False, 0))
             continue
         loop.count(sub)
-        added = loop.merge(sub, round_no, follow)
+        added = (loop.merge_read if reading else loop.merge)(sub, round_no, follow)
         loop.added_order += added
         record["added"] += added
         record["queries"].append(_asked(follow, sub.pack.web_search.ran, len(added)))
@@ -637,6 +699,7 @@ def _asked(follow: FollowUp, searched_web: bool, added: int) -> dict[str, Any]:
         "reason": follow.reason,
         "searched_web": searched_web,
         "added": added,
+        "proposed_by": follow.proposed_by,
     }
 
 
@@ -673,3 +736,160 @@ def _about(rows: Sequence[Row], name: str) -> Row | None:
 
 async def _silent(event: dict[str, Any]) -> None:
     """Nobody is watching."""
+
+
+FALLBACK = "deep_pro_fallback"
+
+
+async def _pro_rounds(
+    loop: Loop,
+    options: Options,
+    settings: Settings,
+    search: Search,
+    emit: Progress,
+    deadline: float,
+    answering: AnswerAccess | None,
+) -> str | None:
+    """``strategy=pro``: the answer's model proposes each round (``deep_pro``), the runtime
+    checks and runs it. Returns why the loop stopped, or None to hand over to the
+    deterministic loop (the model may not be asked, failed, wrote something that is not a
+    step, or had its proposals refused twice in a row), which a warning then says."""
+    budget, spent = settings.deep, loop.spent
+    if answering is None or not answering.model_permitted or answering.cross_site:
+        why = (
+            "this request came from another site, so no model was asked on your account"
+            if answering is not None and answering.cross_site
+            else "your account may not send evidence to a language model (dbrain-llm-answer)"
+        )
+        return _fall_back(loop, why)
+    try:
+        resolved = await resolve_model(
+            settings.answer.model, settings.answer.api_key, answering.datasette, answering.actor
+        )
+    except ModelFailure as exc:
+        return _fall_back(loop, str(exc))
+    policy = options.web.domain_policy(settings.web)
+    refused, refusals = "", 0
+    while True:
+        if spent.rounds >= budget.rounds or spent.over_money:
+            return BUDGET
+        left = deadline - clock()
+        if left < MIN_ROUND_S:
+            return TIME
+        passages = loop.first.passages()
+        prompt = step_prompt(
+            options.question,
+            [
+                (r.source_key, *_text(r, passages))
+                for r in [*loop.pack.evidence, *loop.pack.web_rows]
+            ],
+            _known(loop),
+            loop.asked,
+            {
+                "rounds": budget.rounds - spent.rounds,
+                "web_searches": max(0, budget.web_searches - spent.web_searches),
+                "reads": max(0, budget.reads - spent.reads),
+            },
+            refused,
+        )
+        turn = len(loop.proposals) + 1
+        try:
+            reply = await ask_model(
+                resolved.model,
+                STEP_SYSTEM,
+                prompt,
+                resolved.key,
+                min(settings.answer.timeout, left),
+                _quiet,
+            )
+            step = parse_step(reply)
+        except (ModelFailure, InvalidStep) as exc:
+            loop.proposals.append(proposal(turn, None, "invalid", str(exc)))
+            return _fall_back(loop, f"its step {turn} was not usable ({exc})")
+        loop.model_directed = True
+        if step.action not in (SEARCH, READ):
+            loop.proposals.append(proposal(turn, step, "stop"))
+            await _say_proposal(emit, step, "stop")
+            gaps = uncovered(facets(loop.terms, loop.names), loop.evidence_texts(passages))
+            return NO_PROGRESS if gaps else ANSWERED
+        why_not = refusal(
+            step,
+            loop.asked,
+            _known(loop),
+            budget.reads - spent.reads,
+            policy,
+            settings.web.fetch_allow_networks,
+        )
+        if why_not == REPEATED:  # the model is going round in circles
+            loop.proposals.append(proposal(turn, step, "refused", why_not))
+            await _say_proposal(emit, step, "refused", REFUSALS[why_not])
+            return NO_PROGRESS
+        if why_not:
+            loop.proposals.append(proposal(turn, step, "refused", why_not))
+            await _say_proposal(emit, step, "refused", REFUSALS[why_not])
+            refused, refusals = REFUSALS[why_not], refusals + 1
+            if refusals >= MAX_REFUSALS:
+                return _fall_back(loop, f"{plural(refusals, 'proposal')} in a row were refused")
+            continue
+        refused, refusals = "", 0
+        loop.proposals.append(proposal(turn, step, "accepted"))
+        follow = _follow(step)
+        await _round(
+            loop,
+            [follow],
+            options,
+            settings,
+            search,
+            emit,
+            deadline,
+            web_cost(options, settings, loop.first.web),
+        )
+        loop.rounds[-1]["gaps"] = uncovered(
+            facets(loop.terms, loop.names), loop.evidence_texts(loop.first.passages())
+        )
+
+
+def _follow(step: Step) -> FollowUp:
+    """A model's accepted step as a follow-up: a search for its query, or a read of its URL."""
+    if step.action == READ:
+        return FollowUp(
+            step.url, step.why or "the model asked to read it", "read", step.url, "model"
+        )
+    return FollowUp(step.query, step.why or "the model asked it", "search", step.query, "model")
+
+
+def _known(loop: Loop) -> list[Known]:
+    """The run's web results as the model may ask to read them."""
+    read = loop.first.read_urls
+    return [
+        Known(r.source_key, r.canonical_url, r.title, r.depth == "page" or r.canonical_url in read)
+        for r in loop.pack.web_rows
+    ]
+
+
+def _fall_back(loop: Loop, why: str) -> None:
+    """Hand the rounds to the deterministic loop, saying why."""
+    loop.pack.warnings.append(
+        {
+            "code": FALLBACK,
+            "message": f"Deep research was to be directed by a model, but {why}; the "
+            "deterministic follow-up rounds went on instead.",
+        }
+    )
+
+
+async def _say_proposal(emit: Progress, step: Step, status: str, detail: str = "") -> None:
+    """The page's progress line for a model's proposal that did not become a round."""
+    what = {"stop": "stop", "refused": f"{step.action} refused: {detail}"}[status]
+    await emit(
+        {
+            "stage": "deep",
+            "status": "proposal",
+            "proposal": {**step.as_dict(), "status": status},
+            "message": f"The model proposed to {what}",
+        }
+    )
+
+
+async def _quiet(chunk: str) -> None:
+    """A step's reply is not streamed to the page: only the step it proposes is shown."""

@@ -27,6 +27,8 @@ SYNTAXES = ("simple", "raw")
 
 QUICK, DEEP = "quick", "deep"
 DEPTHS = (QUICK, DEEP)
+AUTO, PRO = "auto", "pro"  # who directs a deep run: the deterministic loop, or a model
+STRATEGIES = (AUTO, PRO)
 
 
 KIND_CHOICES = ("", "all", "item", "source")
@@ -52,6 +54,7 @@ class Options:
     ranking: str = "bm25"
     expand: tuple[str, ...] = ()  # words OR-ed into the ranking query only (Expand)
     depth: str = QUICK  # ``deep``: follow-up rounds until answered or out of budget (``deep``)
+    strategy: str = AUTO  # ``pro``: a model proposes each deep round (``deep_pro``)
 
 
 def is_date(value: str) -> bool:
@@ -174,6 +177,9 @@ def parse_options(params: Params, settings: Settings) -> Options:
     depth = param(params, "depth").lower() or QUICK
     if depth not in DEPTHS:
         raise ResearchError("depth must be 'quick' or 'deep'.", code="bad_depth")
+    strategy = param(params, "strategy").lower() or AUTO
+    if strategy not in STRATEGIES:
+        raise ResearchError("strategy must be 'auto' or 'pro'.", code="bad_strategy")
     return Options(
         ranking=ranking,
         question=question,
@@ -184,7 +190,8 @@ def parse_options(params: Params, settings: Settings) -> Options:
         profile=profile,
         answer=_bool(params, "answer", settings.answer.default),
         expand=expand,
-        depth=depth,
+        depth=DEEP if strategy == PRO else depth,
+        strategy=strategy,
     )
 
 
@@ -203,6 +210,7 @@ def run_params(pack: PackJSON) -> Params:
     }
     if pack.get("research"):
         params["depth"] = [pack["research"]["depth"]]
+        params["strategy"] = [pack["research"].get("strategy", AUTO)]
     for name, value in plan["filters"].items():
         params[name] = [str(v) for v in value] if isinstance(value, list) else [str(value)]
     return params

@@ -223,7 +223,7 @@ class ResearchRoundJSON(TypedDict):
     """One round of a deep research run: what it asked, why, and what it added."""
 
     round: int
-    queries: list[dict[str, Any]]  # {query, why, reason, searched_web, added}
+    queries: list[dict[str, Any]]  # {query, why, reason, searched_web, added, proposed_by}
     added: list[str]  # keys of the rows it added to the run
     gaps: list[str]  # the facets still uncovered after it
 
@@ -242,6 +242,8 @@ class ResearchJSON(TypedDict):
     """How a deep research run went (``depth=deep``): its rounds and why it stopped."""
 
     depth: str
+    strategy: str  # auto | pro (a model proposed the rounds)
+    proposals: list[dict[str, Any]]  # a model's steps and what the runtime made of each
     rounds: list[ResearchRoundJSON]
     stop_reason: str  # answered | no_progress | budget | time
     stop_message: str

@@ -29,7 +29,7 @@ from .deep import run_deep
 from .errors import ResearchError, sqlite_error
 from .feedback import RocchioWeights, apply_feedback, carried, row_urls, validate_marks
 from .lexical import file_version
-from .options import DEEP, param, parse_options, run_params
+from .options import DEEP, PRO, param, parse_options, run_params
 from .pack import row_keys
 from .pack_json import PackJSON
 from .permissions import LLM_ANSWER, RESEARCH, WEB_SEARCH, can
@@ -222,7 +222,9 @@ async def run_research(
         settings = await with_stored_keys(datasette, settings, actor_id_of(actor))
     db = datasette.get_database(database)
     if model_permitted is None:
-        wants_model = options.answer and settings.answer.synthesizer == "llm"
+        wants_model = options.strategy == PRO or (
+            options.answer and settings.answer.synthesizer == "llm"
+        )
         model_permitted = wants_model and await may(datasette, actor, LLM_ANSWER)
     research = run_deep if options.depth == DEEP else run_pipeline
     typed = await research(

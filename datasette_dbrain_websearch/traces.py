@@ -183,6 +183,8 @@ def events_for(pack: PackJSON, started: datetime) -> list[dict[str, Any]]:
             add("deep_round", deep_ms, {"round": done["round"], "gaps": done["gaps"]})
             for query in done["queries"]:
                 add("deep_query", deep_ms, {"round": done["round"], **query})
+        for step in research.get("proposals", []):
+            add("deep_proposal", deep_ms, step)
         add(
             "deep_stopped",
             deep_ms,

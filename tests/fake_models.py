@@ -9,6 +9,11 @@ No network, no real keys. Each model id is a behaviour:
 - ``dbrain-fake-error``: raises an error whose message holds the key (as some APIs do).
 - ``dbrain-fake-slow``: never finishes within a short timeout.
 - ``dbrain-fake-empty``: replies with nothing.
+- ``dbrain-fake-pro``: directs a deep run (``strategy=pro``): each step prompt gets the next
+  reply of ``FakeAsync.steps`` (a test's script; a ``stop`` step once it runs out); a claims
+  prompt gets claims citing the first brain row and web rows, one citing an invented key and one
+  citing none, and on the repair turn only the first two.
+- ``dbrain-fake-pro-stubborn``: as ``dbrain-fake-pro``, but its repair repeats its mistakes.
 - ``dbrain-fake-key``: needs a key; answers with the first brain row's text and records the key
   (``FakeKeyModelAsync.keys_seen``) so tests can prove the configured key reached it.
 """
@@ -16,9 +21,10 @@ No network, no real keys. Each model id is a behaviour:
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import ClassVar
 
@@ -62,6 +68,27 @@ def canned_reply(prompt: str) -> str:
     return "\n".join(lines)
 
 
+STEP = "dbrain_websearch.step.v1"
+REPAIR = "Your previous reply had these problems"
+
+
+def step(action: str, **fields: str) -> str:
+    """A step reply as the model writes it."""
+    return json.dumps({"schema": STEP, "action": action, **fields})
+
+
+def claims_reply(prompt: str, repaired: bool) -> str:
+    """Claims bound to keys: the first brain row's and first three web rows' first
+    sentences and, unless
+    repaired, a claim citing an invented key and one citing none."""
+    local, web = blocks(prompt)
+    claims = [{"text": first_sentence(t), "keys": [k]} for k, t in [*local[:1], *web[:3]]]
+    if not repaired:
+        claims.append({"text": "A page nobody retrieved says so.", "keys": [INVENTED]})
+        claims.append({"text": "The moon is made of green cheese.", "keys": []})
+    return json.dumps({"schema": "dbrain_websearch.claims.v1", "claims": claims, "conflicts": []})
+
+
 def first_sentence(text: str) -> str:
     sentence = re.split(r"(?<=[.!?])\s", text.strip(), maxsplit=1)[0]
     return sentence.rstrip(".") + "."
@@ -84,6 +111,9 @@ class _Sync(llm.Model):
 
 class FakeAsync(llm.AsyncModel):
     can_stream = True
+    # dbrain-fake-pro's replies to step prompts, in order: a reply, or a function of the prompt.
+    steps: ClassVar[list[str | Callable[[str], str]]] = []
+    calls: ClassVar[list[str]] = []  # "step" or "claims" per prompt a pro model was sent
 
     def __init__(self, model_id: str) -> None:
         self.model_id = model_id
@@ -97,8 +127,22 @@ class FakeAsync(llm.AsyncModel):
             await asyncio.sleep(30)
         if behaviour == "empty":
             return
+        if behaviour.startswith("pro"):
+            yield self.pro_reply(behaviour, prompt.system or "", prompt.prompt)
+            return
         for piece in pieces(canned_reply(prompt.prompt)):
             yield piece
+
+    @staticmethod
+    def pro_reply(behaviour: str, system: str, prompt: str) -> str:
+        if STEP in system:
+            FakeAsync.calls.append("step")
+            if not FakeAsync.steps:
+                return step("stop", why="done")
+            reply = FakeAsync.steps.pop(0)
+            return reply(prompt) if callable(reply) else reply
+        FakeAsync.calls.append("claims")
+        return claims_reply(prompt, REPAIR in prompt and behaviour == "pro")
 
 
 class FakeKeyModelAsync(llm.AsyncKeyModel):
@@ -124,7 +168,14 @@ class FakeKeyModel(llm.KeyModel):
         yield "sync models are not used by the plugin"
 
 
-MODEL_IDS = ("dbrain-fake", "dbrain-fake-error", "dbrain-fake-slow", "dbrain-fake-empty")
+MODEL_IDS = (
+    "dbrain-fake",
+    "dbrain-fake-error",
+    "dbrain-fake-slow",
+    "dbrain-fake-empty",
+    "dbrain-fake-pro",
+    "dbrain-fake-pro-stubborn",
+)
 
 
 class FakeModels:
@@ -143,6 +194,7 @@ def fake_models() -> Iterator[None]:
     plugin = FakeModels()
     llm.plugins.pm.register(plugin, name=plugin.__name__)
     FakeKeyModelAsync.keys_seen = []
+    FakeAsync.steps, FakeAsync.calls = [], []
     try:
         yield
     finally:

@@ -106,8 +106,11 @@ def web(bridge_web, monkeypatch):
 
 @pytest.fixture
 def film_brain(tmp_path: Path) -> Path:
+    return make_film_brain(tmp_path / "brain.db")
+
+
+def make_film_brain(path: Path) -> Path:
     """A brain that holds the film, whose row names its director, and nothing about her."""
-    path = tmp_path / "brain.db"
     empty_brain(path)
     conn = sqlite3.connect(path)
     with conn:

@@ -17,6 +17,7 @@ from ..display import plural
 from ..fts import matched_terms
 from ..pack import Answer, LocalRow, Pack, Row, WebRow
 from ..web import CROSS_SITE_WARNING
+from .claims import ask_claims
 from .conflicts import find_conflicts
 from .extractive import Passage, Similarity, extract
 from .gaps import find_gaps, web_contribution
@@ -38,6 +39,7 @@ class AnswerAccess:
     datasette: Any = None
     actor: dict | None = None
     cross_site: bool = False
+    claims: bool = False  # strategy=pro: the model answers in claims bound to keys (``claims``)
 
 
 def choose_rows(ranked: list[Row], most: int) -> list[Row]:
@@ -94,6 +96,7 @@ class Draft:
     via: str = ""
     evidence: dict[str, Any] = field(default_factory=dict)
     failure: str = ""
+    claims: bool = False  # claims bound to keys: one no valid key supports is always dropped
 
 
 async def answer_stage(
@@ -119,7 +122,7 @@ async def answer_stage(
     warnings: list[dict[str, str]] = []
     ranked = list(order) if order is not None else pack.ranked()
     terms = list(pack.plan.query_terms)
-    use_model = settings.synthesizer == "llm"
+    use_model = settings.synthesizer == "llm" or access.claims
     if use_model and not access.model_permitted:
         use_model = False
         warnings.append(
@@ -154,7 +157,7 @@ async def answer_stage(
     synthesis_started = time.perf_counter()
     if use_model:
         with budget.paused():
-            draft = await _ask(pack.question, pairs, settings, access, labels, emit)
+            draft = await _ask(pack.question, pairs, settings, access, labels, emit, keys)
     else:
         with budget.phase():
             drafted = extract(terms, chosen, settings.max_sentences, similarity, budget.check)
@@ -163,7 +166,7 @@ async def answer_stage(
     verification_started = time.perf_counter()
     with budget.phase():
         verified = verify(draft.text, keys, settings.min_support, draft.conflicts)
-        if not settings.keep_unsupported:
+        if not settings.keep_unsupported or draft.claims:
             verified = without_unsupported(verified, keys)
         gaps = find_gaps(
             terms,
@@ -241,6 +244,7 @@ async def _ask(
     access: AnswerAccess,
     labels: Mapping[str, str],
     emit: Progress,
+    keys: RunKeys,
 ) -> Draft:
     """The model's draft; ``emit`` hears how far it has got, never its text (the page shows
     only the verified answer). A failure is recorded in the draft, never raised."""
@@ -276,10 +280,23 @@ async def _ask(
                 }
             )
 
-        reply = await ask_model(
-            resolved.model, system, prompt, resolved.key, settings.timeout, on_text
-        )
-        draft.text, draft.conflicts = split_reply(reply)
+        if access.claims:
+            found, turns = await ask_claims(
+                resolved.model,
+                prompt,
+                resolved.key,
+                settings.timeout,
+                on_text,
+                keys,
+                settings.max_sentences,
+            )
+            draft.text, draft.conflicts, draft.claims = found.text, found.conflicts, True
+            draft.evidence["claims"] = {"turns": turns, "problems": found.problems}
+        else:
+            reply = await ask_model(
+                resolved.model, system, prompt, resolved.key, settings.timeout, on_text
+            )
+            draft.text, draft.conflicts = split_reply(reply)
     except ModelFailure as exc:
         draft.failure = str(exc)
     return draft

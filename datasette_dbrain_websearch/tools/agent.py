@@ -83,6 +83,7 @@ async def agent_research(
     database: str | None = None,
     export: str = "none",
     depth: str = "quick",
+    strategy: str = "auto",
 ) -> str:
     query = ResearchQuery.from_call(locals())
     try:

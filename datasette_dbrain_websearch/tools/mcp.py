@@ -76,6 +76,7 @@ def register_mcp(datasette: Any, mcp: Any) -> None:
         database: Annotated[str | None, described("database")] = None,
         export: Annotated[Literal["none", "markdown"], described("export")] = "none",
         depth: Annotated[Literal["quick", "deep"], described("depth")] = "quick",
+        strategy: Annotated[Literal["auto", "pro"], described("strategy")] = "auto",
     ) -> dict[str, Any]:
         query = ResearchQuery.from_call(locals())
         actor, link = mcp_caller(datasette, ctx)

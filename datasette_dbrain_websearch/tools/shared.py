@@ -133,6 +133,15 @@ PARAMETERS: dict[str, dict[str, Any]] = {
         "time) runs out; research says why it stopped and how confident it is. Searches the "
         "web only as external allows.",
     },
+    "strategy": {
+        "type": "string",
+        "enum": ["auto", "pro"],
+        "default": "auto",
+        "description": "pro: a deep run whose rounds the answer's language model proposes "
+        "(search, read a result, or stop), each checked against the budgets and the known "
+        "results, its answer written as claims bound to row keys; needs the permission to "
+        "send evidence to a model, else the deterministic rounds run (a warning says so).",
+    },
     "answer": {
         "type": "boolean",
         "default": False,
@@ -293,6 +302,7 @@ class ResearchQuery:
     database: str | None = None
     export: str = "none"
     depth: str = "quick"
+    strategy: str = "auto"
 
     @classmethod
     def from_call(cls, arguments: Mapping[str, Any]) -> ResearchQuery:
@@ -325,6 +335,7 @@ class ResearchQuery:
             "not_site": list(self.not_sites),
             "answer": ["1" if self.answer else "0"],
             "depth": [self.depth],
+            "strategy": [self.strategy],
         }
         if self.limit is not None:
             params["limit"] = [str(self.limit)]

@@ -315,6 +315,7 @@ EXPANDED = (
     "read",
     "answer",
     "depth",
+    "strategy",
 )
 
 
@@ -405,6 +406,7 @@ def _form_values(params: dict[str, list[str]]) -> dict[str, str]:
         "profile",
         "answer",
         "depth",
+        "strategy",
     )
     form = {n: param(params, n) for n in names}
     # Text fields that take several values show them all, as the search read them.
