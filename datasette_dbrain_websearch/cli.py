@@ -18,7 +18,7 @@ from typing import Any
 import click
 from datasette.utils import StartupError
 
-from . import exports
+from . import citations, exports
 from .config import PLUGIN_NAME, ConfigError, Settings
 from .display import terminal_safe
 from .errors import ResearchError
@@ -34,7 +34,6 @@ from .evals import (
     run_cases,
     summarize,
 )
-from .pack import row_keys
 from .pack_json import PackJSON
 from .providers import DIRECT_LABEL
 from .runs_db import DEFAULT_FILENAME
@@ -72,26 +71,17 @@ async def _run(
     return pack, web.labels
 
 
-def citation_labels(pack: PackJSON) -> dict[str, str]:
-    """``brain 3`` / ``web 5``: each row's number in the printed list, by its keys (an item's
-    linked page is cited by the item's number)."""
-    return {
-        key: f"{'brain' if e['list'] == 'evidence' else 'web'} {n}"
-        for n, e in enumerate(pack["ranking"], start=1)
-        for key in row_keys(pack[e["list"]][e["index"]])
-    }
-
-
 def render_answer(pack: PackJSON) -> list[str]:
-    """The answer, each sentence with its citations (``[brain 3: src:…]``) and its marks."""
+    """The answer, each sentence with its citations by label (``[3]``, ``[W2]``, as on the page
+    and in the exports) and its marks."""
     answer = pack.get("answer") or {}
     if answer.get("status", "disabled") == "disabled":
         return []
-    labels = citation_labels(pack)
+    refs = citations.labels(pack)
     by = answer["synthesizer"]
     lines = ["", f"Answer ({by}; every citation checked against this run):"]
     for n, sentence in enumerate(answer["sentences"], start=1):
-        cited = " ".join(f"[{labels.get(k, '?')}: {k}]" for k in sentence["citations"])
+        cited = "".join(citations.cite(refs[k]) for k in sentence["citations"] if k in refs)
         mark = "" if sentence["supported"] else "  << UNSUPPORTED"
         text = f"{n}. {sentence['text']} {cited}".rstrip() + mark
         lines += textwrap.wrap(text, 96, initial_indent="  ", subsequent_indent="     ")
@@ -101,7 +91,7 @@ def render_answer(pack: PackJSON) -> list[str]:
         keys = ", ".join(r["key"] for r in answer["rejected_citations"])
         lines.append(f"  Removed citations to keys this run never retrieved: {keys}")
     for conflict in answer["conflicts"]["items"]:
-        cited = " ".join(f"[{labels.get(k, '?')}: {k}]" for k in conflict["citations"])
+        cited = "".join(citations.cite(refs[k]) for k in conflict["citations"] if k in refs)
         lines.append(f"  Sources disagree: {conflict['text']} {cited}")
     lines += [f"  Gap: {gap['message']}" for gap in answer["gaps"]]
     return lines
@@ -164,16 +154,18 @@ def render_text(pack: PackJSON) -> str:
     ]
     lines += render_research(pack)
     lines += render_answer(pack)
-    for n, entry in enumerate(pack["ranking"], start=1):
+    refs = citations.labels(pack)
+    for entry in pack["ranking"]:
         row = pack[entry["list"]][entry["index"]]
+        ref = f"{citations.cite(refs[row['source_key']]):>5}"
         lines.append("")
         if entry["list"] == "external_evidence":
             badge = f"OUTSIDE DBRAIN CORPUS / {' + '.join(row['providers'])} / ephemeral"
-            lines.append(f"{n:>2}. [{badge}] {row['title']}")
+            lines.append(f"{ref} [{badge}] {row['title']}")
         else:
             found_by = ", ".join(row.get("also_found_by", []))
             lines.append(
-                f"{n:>2}. [{row['kind']}/{row['source_type']}] {row['title']}"
+                f"{ref} [{row['kind']}/{row['source_type']}] {row['title']}"
                 + (f"  (also found by {found_by})" if found_by else "")
             )
         lines.append(f"    {row['source_key']}  {row['url']}".rstrip())

@@ -1,8 +1,8 @@
 """A saved run as files people take elsewhere (pure: a trace in, text out).
 
 Markdown holds the verified answer with its citations as numbered references, then every row with
-its origin, URL, excerpt and how deep its text goes. Brain rows are numbered ``[1]``, ``[2]``…
-and web rows ``[W1]``, ``[W2]``…, so a citation says where it points before it is looked up.
+its origin, URL, excerpt and how deep its text goes, each under its label (``citations``:
+brain rows ``[1]``, ``[2]``…, web rows ``[W1]``, ``[W2]``…, as the page and the CLI cite them).
 Every text it quotes (titles, answer sentences, excerpts, notes, messages) goes through
 ``_escape``, and only http(s) addresses become links (``_link``): anyone's words are shown as
 written, never applied as HTML, links or images. CSV holds the rows, one a line, with the same
@@ -21,7 +21,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from . import display
+from . import citations, display
 from .pack import row_keys
 from .pack_json import WEB_ORIGIN, PackJSON
 
@@ -91,8 +91,9 @@ def _shared_row(row: Row) -> dict[str, Any]:
 def shared(pack: PackJSON) -> dict[str, Any]:
     """The run as someone other than its owner sees it: the question, the verified answer and
     the rows it cites, in reading order; each ranking entry keeps its ``place`` in the full run
-    (the number the owner's page gives the row)."""
+    (where the owner's page shows the row), and each row its label there (``ref``)."""
     cited = cited_keys(pack)
+    refs = citations.labels(pack)
     answer = pack.get("answer") or {}
     out: dict[str, Any] = {
         "ok": True,
@@ -116,21 +117,8 @@ def shared(pack: PackJSON) -> dict[str, Any]:
             continue
         rows = out[entry["list"]]
         out["ranking"].append({**entry, "index": len(rows), "place": place})
-        rows.append(_shared_row(row))
+        rows.append({**_shared_row(row), "ref": refs[row["source_key"]]})
     return out
-
-
-def rows_with_refs(pack: PackJSON) -> list[tuple[str, Row]]:
-    """Every row with its reference: brain rows ``1``, ``2``…, web rows ``W1``, ``W2``…"""
-    return [
-        *((str(n), row) for n, row in enumerate(pack["evidence"], start=1)),
-        *((f"W{n}", row) for n, row in enumerate(pack["external_evidence"], start=1)),
-    ]
-
-
-def references(pack: PackJSON) -> dict[str, str]:
-    """Each key's reference (an item's linked page, which answers may cite, is the item's)."""
-    return {key: ref for ref, row in rows_with_refs(pack) for key in row_keys(row)}
 
 
 def depth(row: Row) -> str:
@@ -150,7 +138,7 @@ def _sentence(sentence: Row, refs: Mapping[str, str]) -> str:
     """An answer sentence (or a conflict) with its ``[key]`` citations as references (a key
     the run does not hold cannot appear: the verifier removed it)."""
     text = _escape(sentence["text"])
-    cited = "".join(f"[{refs[k]}]" for k in sentence["citations"] if k in refs)
+    cited = "".join(citations.cite(refs[k]) for k in sentence["citations"] if k in refs)
     return f"{text} {cited}".rstrip()
 
 
@@ -188,7 +176,7 @@ def _row_lines(ref: str, row: Row, labels: Mapping[str, str], link: Link) -> lis
     origin = _escape(badge(row, labels))
     if row["origin"] == WEB_ORIGIN:
         origin += f" · {depth(row)}"
-    lines = [f"{ref}. **{_escape(title)}** — {origin}"]
+    lines = [f"{citations.cite(ref)} **{_escape(title)}** — {origin}"]
     if row.get("url"):
         lines.append(f"   {_link(row['url'])}")
     if row.get("row_url"):
@@ -229,7 +217,7 @@ def markdown(
     ``when`` is the run's start (ISO 8601); ``link`` makes a path of this Datasette a URL.
     ``share`` (someone other than the run's owner): the question, the answer and the rows it
     cites, under the references they have in the full run."""
-    refs = references(pack)
+    refs = citations.labels(pack)
     cited = cited_keys(pack)
     lines = [
         f"# {_escape(pack['question'])}",
@@ -248,7 +236,9 @@ def markdown(
     answer = _answer_lines(pack, refs)
     if answer:
         lines += ["## Answer", "", *answer]
-    listed = [(r, row) for r, row in rows_with_refs(pack) if not share or is_cited(row, cited)]
+    listed = [
+        (r, row) for r, row in citations.labelled_rows(pack) if not share or is_cited(row, cited)
+    ]
     brain = [(r, row) for r, row in listed if not r.startswith("W")]
     web = [(r, row) for r, row in listed if r.startswith("W")]
     if share:
@@ -281,7 +271,7 @@ def csv_text(pack: PackJSON, labels: Mapping[str, str], link: Link, share: bool 
     writer = csv.DictWriter(out, CSV_COLUMNS, lineterminator="\r\n")
     writer.writeheader()
     shown = cited_keys(pack)
-    for ref, row in rows_with_refs(pack):
+    for ref, row in citations.labelled_rows(pack):
         if share and not is_cited(row, shown):
             continue
         values = {

@@ -84,8 +84,9 @@ def test_answer_chips_jump_to_their_rows_and_marks_show(page, server):
     assert answer.bounding_box()["y"] < page.locator(".dbrain-evidence").bounding_box()["y"]
     local_chip = answer.locator(".dbrain-answer-text .dbrain-cite-local").first
     web_chip = answer.locator(".dbrain-answer-text .dbrain-cite-external").first
-    assert local_chip.inner_text().startswith("brain ")
-    assert web_chip.inner_text().startswith("web ")
+    # One label everywhere: [3] for a brain row, [W2] for a web row, as the exports cite them.
+    assert re.fullmatch(r"\[\d+\]", local_chip.inner_text())
+    assert re.fullmatch(r"\[W\d+\]", web_chip.inner_text())
     colours = [
         chip.evaluate("el => getComputedStyle(el).backgroundColor")
         for chip in (local_chip, web_chip)
@@ -115,6 +116,7 @@ def test_answer_chips_jump_to_their_rows_and_marks_show(page, server):
     row = page.locator(target)
     assert "dbrain-row-external" in row.get_attribute("class")
     assert "Outside dbrain corpus" in row.inner_text()
+    assert row.locator(".dbrain-ref-external").inner_text() == web_chip.inner_text()
     assert row.evaluate("el => el.matches(':target')")
     box, height = row.bounding_box(), page.viewport_size["height"]
     assert -2 <= box["y"] < height  # scrolled to it (sub-pixel above the top is fine)
@@ -124,6 +126,7 @@ def test_answer_chips_jump_to_their_rows_and_marks_show(page, server):
     row = page.locator(target)
     assert "dbrain-row-external" not in row.get_attribute("class")
     assert "dbrain " in row.locator(".dbrain-badge-local").inner_text()
+    assert row.locator(".dbrain-ref-local").inner_text() == local_chip.inner_text()
     assert page.console_errors == []
 
 

@@ -31,7 +31,7 @@ def test_research_text_output(brain):
     assert result.exit_code == 0, result.output
     assert "Verdict: enough_evidence (strong_match) - Row 1 holds 100% of what" in result.output
     assert "Local dbrain evidence: 1 rows" in result.output
-    assert " 1. [item/github_star] simonw/datasette" in result.output
+    assert "  [1] [item/github_star] simonw/datasette" in result.output
 
 
 def test_research_filters(brain):

@@ -48,13 +48,13 @@ async def test_the_markdown_export_holds_the_answer_references_and_origins(brain
     # Every web row, under its own heading, with its origin, URL and depth.
     web_part = text.split("## From the web\n", 1)[1]
     for n, row in enumerate(web, start=1):
-        entry = web_part.split(f"\nW{n}. ", 1)[1].split("\n\n", 1)[0]
+        entry = web_part.split(f"\n[W{n}] ", 1)[1].split("\n\n", 1)[0]
         assert "Outside dbrain corpus / Brave / ephemeral · provider snippet" in entry
         assert f"<{row['url']}>" in entry
     brain_part = text.split("## In your brain\n", 1)[1].split("## From the web", 1)[0]
     assert "Outside dbrain corpus" not in brain_part and "Your dbrain brain" in brain_part
     for n in range(1, len(pack["evidence"]) + 1):
-        assert f"\n{n}. **" in brain_part
+        assert f"\n[{n}] **" in brain_part
 
 
 async def test_the_csv_export_has_one_row_a_line_with_its_origin(brain, fake):

@@ -198,7 +198,7 @@ async def test_a_run_comes_back_as_markdown_when_asked(server):
     text = pack["markdown"]
     assert text.startswith(f"# {WEB_QUESTION}\n") and "## From the web" in text
     assert f"{server['url']}/-/research/runs/{pack['run_id']}" in text  # links work elsewhere
-    assert "W1. **" in text and "Outside dbrain corpus / Brave / ephemeral" in text
+    assert "[W1] **" in text and "Outside dbrain corpus / Brave / ephemeral" in text
     plain = await call(server, "root", "dbrain_research", question=WEB_QUESTION)
     assert "markdown" not in plain.structured_content
 

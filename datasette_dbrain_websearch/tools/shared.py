@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from functools import partial
 from typing import Any
 
-from .. import display, exports, traces
+from .. import citations, display, exports, traces
 from ..admission import requester_key
 from ..brain import KINDS, TABLE, Hit, brain_shape, excerpt_fields, hydrate, row_facts
 from ..brain_access import check_unchanged as check_brain_unchanged
@@ -413,13 +413,16 @@ def compact_pack(pack: PackJSON, labels: dict[str, str], link: Link) -> dict[str
 
     Brain rows and web rows come in two lists, as the pack's ``evidence`` and
     ``external_evidence`` do, so no row can pass for the other kind even when a caller cuts a
-    long reply short; ``n`` is a row's place in the run's reading order (``ranking``).
+    long reply short; ``n`` is a row's place in the run's reading order (``ranking``), ``ref``
+    its label (``citations``: ``3``, ``W2``), as the page and the Markdown cite it.
     """
     web = pack["external_search"]
+    refs = citations.labels(pack)
     rows: dict[str, list[dict[str, Any]]] = {"evidence": [], "external_evidence": []}
     for n, entry in enumerate(pack["ranking"], start=1):
+        row = pack[entry["list"]][entry["index"]]
         rows[entry["list"]].append(
-            compact_row(n, pack[entry["list"]][entry["index"]], labels, link)
+            {"ref": refs[row["source_key"]], **compact_row(n, row, labels, link)}
         )
     compact: dict[str, Any] = {
         "ok": True,

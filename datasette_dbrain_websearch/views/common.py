@@ -17,6 +17,7 @@ from datasette import Forbidden, NotFound, Response
 from datasette.utils import tilde_decode
 from datasette.utils.asgi import AsgiStream
 
+from .. import citations
 from ..config import Settings
 from ..errors import ResearchError
 from ..options import param
@@ -125,15 +126,19 @@ MODE_LABELS = {"never": "Off", "on_weak": "If local evidence is weak", "always":
 
 
 def citation_anchors(pack: PackJSON | None, labels: dict[str, str]) -> dict[str, dict]:
-    """Where each row sits on the page (anchor, number, origin badge), for citation chips."""
+    """Where each row sits on the page (anchor), its label (``citations``: ``3``, ``W2``) and
+    origin badge, by key: for the answer's citation chips and each row's own label."""
+    if not pack:
+        return {}
+    refs = citations.labels(pack)
     anchors: dict[str, dict] = {}
-    for n, entry in enumerate((pack or {}).get("ranking", []), start=1):
+    for n, entry in enumerate(pack["ranking"], start=1):
         row = pack[entry["list"]][entry["index"]]
         local = entry["list"] == "evidence"
         providers = " + ".join(labels.get(p, p) for p in row.get("providers", []))
         anchor = {
             "id": f"evidence-{n}",
-            "n": n,
+            "label": refs[row["source_key"]],
             "local": local,
             "title": row["title"],
             "badge": "Your brain" if local else f"Outside dbrain corpus / {providers} / ephemeral",
