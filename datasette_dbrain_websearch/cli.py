@@ -243,12 +243,6 @@ def register(cli: click.Group) -> None:
     @click.option(
         "--freshness",
         "--external-freshness",
-    @click.option(
-        "--strategy",
-        type=click.Choice(["auto", "pro"]),
-        default=None,
-        help="pro: the answer's model proposes each deep round (implies --deep; answer.model)",
-    )
         help="Web results from the past pd/pw/pm/py or a date range",
     )
     @click.option("--read", type=int, help="Read the top N web results' pages before the answer")
@@ -256,6 +250,12 @@ def register(cli: click.Group) -> None:
         "--deep",
         is_flag=True,
         help="Deep research: follow-up rounds until covered or out of budget (deep.*)",
+    )
+    @click.option(
+        "--strategy",
+        type=click.Choice(["auto", "pro"]),
+        default=None,
+        help="pro: the answer's model proposes each deep round (implies --deep; answer.model)",
     )
     @click.option("--site", multiple=True, help="Web results only from this site (repeatable)")
     @click.option("--not-site", multiple=True, help="Never web results from this site (repeatable)")
@@ -280,7 +280,6 @@ def register(cli: click.Group) -> None:
         source_type: tuple[str, ...],
         kind: str | None,
         syntax: str | None,
-        strategy: str | None,
         since: str | None,
         until: str | None,
         external: str | None,
@@ -289,6 +288,7 @@ def register(cli: click.Group) -> None:
         freshness: str | None,
         read: int | None,
         deep: bool,
+        strategy: str | None,
         site: tuple[str, ...],
         not_site: tuple[str, ...],
         answer: bool | None,
@@ -298,7 +298,6 @@ def register(cli: click.Group) -> None:
         params: dict[str, list[str]] = {"q": [question]}
         for name, value in (
             ("limit", limit),
-            ("strategy", strategy),
             ("kind", kind),
             ("syntax", syntax),
             ("since", since),
@@ -307,6 +306,7 @@ def register(cli: click.Group) -> None:
             ("external_count", external_count),
             ("freshness", freshness),
             ("read", read),
+            ("strategy", strategy),
         ):
             if value is not None:
                 params[name] = [str(value)]
