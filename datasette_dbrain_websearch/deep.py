@@ -57,6 +57,7 @@ from .pipeline import Gathered, Progress, WebAccess, answer_gathered, gather
 from .web import BUDGET_EXHAUSTED, provider_order
 
 ANSWERED, NO_PROGRESS, BUDGET, TIME = "answered", "no_progress", "budget", "time"
+DEEP_BUDGET = "deep_budget"  # round 1's web skipped: one search could spend more than it allows
 STOP_MESSAGES = {
     ANSWERED: "every part of the question is covered by your brain's rows or pages read",
     NO_PROGRESS: "the last round found nothing new, or nothing was left to ask",
@@ -516,6 +517,9 @@ async def run_deep(
     )
     await _say_round(emit, 1, [FollowUp(options.question, "the question itself", "question", "")])
     first = await search(first_options, bounded(settings, deadline - clock()), frozenset(), arrived)
+    if mode != options.web.mode:  # the budget kept round 1 off the web, not the request
+        first.pack.web_search.mode = options.web.mode
+        first.pack.web_search.skipped_reason = DEEP_BUDGET
     terms = first.pack.plan.query_terms
     loop = Loop(first, terms, question_names(options.question), [options.question])
     loop.count(first)

@@ -197,6 +197,7 @@ WEB_SKIPPED = {
     "cross_site": "the request came from another site",
     "sites_not_allowed": "the sites asked for are outside this Datasette's allow_domains",
     "direct_url": "the question is a URL: the page you named was read instead",
+    "deep_budget": "one search could spend more than deep research's web_searches budget",
 }
 
 

@@ -492,3 +492,16 @@ def test_reads_are_shared_out_and_never_past_the_budget():
     assert round_reads(budget, Spent(reads=2), rounds_left=2, queries=2) == 1
     assert round_reads(budget, Spent(reads=6), rounds_left=2, queries=1) == 0
     assert round_reads(budget, Spent(reads=5), rounds_left=1, queries=1) == 1
+
+
+async def test_no_web_budget_keeps_the_mode_asked_and_says_why(film_brain, web):
+    ds = await film_ds(film_brain, web, deep_budgets={"web_searches": 0})
+    pack = await research(ds, depth="deep")
+    assert web.requests == []
+    search = pack["external_search"]
+    assert (search["mode"], search["ran"], search["skipped_reason"]) == (
+        "always",
+        False,
+        "deep_budget",
+    )
+    assert not any(q["searched_web"] for r in pack["research"]["rounds"] for q in r["queries"])
