@@ -116,6 +116,52 @@
     item.className = "dbrain-step dbrain-step-" + (event.status || event.stage);
     item.textContent = event.message || event.stage;
     panel.querySelector("ol").appendChild(item);
+    return item;
+  }
+
+  // Deep research's rounds, readable as they run: each round an item listing its queries and
+  // why each was asked; a query's result ("2 new rows") is added to its line, and what a
+  // follow-up's own search says meanwhile replaces a muted note on it (not a line of its own).
+  function showDeep(panel, event, deep) {
+    if (event.status === "round") {
+      var item = document.createElement("li");
+      item.className = "dbrain-step dbrain-step-round";
+      var title = document.createElement("strong");
+      title.textContent = "Round " + event.round + (event.round === 1 ? ": your question" : ": follow-ups");
+      item.appendChild(title);
+      var list = document.createElement("ul");
+      list.className = "dbrain-round-queries";
+      deep.queries = {};
+      (event.queries || []).forEach(function (q) {
+        var line = document.createElement("li");
+        line.appendChild(document.createTextNode("\u201c" + q.query + "\u201d"));
+        if (event.round > 1) {
+          line.appendChild(document.createTextNode(" — " + q.why));
+        }
+        var note = document.createElement("span");
+        note.className = "dbrain-round-note";
+        line.appendChild(note);
+        list.appendChild(line);
+        deep.queries[q.query] = note;
+      });
+      item.appendChild(list);
+      panel.querySelector("ol").appendChild(item);
+      deep.round = event.round;
+      deep.item = item;
+      return;
+    }
+    if (event.status === "query" && deep.queries && deep.queries[event.query]) {
+      var added = event.added === 1 ? "1 new row" : event.added + " new rows";
+      deep.queries[event.query].textContent = " → " + added;
+      deep.queries[event.query].classList.add("dbrain-round-added");
+      return;
+    }
+    if (event.status === "done") {
+      deep.round = 0;
+      showStep(panel, event).classList.add("dbrain-step-stopped");
+      return;
+    }
+    showStep(panel, event);
   }
 
   function filledParams(form) {
@@ -140,6 +186,7 @@
     var reader = response.body.getReader();
     var decoder = new TextDecoder();
     var buffer = "";
+    var deep = { round: 0, queries: {}, item: null };
     for (;;) {
       var chunk = await reader.read();
       if (chunk.done) {
@@ -166,6 +213,18 @@
         if (event.stage === "error") {
           showStep(panel, { stage: "error", status: "failed", message: event.error });
           return;
+        }
+        if (event.stage === "deep") {
+          showDeep(panel, event, deep);
+          continue;
+        }
+        if (deep.round > 1 && event.stage !== "answer") {
+          // A follow-up's own search: a note on the round, not a line of its own.
+          var notes = deep.item.querySelectorAll(".dbrain-round-note:not(.dbrain-round-added)");
+          if (notes.length) {
+            notes[0].textContent = " … " + (event.message || event.stage);
+          }
+          continue;
         }
         showStep(panel, event);
       }
