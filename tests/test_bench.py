@@ -44,6 +44,7 @@ def test_locks_bench_checks_every_answer_while_a_database_is_locked(smoke):
     for phase in ("plugin database locked", "brain written (WAL)", "brain locked (page)"):
         assert phase in smoke.stdout
     assert "200 trace_not_saved" in smoke.stdout and "503 brain_busy" in smoke.stdout
+    assert "brain locked (page): 503 in" in smoke.stdout  # a time, printed, never a failure
     assert "every answer kept the rules" in smoke.stdout
 
 
