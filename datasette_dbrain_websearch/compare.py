@@ -35,9 +35,9 @@ def row_summary(row: Row, rank: int) -> dict[str, Any]:
     }
 
 
-def ranked_rows(pack: PackJSON) -> list[Row]:
-    """The run's rows in its reading order (``ranking``), brain and web."""
-    return [pack[entry["list"]][entry["index"]] for entry in pack.get("ranking", [])]
+def ranked_entries(pack: PackJSON | Row) -> list[tuple[Row, Row]]:
+    """The run's ranking entries and their rows in its reading order, brain and web."""
+    return [(entry, pack[entry["list"]][entry["index"]]) for entry in pack.get("ranking", [])]
 
 
 def answer_sides(pack: PackJSON) -> list[dict[str, Any]]:
@@ -60,16 +60,24 @@ def answer_sides(pack: PackJSON) -> list[dict[str, Any]]:
 
 
 def side(trace: Row, cost: Mapping[str, Any]) -> dict[str, Any]:
-    """One run's column: its verdict, counts, time, cost and answer."""
+    """One run's column: its verdict, counts, time, cost and answer; of a shared run
+    (``exports.shared``), only its answer and the count of the rows it cites."""
     pack = trace["pack"]
-    judge = pack["judge"]
-    verdict = judge.get("combined") or judge
-    web = pack["external_search"]
-    return {
+    seen = {
         "run_id": pack["run_id"],
         "started_at": trace.get("started_at", ""),
         "question": pack["question"],
         "database": pack["database"],
+    }
+    if pack.get("shared"):
+        cited = {"brain": len(pack["evidence"]), "web": len(pack["external_evidence"])}
+        return {**seen, "shared": True, "cited": cited, "answer": answer_sides(pack)}
+    judge = pack["judge"]
+    verdict = judge.get("combined") or judge
+    web = pack["external_search"]
+    return {
+        **seen,
+        "shared": False,
         "verdict": verdict["verdict"],
         "message": verdict["message"],
         "brain_verdict": judge["verdict"],
@@ -90,9 +98,11 @@ def compare_runs(
     costs = costs or {}
     rows = {}
     for name, trace in (("a", a), ("b", b)):
+        pack = trace["pack"]
+        # A shared run's rows keep their place in the whole run.
         rows[name] = {
-            identity(row): row_summary(row, rank)
-            for rank, row in enumerate(ranked_rows(trace["pack"]), start=1)
+            identity(row): row_summary(row, entry.get("place", rank))
+            for rank, (entry, row) in enumerate(ranked_entries(pack), start=1)
         }
     shared = [k for k in rows["a"] if k in rows["b"]]
     comparison = {
@@ -115,11 +125,18 @@ def summary(comparison: Mapping[str, Any]) -> str:
     """The comparison in one sentence: what the web added, when one run searched it and the
     other did not; else what each found that the other did not."""
     a, b = comparison["a"], comparison["b"]
-    if a["web_searched"] == b["web_searched"]:
+    found = (
+        f"A found {plural(len(comparison['only_in_a']), 'row')} B did not; B found "
+        f"{plural(len(comparison['only_in_b']), 'row')} A did not."
+    )
+    shared = [name for name, one in (("A", a), ("B", b)) if one["shared"]]
+    if shared:
         return (
-            f"A found {plural(len(comparison['only_in_a']), 'row')} B did not; B found "
-            f"{plural(len(comparison['only_in_b']), 'row')} A did not."
+            f"{found} {' and '.join(shared)} {'is' if len(shared) == 1 else 'are'} not yours: "
+            "only the rows its answer cites are shown."
         )
+    if a["web_searched"] == b["web_searched"]:
+        return found
     web, brain, only = (
         (a, b, comparison["only_in_a"]) if a["web_searched"] else (b, a, comparison["only_in_b"])
     )

@@ -14,6 +14,7 @@ from datasette.plugins import pm
 
 from datasette_dbrain_websearch import runs_db, traces
 from datasette_dbrain_websearch.pack import new_run_id
+from datasette_dbrain_websearch.views import own_runs
 
 from .helpers import actor_cookies, attr, csrf, make_datasette, promoting_ds, web_config
 
@@ -187,17 +188,21 @@ def test_run_ids_carry_at_least_96_random_bits():
 async def test_the_pages_own_links_work_signed_in_and_anonymous(ds):
     for actor in (None, "alice"):
         cookies = actor_cookies(ds, actor) if actor else {}
-        page = (await ds.client.get("/-/research", params={"q": "espresso"}, cookies=cookies)).text
+        asked = await ds.client.get("/-/research", params={"q": "espresso"}, cookies=cookies)
+        # As a browser keeps them: the form's CSRF token, and a visitor's runs as theirs.
+        cookies |= dict(asked.cookies)
+        assert (own_runs.COOKIE in cookies) is (actor is None)
+        page = asked.text
         trace_url = attr(page, r'<a href="([^"]+)">trace</a>')
         assert (await ds.client.get(trace_url, cookies=cookies)).status_code == 200
         action = attr(page, r'<form id="dbrain-feedback" method="post" action="([^"]+)"')
         back = attr(page, r'name="next" value="([^"]+)"')
         key = attr(page, r'name="mark" value="([^"|]+)\|relevant"')
-        form_cookies, _, token = await csrf(ds, cookies)
+        token = attr(page, r'name="csrftoken" value="([^"]*)"')
         marked = await ds.client.post(
             action,
             data={"csrftoken": token, "mark": f"{key}|relevant", "next": back},
-            cookies=form_cookies,
+            cookies=cookies,
         )
         assert marked.status_code == 302 and marked.headers["location"] == back
         saved = await ds.client.get(back, cookies=cookies)

@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import csv
 import io
+import json
+import re
 
 from datasette_dbrain_websearch import exports
+from datasette_dbrain_websearch.views import own_runs
 
 from .helpers import actor_cookies, web_datasette
 
@@ -110,3 +113,93 @@ async def test_the_owner_sees_all_of_their_run(brain, fake):
     assert (
         await ds.client.get(pack["trace_url"], cookies=actor_cookies(ds, "bob"))
     ).status_code == 404
+
+
+# The research page's ?run= and compare follow the same rule (issue 33).
+
+
+def run_of(html: str) -> str:
+    """The run a research page shows (its trace link)."""
+    return re.search(r'<a href="/-/research/runs/([^"]+)">trace</a>', html).group(1)
+
+
+async def test_someone_elses_run_on_the_research_page_is_its_shared_view(brain, fake):
+    ds, pack = await anonymous_web_run(brain, fake)
+    cited, uncited = split_rows(pack)
+    address = {"q": QUESTION, "run": pack["run_id"]}
+    for cookies in ({}, actor_cookies(ds, "alice")):
+        response = await ds.client.get("/-/research", params=address, cookies=cookies)
+        assert response.status_code == 302
+        assert response.headers["location"] == pack["trace_url"]
+        assert all(row["url"] not in response.text for row in uncited)
+        shared = (await ds.client.get(response.headers["location"], cookies=cookies)).text
+        assert "Shared view" in shared and all(row["url"] in shared for row in cited)
+        assert all(row["url"] not in shared for row in uncited)
+    whole = await ds.client.get("/-/research", params=address, cookies=actor_cookies(ds, "root"))
+    assert whole.status_code == 200 and run_of(whole.text) == pack["run_id"]
+    assert all(row["url"] in whole.text for row in uncited)
+
+
+async def test_a_visitors_own_run_stays_whole_for_them_and_only_them(brain, fake):
+    ds = await web_datasette(brain, fake, allow=True)
+    params = {"q": QUESTION, "external": "always", "answer": "1"}
+    asked = await ds.client.get("/-/research", params=params)
+    mine = {own_runs.COOKIE: asked.cookies[own_runs.COOKIE]}  # the visitor's browser keeps it
+    run_id = run_of(asked.text)
+    pack = (await ds.client.get(f"/-/research/runs/{run_id}.json", cookies=mine)).json()["pack"]
+    _, uncited = split_rows(pack)
+    assert uncited
+    address = {"q": QUESTION, "run": run_id}
+    again = await ds.client.get("/-/research", params=address, cookies=mine)
+    assert again.status_code == 200 and run_of(again.text) == run_id
+    assert all(row["url"] in again.text for row in uncited)
+    page = (await ds.client.get(pack["trace_url"], cookies=mine)).text
+    assert "Stages" in page and "Shared view" not in page
+    # The same link in another browser, or with a forged cookie: the shared view.
+    forged = {own_runs.COOKIE: ds.sign([run_id], "another-namespace")}
+    for cookies in ({}, forged):
+        passed_on = await ds.client.get("/-/research", params=address, cookies=cookies)
+        assert passed_on.status_code == 302
+        page = (await ds.client.get(pack["trace_url"], cookies=cookies)).text
+        assert "Shared view" in page and all(row["url"] not in page for row in uncited)
+
+
+async def test_the_streams_claim_makes_the_run_the_visitors_and_leaves_the_address(brain, fake):
+    ds = await web_datasette(brain, fake, allow=True)
+    params = {"q": QUESTION, "external": "always"}
+    streamed = await ds.client.get("/-/research/stream", params=params)
+    done = json.loads(streamed.text.strip().splitlines()[-1])
+    assert done["stage"] == "done" and "&claim=" in done["url"]
+    landed = await ds.client.get(done["url"])
+    assert landed.status_code == 302
+    assert landed.headers["location"] == done["url"].split("&claim=")[0]  # never in a copied link
+    mine = {own_runs.COOKIE: landed.cookies[own_runs.COOKIE]}
+    page = await ds.client.get(landed.headers["location"], cookies=mine)
+    assert page.status_code == 200 and run_of(page.text) == done["run_id"]
+    # Without the claim's cookie the link is someone else's run; a forged claim sets none.
+    assert (await ds.client.get(landed.headers["location"])).status_code == 302
+    forged = await ds.client.get(landed.headers["location"] + "&claim=forged")
+    assert forged.status_code == 302 and own_runs.COOKIE not in forged.cookies
+    # A signed-in person's stream needs no claim: the run is theirs by name.
+    alice = actor_cookies(ds, "alice")
+    theirs = await ds.client.get("/-/research/stream", params=params, cookies=alice)
+    assert "claim=" not in theirs.text
+
+
+async def test_compare_shows_someone_elses_runs_as_shared(brain, fake):
+    ds, a = await anonymous_web_run(brain, fake)
+    b = (await ds.client.get("/-/research.json", params={"q": QUESTION, "answer": "1"})).json()
+    _, uncited = split_rows(a)
+    address = {"a": a["run_id"], "b": b["run_id"]}
+    for cookies in ({}, actor_cookies(ds, "alice")):
+        page = await ds.client.get("/-/research/compare", params=address, cookies=cookies)
+        assert page.status_code == 200 and "Not your run" in page.text
+        data = (await ds.client.get("/-/research/compare.json", params=address)).json()
+        assert data["a"]["shared"] and data["b"]["shared"] and "verdict" not in data["a"]
+        for text in (page.text, json.dumps(data)):
+            assert all(row["url"] not in text for row in uncited)
+            assert "provider_calls" not in text and "total_ms" not in text
+    root = actor_cookies(ds, "root")
+    whole = await ds.client.get("/-/research/compare.json", params=address, cookies=root)
+    assert not whole.json()["a"]["shared"] and "verdict" in whole.json()["a"]
+    assert any(row["url"] in whole.text for row in uncited)

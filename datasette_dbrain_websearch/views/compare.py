@@ -3,7 +3,9 @@
 ``b=brain`` compares a run with the same question researched now without the web: a GET shows
 the run and a button; only its POST (from this site, within the requester's limits) researches
 and saves the new run, and the page moves to its own address, so a reload never researches
-again. Both runs go through the saved-run check (someone else's run is a 404).
+again. Both runs go through the saved-run check (someone else's run is a 404), and a run the
+requester does not own (an anonymous run's link) is compared as it is shared: its question,
+answer and cited rows, no verdict, counts, time or cost.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from datasette import Response
 
-from .. import display, ledger, traces
+from .. import display, exports, ledger, traces
 from ..compare import compare_runs
 from ..config import Settings
 from ..errors import ResearchError
@@ -32,6 +34,7 @@ from .common import (
     refusal,
     remembering_access,
 )
+from .own_runs import remember_run, sees_whole_run
 
 TEMPLATE = "dbrain_websearch_compare.html"
 BRAIN_ONLY = "brain"
@@ -114,7 +117,9 @@ async def compare_view(request: Any, datasette: Any) -> Response:
                 raise post_to_research()
             b = await brain_only(datasette, request, a)
             if not as_json:
-                return Response.redirect(compare_path(datasette, a["run_id"], b["run_id"]), 303)
+                response = Response.redirect(compare_path(datasette, a["run_id"], b["run_id"]), 303)
+                remember_run(datasette, request, response, b["run_id"])  # a visitor's new run
+                return response
         else:
             b = await saved_run(datasette, request.actor, b_id)
     except ResearchError as exc:
@@ -123,7 +128,11 @@ async def compare_view(request: Any, datasette: Any) -> Response:
             response.headers["Allow"] = "POST"
         return response
     costs = await ledger.run_costs(plugin_database(datasette), [a["run_id"], b["run_id"]])
-    comparison = compare_runs(a, b, costs)
+    # A b=brain run was made by this request: the requester's own.
+    made = b_id == BRAIN_ONLY
+    comparison = compare_runs(
+        as_seen(datasette, request, a), b if made else as_seen(datasette, request, b), costs
+    )
     if as_json:
         return Response.json(comparison)
     html = await datasette.render_template(
@@ -137,6 +146,14 @@ async def compare_view(request: Any, datasette: Any) -> Response:
         request=request,
     )
     return Response.html(html)
+
+
+def as_seen(datasette: Any, request: Any, trace: dict[str, Any]) -> dict[str, Any]:
+    """The run as this request may see it: whole for its owner, else what it shares (an
+    anonymous run's link), as on its own page."""
+    if sees_whole_run(datasette, request, trace):
+        return trace
+    return {**trace, "pack": exports.shared(trace["pack"])}
 
 
 def page_context(datasette: Any) -> dict[str, Any]:

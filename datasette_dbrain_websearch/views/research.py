@@ -24,6 +24,7 @@ from ..providers.base import clean, scrub
 from ..requesters import cross_site_with_cookie, requester_of
 from ..runs_db import plugin_database
 from ..service import (
+    actor_id_of,
     brain_databases,
     may,
     may_see_run,
@@ -48,6 +49,7 @@ from .common import (
     resolve_brain,
     stream_path,
 )
+from .own_runs import claim_token, claimed, remember_run, sees_whole_run
 from .sign_in import HOW_TO_SIGN_IN
 
 TEMPLATE = "dbrain_websearch_research.html"
@@ -66,10 +68,11 @@ def saved_run_url(
     return path + "?" + urllib.parse.urlencode(query, True)
 
 
-async def saved_pack(
+async def saved_trace(
     datasette: Any, request: Any, params: dict[str, list[str]]
 ) -> dict[str, Any] | None:
-    """``?run=<run_id>``: the pack a streamed run already produced (no second search)."""
+    """``?run=<run_id>``: the run a streamed search already saved (no second search), when it
+    is this question's and the actor may see it; else None, and the page searches anew."""
     run_id = param(params, "run")
     db = plugin_database(datasette)
     if not run_id or db is None or not traces.RUN_ID.fullmatch(run_id):
@@ -79,7 +82,7 @@ async def saved_pack(
         return None
     if not await may_see_run(datasette, request.actor, trace):
         return None
-    return trace["pack"]
+    return trace
 
 
 async def prepare(
@@ -103,8 +106,15 @@ async def research_view(request: Any, datasette: Any) -> Response:
         settings, params, lineage, database, allowed = await prepare(datasette, request)
     except ResearchError as exc:
         return await refusal(datasette, request, as_json, exc)
+    claim = None if as_json else claimed(datasette, request, params)
+    if claim is not None:
+        return claim
     web = await web_access(datasette, request.actor, cross_site_with_cookie(request))
-    pack = None if as_json else await saved_pack(datasette, request, params)
+    trace = None if as_json else await saved_trace(datasette, request, params)
+    if trace is not None and not sees_whole_run(datasette, request, trace):
+        # Someone else's run (an anonymous run's link): what it shares, on its own page.
+        return Response.redirect(traces.run_path(datasette, trace["run_id"]))
+    pack = trace["pack"] if trace else None
     refinement = None
     if pack is not None:
         pack, refinement = await with_feedback(datasette, pack, settings)
@@ -202,7 +212,10 @@ async def research_view(request: Any, datasette: Any) -> Response:
     html = await datasette.render_template(TEMPLATE, context, request=request)
     if error:
         return Response.html(html, status=error.status, headers=error.headers())
-    return then_settle(datasette, Response.html(html), (pack or {}).get("run_id", ""))
+    response = Response.html(html)
+    if pack is not None and trace is None and pack.get("trace_url"):
+        remember_run(datasette, request, response, pack["run_id"])  # this visitor's new run
+    return then_settle(datasette, response, (pack or {}).get("run_id", ""))
 
 
 def then_settle(datasette: Any, response: Response, run_id: str) -> Response:
@@ -500,6 +513,8 @@ async def stream_view(request: Any, datasette: Any) -> Any:
             await progress({"stage": "error", **exc.as_json()})
             return
         url = saved_run_url(datasette, params, pack, database if route else None)
+        if url and not actor_id_of(request.actor):  # the page makes the run this browser's
+            url += "&" + urllib.parse.urlencode({"claim": claim_token(datasette, pack["run_id"])})
         await progress({"stage": "done", "run_id": pack["run_id"], "url": url})
 
     return Stream(

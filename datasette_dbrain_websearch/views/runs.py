@@ -31,6 +31,7 @@ from .common import (
     remembering_access,
     research_path,
 )
+from .own_runs import sees_whole_run
 from .sign_in import HOW_TO_SIGN_IN
 
 RUN_TEMPLATE = "dbrain_websearch_run.html"
@@ -39,26 +40,18 @@ RUN_TEMPLATE = "dbrain_websearch_run.html"
 RUNS_TEMPLATE = "dbrain_websearch_runs.html"
 
 
-def sees_everything(actor: dict | None, trace: dict[str, Any]) -> bool:
-    """A run's owner (the signed-in actor who made it) and root see all of it; anyone else
-    with its link (an anonymous run's: no one can show it is theirs) sees what it shares
-    (``exports.shared``), so a passed-on link never gives away the search behind the answer."""
-    me = actor_id_of(actor)
-    return me == ROOT or (bool(me) and trace.get("actor_id", "") == me)
-
-
 @remembering_access
 async def run_view(request: Any, datasette: Any) -> Response:
     """``/-/research/runs/<run_id>[.json|.md|.csv]``: a saved trace (or its Markdown and CSV
-    exports), whole for its own actor and root; for a run made by an anonymous visitor, what
-    it shares for whoever has its link; 404 for everyone else."""
+    exports), whole for its owner and root (``own_runs``); for a run made by an anonymous
+    visitor, what it shares for whoever else has its link; 404 for everyone else."""
     form = request.url_vars.get("format") or ""
     as_json = bool(form)
     run_id = request.url_vars["run_id"]
     labels = provider_labels(registered_providers(datasette))
     try:
         trace = await saved_run(datasette, request.actor, run_id)
-        whole = sees_everything(request.actor, trace)
+        whole = sees_whole_run(datasette, request, trace)
         if form == ".json":
             if whole:
                 return Response.json(trace)

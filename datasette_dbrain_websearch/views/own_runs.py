@@ -1,0 +1,90 @@
+"""Who sees a saved run whole: its owner and root; anyone else who may open it (an anonymous
+run's link) sees what it shares (``exports.shared``), on every page that shows a run (the run
+page and its files, the research page's ``?run=``, compare).
+
+A visitor who is not signed in owns no run by name, so the browser that made an anonymous run
+keeps a signed cookie of its run ids: the run stays whole for the person who asked, while the
+same link passed on shows the answer and its cited rows only. The page that searches sets the
+cookie itself; the live stream cannot (its headers go before the run has an id), so its "done"
+address carries a signed claim that the page exchanges for the cookie and then drops from the
+address, so a copied link never carries it.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from typing import Any
+
+from datasette import Response
+from itsdangerous import BadSignature
+
+from ..options import param
+from ..service import ROOT, actor_id_of
+
+COOKIE = "dbrain_websearch_runs"
+NAMESPACE = "dbrain-websearch-own-runs"
+CLAIM = "dbrain-websearch-claim"
+KEPT = 30  # the newest runs a browser keeps as its own (a cookie holds about 4 KB)
+MAX_AGE = 180 * 24 * 3600  # as long as retention keeps a young run
+
+
+def own_runs(datasette: Any, request: Any) -> list[str]:
+    """The anonymous runs this browser made (none when the cookie is missing or forged)."""
+    signed = request.cookies.get(COOKIE, "")
+    if not signed:
+        return []
+    try:
+        runs = datasette.unsign(signed, NAMESPACE)
+    except BadSignature:
+        return []
+    return [r for r in runs if isinstance(r, str)] if isinstance(runs, list) else []
+
+
+def sees_whole_run(datasette: Any, request: Any, trace: dict[str, Any]) -> bool:
+    """Root and the run's owner: the signed-in actor who made it, or for an anonymous run the
+    browser that made it."""
+    me, owner = actor_id_of(request.actor), trace.get("actor_id", "")
+    if me == ROOT or (me and owner == me):
+        return True
+    return not owner and trace["run_id"] in own_runs(datasette, request)
+
+
+def remember_run(datasette: Any, request: Any, response: Any, run_id: str) -> None:
+    """A run an anonymous visitor just made is theirs: the response keeps it in their cookie."""
+    if actor_id_of(request.actor) or not run_id:
+        return
+    runs = [r for r in own_runs(datasette, request) if r != run_id][-(KEPT - 1) :]
+    response.set_cookie(
+        COOKIE,
+        datasette.sign([*runs, run_id], NAMESPACE),
+        max_age=MAX_AGE,
+        path=datasette.urls.path("/"),
+        httponly=True,
+        samesite="lax",
+    )
+
+
+def claim_token(datasette: Any, run_id: str) -> str:
+    """What the stream's "done" address carries, for the page to set the cookie with."""
+    return datasette.sign(run_id, CLAIM)
+
+
+def claimed(datasette: Any, request: Any, params: dict[str, list[str]]) -> Response | None:
+    """``?run=…&claim=…``: the same address without the claim, the run remembered as this
+    browser's when the claim is the stream's for that run (a forged one is only dropped)."""
+    token = param(params, "claim")
+    if not token:
+        return None
+    query = [
+        (k, v)
+        for k, v in urllib.parse.parse_qsl(request.query_string, keep_blank_values=True)
+        if k != "claim"
+    ]
+    response = Response.redirect(request.path + "?" + urllib.parse.urlencode(query))
+    try:
+        run_id = datasette.unsign(token, CLAIM)
+    except BadSignature:
+        return response
+    if run_id == param(params, "run"):
+        remember_run(datasette, request, response, run_id)
+    return response
