@@ -75,13 +75,13 @@ clock: Callable[[], float] = time.monotonic
 
 # A name: capitalised words, joined by the small words names contain ("Duke of York").
 NAME = re.compile(
-    r"\b[A-Z][\w'\u2019.\-]*[\w](?:\s+(?:(?:of|de|del|da|di|van|von|der|den|la|le|du|y|the)\s+)?"
-    r"[A-Z][\w'\u2019.\-]*[\w])*"
-)
+    r"\b[A-Z][\w'\u2019.\-]*[\w](?:[ \t]+(?:(?:of|de|del|da|di|van|von|der|den|la|le|du|y|the)"
+    r"[ \t]+)?[A-Z][\w'\u2019.\-]*[\w])*"
+)  # on one line: a title above the text is no part of a name the text opens with
 # A lone capitalised word that names a people or language ("American", "Danish", "Bengali").
 DEMONYM = re.compile(r"(?:an|ish|ese|i|ic)$")
 PARENTHESIS = re.compile(r"\s*\([^)]*\)\s*$")
-SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"“(])")
+SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"“(])|\n+")  # a title's line is one too
 # Capitalised words that start sentences or name times, not things a follow-up can look up.
 NOT_NAMES = frozenset(
     """a an and as at but by for from he her his how i if in is it its not of on or she so

@@ -399,6 +399,11 @@ def test_names_are_capitalised_runs_without_sentence_openers():
     text = "He met the Duke of York in New York City. The film was shot in Mombasa."
     assert names_in(text) == ["Duke of York", "New York City", "Mombasa"]
     assert question_names("Aside from the Apple Remote, what else?") == ["Apple Remote"]
+    # A note's title line above its text is no part of the name the text opens with.
+    assert names_in("Reading list: The Slow Loaf\n\nThe Slow Loaf is a book.") == [
+        "Reading",
+        "Slow Loaf",
+    ]
 
 
 def test_the_bridge_is_the_name_beside_the_questions_words():

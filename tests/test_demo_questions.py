@@ -7,23 +7,30 @@ from pathlib import Path
 import pytest
 
 from datasette_dbrain_websearch.demo import DEMO_QUESTIONS, build_demo_brain
+from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.demo.links import demo_links, main, request_params
 
-from .helpers import make_datasette
+from .helpers import BRAVE_KEY, EXA_KEY, actor_cookies, make_datasette, web_config
 
 VERDICTS = {
     "enough": "enough_evidence",
     "exact": "enough_evidence",
     "weak": "weak_evidence",
     "none": "no_evidence",
+    "first_hop": "enough_evidence",  # round 1's verdict: the note has the question's words
 }
 
 
 @pytest.fixture(scope="module")
-def demo_ds(tmp_path_factory):
+def demo_path(tmp_path_factory) -> Path:
     path = tmp_path_factory.mktemp("demo") / "brain.db"
     build_demo_brain(path)
-    return make_datasette([str(path)])
+    return path
+
+
+@pytest.fixture(scope="module")
+def demo_ds(demo_path):
+    return make_datasette([str(demo_path)])
 
 
 @pytest.mark.parametrize("case", DEMO_QUESTIONS, ids=[c["q"][:40] for c in DEMO_QUESTIONS])
@@ -65,6 +72,42 @@ async def test_demo_question_answered_with_every_sentence_cited_and_supported(de
     assert answer["status"] == "ok" or case["expect"] == "exact", answer["message"]
     assert all(s["supported"] and s["citations"] for s in answer["sentences"])
     assert answer["rejected_citations"] == []
+
+
+DEEP_CASE = next(c for c in DEMO_QUESTIONS if c.get("depth") == "deep")
+
+
+@pytest.fixture
+def demo_web(demo_path, monkeypatch):
+    """The demo brain with the fake web, as ``make demo`` has them (its config's web block)."""
+    with FakeWeb(brave_keys=(BRAVE_KEY,), exa_keys=(EXA_KEY,)) as fake:
+        monkeypatch.setenv("TEST_BRAVE_KEY", BRAVE_KEY)
+        monkeypatch.setenv("TEST_EXA_KEY", EXA_KEY)
+        config = web_config(fake, read_via=f"{fake.url}/reader/", count=5, read=2)
+        yield make_datasette([str(demo_path)], plugin_config=config), fake
+
+
+@pytest.mark.parametrize("depth", ["quick", "deep"])
+async def test_the_deep_demo_question_needs_its_second_round(demo_web, depth):
+    """The note names the book's author; only a deep run's second round finds (on the fake
+    web) where she lives, reads that page and cites it."""
+    ds, _ = demo_web
+    await ds.invoke_startup()
+    params = {**request_params(DEEP_CASE), "depth": depth, "answer": "1"}
+    response = await ds.client.get(
+        "/-/research.json", params=params, cookies=actor_cookies(ds, "root")
+    )
+    pack = response.json()
+    bergen = [r for r in pack["external_evidence"] if "ingrid-halvorsen" in r["url"]]
+    if depth == "quick":
+        assert bergen == [] and "Bergen" not in pack["answer"]["text"]
+        return
+    research = pack["research"]
+    assert [q["query"] for q in research["rounds"][1]["queries"]] == ["Ingrid Halvorsen"]
+    assert (research["stop_reason"], research["confidence"]["level"]) == ("answered", "high")
+    assert bergen[0]["depth"] == "page"
+    assert bergen[0]["source_key"] in pack["answer"]["citations"]["external"]
+    assert "Bergen" in pack["answer"]["text"]
 
 
 def test_the_readme_links_are_the_demo_questions_on_the_default_port():

@@ -685,6 +685,11 @@ _MISC_NOTES: tuple[tuple[str, str], ...] = (
         "address with the bank.",
     ),
 )
+_BOOK_NOTE = (
+    "Reading list: The Slow Loaf",
+    "The Slow Loaf is a 2024 book on long-fermented sourdough. Its author, Ingrid Halvorsen, "
+    "explains starter peak and levain timing better than anything else I have read.",
+)
 _MANUAL_ITEMS: tuple[tuple[str, str, str], ...] = (
     (
         "reading-list-2026",
@@ -778,13 +783,22 @@ DEMO_QUESTIONS: list[dict[str, Any]] = [
         "shows": "no local evidence: the case for searching the web",
         "expect": "none",
     },
+    {
+        "q": "Where does the author of The Slow Loaf live?",
+        "external": "always",
+        "depth": "deep",
+        "shows": "deep research: a note names the book's author, and a second round finds where "
+        "she lives on the (fake) web, reads the page and cites it (a quick run never does)",
+        "expect": "first_hop",
+    },
 ]
 """Curated questions for the demo brain.
 
 ``q`` is the question; ``shows`` says which feature it demonstrates; ``expect`` is what the
-demo brain holds for it (``enough``, ``weak``, ``none`` or ``exact``) and ``source_key`` the
-row an exact lookup must return. The remaining keys (``tag``, ``kind``, ``syntax``) are
-request parameters.
+demo brain holds for it (``enough``, ``weak``, ``none``, ``exact``, or ``first_hop``: the
+first part of a two-part question, the second only on the fake web) and ``source_key`` the
+row an exact lookup must return. The remaining keys (``tag``, ``kind``, ``syntax``,
+``external``, ``depth``) are request parameters.
 """
 
 
@@ -1414,23 +1428,27 @@ def _curated_topic(builder: _Builder, topic: _Topic, x_ids: Iterator[int]) -> No
     builder.source(topic.pending, builder.moment(20), status="")
 
 
+def _apple_note(builder: _Builder, title: str, body: str) -> None:
+    saved = builder.moment()
+    note_id = _uuid(f"misc:{title}")
+    builder.item(
+        saved,
+        source_key=f"apple-note:{note_id}",
+        source_type="apple_note",
+        external_id=note_id,
+        canonical_url=f"applenotes:note/{note_id}",
+        title=title,
+        published_at=_stamp(saved),
+        text=f"{title}\n\n{body}",
+        folder_names="Notes",
+        note_path=f"items/apple-notes/{saved.year:04d}/{_slug(title)}-{_sha256(note_id)[:12]}.md",
+        raw_json=_compact_json({"account_name": "iCloud", "folder_path": "Notes"}),
+    )
+
+
 def _curated_misc(builder: _Builder) -> None:
     for title, body in _MISC_NOTES:
-        saved = builder.moment()
-        note_id = _uuid(f"misc:{title}")
-        builder.item(
-            saved,
-            source_key=f"apple-note:{note_id}",
-            source_type="apple_note",
-            external_id=note_id,
-            canonical_url=f"applenotes:note/{note_id}",
-            title=title,
-            published_at=_stamp(saved),
-            text=f"{title}\n\n{body}",
-            folder_names="Notes",
-            note_path=f"items/apple-notes/{saved.year:04d}/{_slug(title)}-{_sha256(note_id)[:12]}.md",
-            raw_json=_compact_json({"account_name": "iCloud", "folder_path": "Notes"}),
-        )
+        _apple_note(builder, title, body)
     for slug, title, body in _MANUAL_ITEMS:
         saved = builder.moment()
         builder.item(
@@ -1450,6 +1468,9 @@ def _curated_misc(builder: _Builder) -> None:
         "https://datastack.blog/sqlite-wal-mode-explained",
     ):
         builder.source(url, builder.moment(30), status="error")
+    # Last, so no earlier row's dates moved: deep research's first hop (the second, where its
+    # author bakes, is only on the fake web).
+    _apple_note(builder, *_BOOK_NOTE)
 
 
 # ---------------------------------------------------------------------------------------------

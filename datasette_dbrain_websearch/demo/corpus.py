@@ -1040,4 +1040,17 @@ PAGES: tuple[Page, ...] = (
             machinery for implementing or restricting those three rules.
         """),
     ),
+    # --- Deep research's second hop: a person the demo brain names but says nothing about ----
+    Page(
+        url="https://crumbandcrust.news/profiles/ingrid-halvorsen",
+        title="Ingrid Halvorsen",
+        kind="article",
+        published="2026-09-14T08:00:00Z",
+        text=_text("""
+            Ingrid Halvorsen lives in Bergen, Norway, the city where she opened Halvorsen
+            Bakehouse in 2019. Every dough there ferments for at least eighteen hours.
+
+            Before Bergen she spent six years at bakeries in Copenhagen and Lyon.
+        """),
+    ),
 )

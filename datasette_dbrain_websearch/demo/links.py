@@ -10,7 +10,18 @@ from urllib.parse import urlencode
 from .builder import DEMO_QUESTIONS
 
 # The parameters of a demo question that go into its request (the rest describe it).
-REQUEST_KEYS = ("q", "tag", "kind", "source_type", "syntax", "since", "until", "limit")
+REQUEST_KEYS = (
+    "q",
+    "tag",
+    "kind",
+    "source_type",
+    "syntax",
+    "since",
+    "until",
+    "limit",
+    "external",
+    "depth",
+)
 DEFAULT_PORT = 8001
 
 
