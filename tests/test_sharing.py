@@ -203,3 +203,28 @@ async def test_compare_shows_someone_elses_runs_as_shared(brain, fake):
     whole = await ds.client.get("/-/research/compare.json", params=address, cookies=root)
     assert not whole.json()["a"]["shared"] and "verdict" in whole.json()["a"]
     assert any(row["url"] in whole.text for row in uncited)
+
+
+async def test_only_the_owner_may_mark_a_run(brain, fake):
+    """A mark re-ranks the run and replies with its whole order: the owner's, not a link's."""
+    ds = await web_datasette(brain, fake, allow=True)
+    asked = await ds.client.get("/-/research", params={"q": QUESTION, "external": "always"})
+    mine = {own_runs.COOKIE: asked.cookies[own_runs.COOKIE]}
+    run_id = run_of(asked.text)
+    key = re.search(r'name="mark" value="([^"|]+)\|relevant"', asked.text).group(1)
+    token = asked.cookies.get("ds_csrftoken")  # 0.65's double submit, as the page's script sends
+    csrf_cookie, headers = ({"ds_csrftoken": token}, {"x-csrftoken": token}) if token else ({}, {})
+    for cookies, status in (({}, 404), (actor_cookies(ds, "alice"), 404), (mine, 200)):
+        marked = await ds.client.post(
+            f"/-/research/runs/{run_id}/feedback",
+            json={"feedback": [{"key": key, "value": "relevant"}]},
+            cookies={**cookies, **csrf_cookie},
+            headers=headers,
+        )
+        assert marked.status_code == status, marked.text
+        assert ("ranking" in marked.json()) is (status == 200)
+    # A JSON client that keeps cookies owns its runs the same way.
+    made = await ds.client.get("/-/research.json", params={"q": QUESTION})
+    jar = {own_runs.COOKIE: made.cookies[own_runs.COOKIE]}
+    trace = await ds.client.get(made.json()["trace_url"] + ".json", cookies=jar)
+    assert trace.json()["schema_version"] == "research_trace.v1"

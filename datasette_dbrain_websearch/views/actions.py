@@ -29,6 +29,7 @@ from .common import (
     research_path,
     wants_json,
 )
+from .own_runs import sees_whole_run
 
 
 async def promote_view(request: Any, datasette: Any) -> Response:
@@ -133,12 +134,16 @@ def safe_back(datasette: Any, request: Any, back: str | None) -> str:
 
 @remembering_access
 async def feedback_view(request: Any, datasette: Any) -> Response:
-    """``POST /-/research/runs/<run_id>/feedback``: marks that re-rank the run and refine it."""
+    """``POST /-/research/runs/<run_id>/feedback``: marks that re-rank the run and refine it,
+    from the run's owner (``own_runs``; anyone else holding an anonymous run's link: 404)."""
     as_json = json_body(request)
     replies_json = wants_json(request)
     run_id = request.url_vars["run_id"]
     try:
         trace = await saved_run(datasette, request.actor, run_id)
+        if not sees_whole_run(datasette, request, trace):
+            # Marks re-rank the run and reply with its whole order: its owner's to give.
+            raise ResearchError(f"No saved run {run_id}.", 404, "no_such_run")
         if request.method != "POST":
             raise ResearchError("Use POST.", status=405, code="method_not_allowed")
         body, back = await _feedback_body(request, as_json)

@@ -140,7 +140,9 @@ async def research_view(request: Any, datasette: Any) -> Response:
     if as_json:
         if error:
             return error_response(error)
-        return then_settle(datasette, Response.json(pack), pack["run_id"])
+        response = Response.json(pack)
+        remember_run(datasette, request, response, pack["run_id"] if pack.get("trace_url") else "")
+        return then_settle(datasette, response, pack["run_id"])
     try:
         may_promote = pack is not None and await may(datasette, request.actor, PROMOTE)
         can_promote = may_promote and "sources_fts" in await reader(
@@ -214,7 +216,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
         return Response.html(html, status=error.status, headers=error.headers())
     response = Response.html(html)
     if pack is not None and trace is None and pack.get("trace_url"):
-        remember_run(datasette, request, response, pack["run_id"])  # this visitor's new run
+        remember_run(datasette, request, response, pack["run_id"])  # a visitor's new run
     return then_settle(datasette, response, (pack or {}).get("run_id", ""))
 
 
