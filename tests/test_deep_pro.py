@@ -79,8 +79,13 @@ def film_brain(tmp_path: Path) -> Path:
     return make_film_brain(tmp_path / "brain.db")
 
 
-def pro_config(fake, model: str = "dbrain-fake-pro", **config: Any) -> dict[str, Any]:
-    answer = {"synthesizer": "extractive", "model": model, "allow": {"id": "root"}}
+def pro_config(
+    fake, model: str = "dbrain-fake-pro", model_allow: Any = None, **config: Any
+) -> dict[str, Any]:
+    """The film's web and the fake model as the answer's, allowed to root (or ``model_allow``);
+    answers are extractive unless a pro run's model writes them."""
+    allowed = model_allow if model_allow is not None else {"id": "root"}
+    answer = {"synthesizer": "extractive", "model": model, "allow": allowed}
     return {**web_config(fake, **config), "answer": answer}
 
 
@@ -291,6 +296,22 @@ async def test_the_agent_tool_takes_strategy(film_brain, web, models):
     )
     assert reply["research"]["strategy"] == "pro"
     assert reply["research"]["stop_reason"] == ANSWERED
+
+
+async def test_the_mcp_tool_takes_strategy(film_brain, web, models, with_mcp):
+    pytest.importorskip("datasette_mcp")
+    import datasette_mcp
+    from mcp import Client
+
+    FakeAsync.steps = [step("search", query=ODUYA, why="the director")]
+    ds = await pro_ds(film_brain, web, allow=True, model_allow=True)  # the caller is anonymous
+    arguments = {"question": QUESTION, "external": "always", "strategy": "pro", "answer": True}
+    async with Client(datasette_mcp._get_state(ds).server) as client:
+        result = await client.call_tool("dbrain_research", arguments)
+    assert not result.is_error, result
+    research_ = result.structured_content["research"]
+    assert (research_["strategy"], research_["stop_reason"]) == ("pro", ANSWERED)
+    assert FakeAsync.calls[:1] == ["step"]
 
 
 # ---------------------------------------------------------------------------------------------
