@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from . import citations
 from .display import plural
 from .pack import row_keys
 from .pack_json import WEB_ORIGIN, PackJSON
@@ -40,9 +41,11 @@ def ranked_entries(pack: PackJSON | Row) -> list[tuple[Row, Row]]:
     return [(entry, pack[entry["list"]][entry["index"]]) for entry in pack.get("ranking", [])]
 
 
-def answer_sides(pack: PackJSON) -> list[dict[str, Any]]:
-    """Each answer sentence with the side it cites: ``brain``, ``web``, ``both`` or ``none``."""
+def answer_sides(pack: PackJSON | Row) -> list[dict[str, Any]]:
+    """Each answer sentence with the side it cites: ``brain``, ``web``, ``both`` or ``none``,
+    and the labels of the rows it cites (``citations``), as the run's page shows them."""
     answer = pack.get("answer") or {}
+    labels = citations.labels(pack)
     local = {key for row in pack["evidence"] for key in row_keys(row)}
     web = {row["source_key"] for row in pack["external_evidence"]}
     sides = []
@@ -53,6 +56,7 @@ def answer_sides(pack: PackJSON) -> list[dict[str, Any]]:
             {
                 "text": sentence["text"],
                 "citations": sentence["citations"],
+                "refs": [labels[key] for key in sentence["citations"] if key in labels],
                 "cites": {"brainweb": "both", "": "none"}.get(on, on),
             }
         )
@@ -133,7 +137,7 @@ def summary(comparison: Mapping[str, Any]) -> str:
     if shared:
         return (
             f"{found} {' and '.join(shared)} {'is' if len(shared) == 1 else 'are'} not yours: "
-            "only the rows its answer cites are shown."
+            "only the rows each answer cites are shown."
         )
     if a["web_searched"] == b["web_searched"]:
         return found

@@ -148,3 +148,10 @@ async def test_one_runs_labels_are_the_same_on_the_page_the_exports_and_the_cli(
 
     agent = compact_pack(pack, {}, str)  # what the MCP and agent tools return
     assert {r["key"]: r["ref"] for r in agent["brain_rows"] + agent["web_rows"]} == expected
+
+    compared = await ds.client.get(
+        "/-/research/compare.json", params={"a": pack["run_id"], "b": pack["run_id"]}, cookies=root
+    )
+    sides = compared.json()["a"]["answer"]
+    for sentence, side in zip(pack["answer"]["sentences"], sides, strict=True):
+        assert side["refs"] == [expected[k] for k in sentence["citations"]]
