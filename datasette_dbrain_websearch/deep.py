@@ -78,8 +78,10 @@ NAME = re.compile(
     r"\b[A-Z][\w'\u2019.\-]*[\w](?:[ \t]+(?:(?:of|de|del|da|di|van|von|der|den|la|le|du|y|the)"
     r"[ \t]+)?[A-Z][\w'\u2019.\-]*[\w])*"
 )  # on one line: a title above the text is no part of a name the text opens with
-# A lone capitalised word that names a people or language ("American", "Danish", "Bengali").
+# A lone capitalised word that names a people or language ("American", "Danish", "Bengali"),
+# and those the endings miss ("a Dutch oven" is no lead to follow).
 DEMONYM = re.compile(r"(?:an|ish|ese|i|ic)$")
+DEMONYMS = frozenset("basque czech dutch french greek inuit maori slovak swiss thai welsh".split())
 PARENTHESIS = re.compile(r"\s*\([^)]*\)\s*$")
 SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-Z\"“(])|\n+")  # a title's line is one too
 # Capitalised words that start sentences or name times, not things a follow-up can look up.
@@ -179,7 +181,9 @@ def bridge_entities(
             for name in names_in(sentence):
                 if _has(asked, name) or _has(title, name):
                     continue
-                if " " not in name and (sentence.startswith(name) or DEMONYM.search(name)):
+                if " " not in name and (
+                    sentence.startswith(name) or DEMONYM.search(name) or name.lower() in DEMONYMS
+                ):
                     continue  # a lone word opening a sentence, or "American": no name
                 if name.isupper():
                     continue  # "COP", "ORDER BY": an abbreviation or code, not a page's subject

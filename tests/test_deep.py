@@ -413,11 +413,11 @@ def test_the_bridge_is_the_name_beside_the_questions_words():
             "Big Stone Gap (film)",
             "Big Stone Gap is a 2014 American romantic comedy film directed by Adriana "
             "Trigiani. It was filmed in Virginia, where Ashley Judd grew up. The MPAA rated "
-            "the comedy PG.",
+            "the comedy PG. Its city scenes were shot with a Dutch crew.",
         )
     ]
     terms = ["director", "romantic", "comedy", "big", "stone", "gap", "based", "city"]
-    # "American" names a people, "Big Stone Gap" the question already, "MPAA" is an
+    # "American" and "Dutch" name peoples, "Big Stone Gap" the question already, "MPAA" is an
     # abbreviation; Ashley Judd's sentence shares none of the question's words.
     assert bridge_entities(question, rows, terms) == ["Adriana Trigiani"]
 
