@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import partial
@@ -379,15 +379,23 @@ async def with_feedback(
 
 
 async def refined(
-    datasette: Any, actor: dict | None, params: dict[str, list[str]]
+    datasette: Any,
+    actor: dict | None,
+    params: dict[str, list[str]],
+    whole: Callable[[dict[str, Any]], bool] | None = None,
 ) -> tuple[dict[str, list[str]], dict[str, Any]]:
-    """The parameters a ``refine_from`` request researches, and what to record about it."""
+    """The parameters a ``refine_from`` request researches, and what to record about it.
+    ``whole`` (the surface's owner rule, ``views.own_runs``) says whether the requester sees the
+    parent run whole: its marks are its owner's, so anyone else is answered as if it did not
+    exist."""
     parent_id = param(params, "refine_from")
     if not parent_id:
         return params, {}
     if not traces.RUN_ID.fullmatch(parent_id):
         raise ResearchError("refine_from must be a run id.", code="bad_refine_from")
     parent = await saved_run(datasette, actor, parent_id)
+    if whole is not None and not whole(parent):
+        raise ResearchError(f"No saved run {parent_id}.", 404, "no_such_run")
     marks = [*carried(parent["pack"]), *await feedback_for(plugin_database(datasette), parent_id)]
     refined_by = await refinement(datasette, parent["pack"], marks)
     params = {**run_params(parent["pack"]), **params}

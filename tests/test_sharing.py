@@ -10,10 +10,13 @@ import io
 import json
 import re
 
+from datasette import hookimpl
+from datasette.plugins import pm
+
 from datasette_dbrain_websearch import exports
 from datasette_dbrain_websearch.views import own_runs
 
-from .helpers import actor_cookies, web_datasette
+from .helpers import actor_cookies, make_datasette, post_json, web_config, web_datasette
 
 QUESTION = "sqlite fts5 bm25"
 
@@ -228,3 +231,51 @@ async def test_only_the_owner_may_mark_a_run(brain, fake):
     jar = {own_runs.COOKIE: made.cookies[own_runs.COOKIE]}
     trace = await ds.client.get(made.json()["trace_url"] + ".json", cookies=jar)
     assert trace.json()["schema_version"] == "research_trace.v1"
+
+
+async def test_only_the_owner_may_expand_or_promote_from_a_run(brain, fake):
+    """Expand carries a run's marks, and promotion can keep its uncited web rows: both are the
+    owner's, so anyone else holding an anonymous run's link is told it does not exist."""
+    ds = await web_datasette(brain, fake, allow=True)
+    made = await ds.client.get("/-/research.json", params={"q": QUESTION, "external": "always"})
+    pack = made.json()
+    mine = {own_runs.COOKIE: made.cookies[own_runs.COOKIE]}
+    _, uncited = split_rows(pack)
+    web = [r for r in uncited if r["origin"] == "outside_dbrain_corpus"]
+    assert web
+    expand = {"refine_from": pack["run_id"]}
+    for cookies, status in (({}, 404), (actor_cookies(ds, "alice"), 404), (mine, 200)):
+        refined = await ds.client.get("/-/research.json", params=expand, cookies=cookies)
+        assert refined.status_code == status, refined.text
+        if status == 404:
+            assert refined.json()["code"] == "no_such_run"
+    # A promoter who is not the run's owner (alice, allowed to promote) gets the same answer.
+    pm.register(AlicePromotes, name="alice-promotes")
+    try:
+        promoter = make_datasette(
+            [str(brain[0])],
+            plugin_config=web_config(fake, allow=True),
+            permissions={"dbrain-promote": {"id": ["root", "alice"]}},
+        )
+        await promoter.invoke_startup()
+        made = await promoter.client.get(
+            "/-/research.json", params={"q": QUESTION, "external": "always"}
+        )
+        key = made.json()["external_evidence"][0]["source_key"]
+        body = {"run_id": made.json()["run_id"], "source_keys": [key]}
+        refused = await post_json(promoter, body, actor="alice")
+        assert refused.status_code == 404 and refused.json()["code"] == "no_such_run"
+        assert (await post_json(promoter, body, actor="root")).status_code == 200
+    finally:
+        pm.unregister(name="alice-promotes")
+
+
+class AlicePromotes:
+    """0.65's grant of dbrain-promote to alice (1.0a reads the permissions block)."""
+
+    @staticmethod
+    @hookimpl
+    def permission_allowed(actor, action):
+        if action == "dbrain-promote" and (actor or {}).get("id") == "alice":
+            return True
+        return None

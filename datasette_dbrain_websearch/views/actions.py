@@ -49,6 +49,8 @@ async def promote_view(request: Any, datasette: Any) -> Response:
         bodies, back = await _promotion_bodies(request, as_json)
         promotions = [parse_request(body) for body in bodies]
         trace = await visible_run(datasette, request.actor, promotions[0].run_id)
+        if not sees_whole_run(datasette, request, trace):  # a passed-on link: its cited rows only
+            raise ResearchError(f"No saved run {trace['run_id']}.", 404, "no_such_run")
         brain = datasette.databases.get(trace["database"])
         if brain is None:
             raise ResearchError(

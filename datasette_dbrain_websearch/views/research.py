@@ -92,7 +92,9 @@ async def prepare(
     brain and the brains the actor may research. Raises ResearchError (4xx)."""
     settings = Settings.from_datasette(datasette)
     params = urllib.parse.parse_qs(request.query_string, keep_blank_values=True)
-    params, lineage = await refined(datasette, request.actor, params)
+    params, lineage = await refined(
+        datasette, request.actor, params, lambda run: sees_whole_run(datasette, request, run)
+    )
     database, allowed = await resolve_brain(datasette, request, settings, params)
     return settings, params, lineage, database, allowed
 
