@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from . import ledger, runs_db
+from . import ledger, provider_cache
 from .config import WebSettings
 from .fetch import FetchResult, extractor_missing, fetch_page, host_refusal
 from .providers.base import WebResult
@@ -153,7 +153,7 @@ class PageReader:
             refusal = await host_refusal(url, self.settings.fetch_allow_networks, timeout)
             if refusal:
                 return Page(url, False, error=refusal)
-        key = runs_db.cache_key(LEDGER_NAME, {"url": url, "via": via})
+        key = provider_cache.cache_key(LEDGER_NAME, {"url": url, "via": via})
         cached = await self._cached(key)
         if cached is not None:
             return Page(url, True, cached.text, cached.title, cached=True)
@@ -191,7 +191,7 @@ class PageReader:
         if not self.settings.cache_ttl or self.cache_db is None:
             return None
         try:
-            found = await runs_db.cache_get(self.cache_db, key)
+            found = await provider_cache.cache_get(self.cache_db, key)
         except Exception:  # a locked or read-only plugin database: read the page instead
             return None
         return found[0] if found else None
@@ -202,7 +202,7 @@ class PageReader:
         params = {"query": page.url, "via": self.settings.read_via}
         result = WebResult(url=page.url, title=page.title, text=page.text)
         try:
-            await runs_db.cache_put(
+            await provider_cache.cache_put(
                 self.cache_db, key, LEDGER_NAME, params, [result], self.settings.cache_ttl
             )
         except Exception:  # the page was read; only the next run pays again

@@ -6,20 +6,19 @@ It lives at ``traces_database`` (default ``research_runs.db`` next to the first 
 is created (or brought up to date) at startup with sqlite-utils and attached to Datasette as
 ``research_runs`` so root can browse and facet it (no one else may view it as tables: it holds
 other people's questions). It holds research runs and their events (traces.py), promotions
-(promote.py), relevance feedback, the provider cache, the provider ledger (ledger.py) and the
-semantic lane's vectors (semantic.py).
+(promote.py), relevance feedback (feedback_store.py), the provider cache (provider_cache.py), the
+provider ledger (ledger.py) and the semantic lane's vectors (semantic.py). This module holds the
+file itself: its locks (``bounded_write``, ``write_locked``), its tables and their migration, and
+purging the cache.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import sqlite3
 import time
 import weakref
 from collections.abc import Callable
-from dataclasses import asdict
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -27,7 +26,6 @@ import sqlite_utils
 
 from .compat import write_opens_transaction
 from .errors import busy_timeout
-from .providers.base import WebResult
 from .schema import sqlite_database
 from .semantic import create_table as create_embeddings_table
 
@@ -276,85 +274,6 @@ def migrate(db: sqlite_utils.Database) -> None:
 
 
 EMPTY: dict[type, Any] = {str: "", int: 0, float: 0.0}
-
-
-def cache_key(provider: str, params: dict[str, Any]) -> str:
-    """Provider + query + parameters (secrets are never part of ``params``)."""
-    blob = json.dumps({"provider": provider, **params}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()
-
-
-async def cache_get(db: Any, key: str, now: datetime | None = None) -> list[WebResult] | None:
-    now = now or datetime.now(UTC)
-    rows = await db.execute(
-        f"select results_json from {CACHE_TABLE} where cache_key = ? and expires_at > ?",
-        [key, utc(now)],
-    )
-    row = rows.first()
-    if row is None:
-        return None
-    return [
-        WebResult(**{**item, "highlights": tuple(item.get("highlights") or ())})
-        for item in json.loads(row[0])
-    ]
-
-
-async def cache_put(
-    db: Any,
-    key: str,
-    provider: str,
-    params: dict[str, Any],
-    results: list[WebResult],
-    ttl: int,
-    now: datetime | None = None,
-) -> None:
-    now = now or datetime.now(UTC)
-    row = {
-        "cache_key": key,
-        "provider": provider,
-        "query": str(params.get("query", "")),
-        "params_json": json.dumps(params, sort_keys=True, default=str),
-        "results_json": json.dumps([asdict(r) for r in results]),
-        "created_at": utc(now),
-        "expires_at": utc(now + timedelta(seconds=ttl)),
-    }
-
-    def write(conn: sqlite3.Connection) -> None:
-        with conn:
-            conn.execute(f"delete from {CACHE_TABLE} where expires_at <= ?", [utc(now)])
-            sqlite_database(conn)[CACHE_TABLE].insert(row, replace=True)
-
-    await bounded_write(db, write)
-
-
-async def feedback_for(db: Any, run_id: str) -> list[dict[str, str]]:
-    """A run's relevance marks, oldest first (one per key: the latest wins)."""
-    rows = await db.execute(
-        f"select key, value from {FEEDBACK_TABLE} where run_id = ? order by id", [run_id]
-    )
-    return [{"key": r[0], "value": r[1]} for r in rows.rows]
-
-
-async def save_feedback(db: Any, run_id: str, marks: list[dict[str, str]], actor_id: str) -> None:
-    now = utc(datetime.now(UTC))
-
-    rows = [
-        {
-            "run_id": run_id,
-            "key": m["key"],
-            "value": m["value"],
-            "actor_id": actor_id,
-            "created_at": now,
-        }
-        for m in marks
-    ]
-
-    def write(conn: sqlite3.Connection) -> None:
-        # One mark per (run, key): replacing deletes the old mark, so the latest is the newest row.
-        with conn:
-            sqlite_database(conn)[FEEDBACK_TABLE].insert_all(rows, replace=True)
-
-    await bounded_write(db, write)
 
 
 def purge_cache(path: Path, expired_only: bool = False) -> int:

@@ -28,6 +28,7 @@ from .config import Settings
 from .deep import run_deep
 from .errors import ResearchError, sqlite_error
 from .feedback import RocchioWeights, apply_feedback, carried, row_urls, validate_marks
+from .feedback_store import feedback_for, save_feedback
 from .lexical import file_version
 from .options import DEEP, PRO, param, parse_options, run_params
 from .pack import row_keys
@@ -37,7 +38,7 @@ from .pipeline import Progress, WebAccess, run_pipeline
 from .promote import promote, promoted_in_run
 from .providers import registered_providers
 from .refinement import refinement
-from .runs_db import feedback_for, plugin_database, save_feedback
+from .runs_db import plugin_database
 from .web_ranking import registered_rankers
 
 log = logging.getLogger("datasette_dbrain_websearch")

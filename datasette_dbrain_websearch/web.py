@@ -21,7 +21,7 @@ from typing import Any
 import certifi
 import httpx
 
-from . import ledger, runs_db
+from . import ledger, provider_cache
 from .config import WebSettings
 from .fetch import public_host
 from .fts import CURRENT_STATE_WORDS, QueryPlan
@@ -427,7 +427,7 @@ class WebStage:
         provider = self.providers[name]
         options = self.settings.options_for(name)
         params = cache_params(name, search, options)
-        key = runs_db.cache_key(name, {**params, "base_url": options.get("base_url", "")})
+        key = provider_cache.cache_key(name, {**params, "base_url": options.get("base_url", "")})
         started = time.monotonic()
         query: dict[str, Any] = {
             "provider": name,
@@ -542,7 +542,7 @@ class WebStage:
         if not self.settings.cache_ttl or self.cache_db is None:
             return None
         try:
-            return await runs_db.cache_get(self.cache_db, key)
+            return await provider_cache.cache_get(self.cache_db, key)
         except Exception as exc:  # a locked, read-only or foreign file must not cost the run
             self.warn(
                 "provider_cache_failed",
@@ -558,7 +558,7 @@ class WebStage:
         if not self.settings.cache_ttl or self.cache_db is None:
             return
         try:
-            await runs_db.cache_put(
+            await provider_cache.cache_put(
                 self.cache_db, key, name, params, results, self.settings.cache_ttl
             )
         except Exception as exc:

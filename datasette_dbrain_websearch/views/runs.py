@@ -11,10 +11,11 @@ from datasette import Response
 from .. import display, exports, traces
 from ..config import MODES, Settings
 from ..errors import ResearchError
+from ..feedback_store import feedback_for
 from ..judge import VERDICTS
 from ..options import is_date, param
 from ..providers import provider_labels, registered_providers
-from ..runs_db import feedback_for, plugin_database
+from ..runs_db import plugin_database
 from ..service import (
     ROOT,
     actor_id_of,
