@@ -37,7 +37,7 @@ import httpx
 from bench_research import build, pct, served
 
 from datasette_dbrain_websearch.fts import plan_query, quote_term
-from datasette_dbrain_websearch.schema import sync_source_fts
+from datasette_dbrain_websearch.fts_rows import sync_source_fts
 
 TOP = 10
 DEPTH = 40  # dbrain's searchLimit for ten rows: max(limit * 4, 12)

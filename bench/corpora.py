@@ -115,11 +115,8 @@ def doc_url(name: str, doc_id: str) -> str:
 def build_brain(path: Path, name: str, documents: dict[str, dict[str, str]]) -> dict[str, str]:
     """Every document as an extracted ``sources`` row with its FTS row, as dbrain stores an
     extracted link; returns document id by source key."""
-    from datasette_dbrain_websearch.schema import (
-        SOURCES_FTS_INSERT,
-        create_brain_schema,
-        source_fts_row,
-    )
+    from datasette_dbrain_websearch.fts_rows import SOURCES_FTS_INSERT, source_fts_row
+    from datasette_dbrain_websearch.schema import create_brain_schema
     from datasette_dbrain_websearch.urls import normalize_url
 
     conn = sqlite3.connect(path)

@@ -38,17 +38,10 @@ from sqlite_utils.db import Table
 from . import semantic
 from .errors import ResearchError, sqlite_error
 from .fetch import FetchResult, extractor_missing, fetch_page
+from .fts_rows import FTSWriteError, sync_item_fts, sync_source_fts
 from .providers.base import clean
 from .runs_db import PROMOTIONS_TABLE, bounded_write
-from .schema import (
-    FTSWriteError,
-    go_json,
-    item_content_hash,
-    sqlite_database,
-    sync_item_fts,
-    sync_source_fts,
-    utc_now,
-)
+from .schema import go_json, item_content_hash, sqlite_database, utc_now
 from .traces import RUN_ID
 from .urls import UnsupportedURL, normalize_url, slugify, try_normalize_url
 

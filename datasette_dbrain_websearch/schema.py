@@ -1,4 +1,4 @@
-"""dbrain's schema (version 20) and the way dbrain writes its FTS rows.
+"""dbrain's schema (version 20): its tables, indexes and FTS tables, as dbrain creates them.
 
 One implementation for everything that must look like dbrain wrote it: the demo builder, test
 fixtures and promotion of web results into a real ``brain.db``. The statements follow dbrain's
@@ -7,7 +7,8 @@ fixtures and promotion of web results into a real ``brain.db``. The statements f
 has the same columns, order and ``sqlite_master`` text as one dbrain created.
 
 Not reproduced: media, feed, auth, MCP, chat-share, link-capture and semantic-index tables. A
-research plugin never reads them and no trigger of interest touches them.
+research plugin never reads them and no trigger of interest touches them. The FTS rows are
+written by ``fts_rows`` and the retrieval triggers created by ``triggers``.
 """
 
 from __future__ import annotations
@@ -20,29 +21,15 @@ from datetime import UTC, datetime
 from typing import Any
 
 import sqlite_utils
-from sqlite_utils.db import NotFoundError
-
-from .errors import is_busy
-from .urls import go_trim_space
 
 __all__ = [
-    "ITEMS_FTS_INSERT",
     "ITEM_COLUMNS",
     "MIGRATIONS",
-    "RETRIEVAL_DIRTY_DDL",
     "SCHEMA_VERSION",
-    "SOURCES_FTS_COLUMNS",
-    "SOURCES_FTS_INSERT",
     "SOURCE_COLUMNS",
     "X_MEDIA_TRANSCRIPT_ARTICLE_TITLE",
-    "FTSWriteError",
     "create_brain_schema",
-    "create_retrieval_triggers",
-    "item_fts_row",
-    "source_fts_row",
     "sqlite_database",
-    "sync_item_fts",
-    "sync_source_fts",
     "utc_now",
 ]
 
@@ -360,46 +347,6 @@ _SCHEMA_MIGRATIONS = """CREATE TABLE IF NOT EXISTS schema_migrations (
     applied_at TEXT NOT NULL
 )"""
 
-ITEMS_FTS_INSERT = (
-    "INSERT INTO items_fts (rowid, source_key, title, text, article_title, article_text,"
-    " author_handle, author_name, primary_category, primary_domain)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-)
-SOURCES_FTS_INSERT = (
-    "INSERT INTO sources_fts (rowid, source_key, title, description, site_name, extracted_text,"
-    " summary_text, domain) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
-# The names of ``source_fts_row``'s values, in order (``rowid`` first).
-SOURCES_FTS_COLUMNS = (
-    "rowid",
-    "source_key",
-    "title",
-    "description",
-    "site_name",
-    "extracted_text",
-    "summary_text",
-    "domain",
-)
-
-# Columns sync_item_fts reads; the same model fields dbrain's syncFTSTx uses.
-_ITEM_FTS_COLUMNS = (
-    "id",
-    "source_key",
-    "title",
-    "text",
-    "article_title",
-    "article_text",
-    "author_handle",
-    "author_name",
-    "primary_category",
-    "primary_domain",
-    "x_post_text",
-    "summary_text",
-    "ocr_text",
-    "user_tags",
-)
-
-
 # dbrain's ``itemhash.Compute``: the fields an item's content hash covers, in its order.
 ITEM_HASH_FIELDS = (
     "source_type",
@@ -494,93 +441,6 @@ def create_brain_schema(conn: sqlite3.Connection, *, applied_at: str | None = No
     conn.commit()
 
 
-def item_fts_row(
-    item: Mapping[str, Any],
-    summary: str | None = None,
-    ocr: str | None = None,
-    transcript: str | None = None,
-) -> tuple[Any, ...]:
-    """Values for ``ITEMS_FTS_INSERT``, as dbrain's ``syncFTSTx`` computes them.
-
-    ``summary``, ``ocr`` and ``transcript`` are the texts of the item's ``item_enrichments``
-    rows (roles ``summary``, ``ocr``, ``x_media_transcript``). ``None`` means there is no such
-    row; the mirrored ``items.summary_text`` / ``items.ocr_text`` are used instead, as in
-    ``applyItemEnrichmentMirrorFrom``, which only overrides fields for rows that exist.
-
-    ``article_text`` packs, like ``indexedItemArticleText``: ``x_post_text``, ``article_text``,
-    summary, OCR text and ``user_tags``, each trimmed (Go ``TrimSpace``), **empty parts skipped**,
-    joined with a blank line.
-    """
-    summary_text = _field(item, "summary_text") if summary is None else summary
-    ocr_text = _field(item, "ocr_text") if ocr is None else ocr
-    article_title = _field(item, "article_title")
-    article_text = _field(item, "article_text")
-    if transcript is not None and (
-        go_trim_space(transcript)
-        or go_trim_space(article_title) == X_MEDIA_TRANSCRIPT_ARTICLE_TITLE
-    ):
-        article_title, article_text = X_MEDIA_TRANSCRIPT_ARTICLE_TITLE, transcript
-    packed = _pack(
-        _field(item, "x_post_text"), article_text, summary_text, ocr_text, _field(item, "user_tags")
-    )
-    return (
-        item["id"],
-        _field(item, "source_key"),
-        _field(item, "title"),
-        _field(item, "text"),
-        article_title,
-        packed,
-        _field(item, "author_handle"),
-        _field(item, "author_name"),
-        _field(item, "primary_category"),
-        _field(item, "primary_domain"),
-    )
-
-
-def source_fts_row(source: Mapping[str, Any]) -> tuple[Any, ...]:
-    """Values for ``SOURCES_FTS_INSERT``, as dbrain's ``syncSourceFTSByIDTx`` computes them.
-
-    ``summary_text`` packs ``summary_text`` and ``user_tags`` (``indexedSourceSummaryText``):
-    trimmed, empty parts skipped, joined with a blank line.
-    """
-    return (
-        source["id"],
-        _field(source, "source_key"),
-        _field(source, "title"),
-        _field(source, "description"),
-        _field(source, "site_name"),
-        _field(source, "extracted_text"),
-        _pack(_field(source, "summary_text"), _field(source, "user_tags")),
-        _field(source, "domain"),
-    )
-
-
-def sync_item_fts(conn: sqlite3.Connection, item_id: int) -> None:
-    """Rewrite the ``items_fts`` row of one item: delete by rowid, then insert (``syncFTSTx``).
-
-    Reads the item and its enrichment rows in the caller's transaction; raises ``LookupError``
-    if the item does not exist.
-    """
-    row = conn.execute(
-        f"SELECT {', '.join(_ITEM_FTS_COLUMNS)} FROM items WHERE id = ?", (item_id,)
-    ).fetchone()
-    if row is None:
-        raise LookupError(f"item {item_id} not found")
-    enrichments: dict[str, str] = {}
-    for role, text in conn.execute(
-        "SELECT role, text FROM item_enrichments WHERE item_id = ?", (item_id,)
-    ):
-        enrichments[go_trim_space(role)] = text
-    fts_row = item_fts_row(
-        dict(zip(_ITEM_FTS_COLUMNS, row, strict=True)),
-        summary=enrichments.get("summary"),
-        ocr=enrichments.get("ocr"),
-        transcript=enrichments.get("x_media_transcript"),
-    )
-    _fts_write(conn, "delete item fts", "DELETE FROM items_fts WHERE rowid = ?", (item_id,))
-    _fts_write(conn, "insert item fts", ITEMS_FTS_INSERT, fts_row)
-
-
 def sqlite_database(conn: sqlite3.Connection) -> sqlite_utils.Database:
     """sqlite-utils over a connection Datasette owns (a brain's or the plugin database's),
     leaving the connection's settings as they were; writes nest in the caller's transaction.
@@ -589,57 +449,6 @@ def sqlite_database(conn: sqlite3.Connection) -> sqlite_utils.Database:
     be Datasette's shared write connection to the user's real brain.
     """
     return sqlite_utils.Database(conn, recursive_triggers=False, execute_plugins=False)
-
-
-def sync_source_fts(conn: sqlite3.Connection, source_id: int) -> None:
-    """Rewrite the ``sources_fts`` row of one source: delete by rowid, then insert.
-
-    dbrain calls this after extraction, a summary or a tag change. Both steps run in one
-    sqlite-utils ``atomic()`` block, a savepoint when the caller has a transaction open, so
-    they are committed (or rolled back) with the row they index. Raises ``LookupError`` if the
-    source does not exist, and ``FTSWriteError`` if either step fails, as dbrain's
-    ``syncSourceFTS`` returns its error: a missing ``sources_fts`` is never skipped or created
-    as a plain table (sqlite-utils' ``delete_where`` and ``insert`` would).
-    """
-    db = sqlite_database(conn)
-    try:
-        source = db.table("sources").get(source_id)
-    except NotFoundError as exc:
-        raise LookupError(f"source {source_id} not found") from exc
-    with db.atomic():
-        _fts_write(
-            conn, "delete source fts", "DELETE FROM sources_fts WHERE rowid = ?", (source_id,)
-        )
-        _fts_write(conn, "insert source fts", SOURCES_FTS_INSERT, source_fts_row(source))
-
-
-class FTSWriteError(sqlite3.DatabaseError):
-    """An FTS row could not be rewritten (``items_fts``/``sources_fts`` missing, damaged or not
-    dbrain's): the message names the step as dbrain's does, ``delete source fts: …``."""
-
-
-def _fts_write(conn: sqlite3.Connection, step: str, sql: str, params: Iterable[Any]) -> None:
-    """One FTS statement; its failure is an ``FTSWriteError`` naming the step (a busy or
-    interrupted connection keeps SQLite's own error, which its callers already answer)."""
-    try:
-        conn.execute(sql, tuple(params))
-    except sqlite3.Error as exc:
-        if is_busy(exc) or "interrupted" in str(exc):
-            raise
-        raise FTSWriteError(f"{step}: {exc}") from exc
-
-
-def _field(row: Mapping[str, Any], key: str) -> str:
-    """A text field, '' when missing or NULL; works for dicts and ``sqlite3.Row``."""
-    try:
-        value = row[key]
-    except (KeyError, IndexError):
-        return ""
-    return "" if value is None else str(value)
-
-
-def _pack(*parts: str) -> str:
-    return "\n\n".join(trimmed for part in parts if (trimmed := go_trim_space(part)))
 
 
 def _execute_all(conn: sqlite3.Connection, statements: Iterable[str]) -> None:
@@ -655,298 +464,3 @@ def _ensure_columns(
     for name, definition in columns:
         if name not in existing:
             conn.execute(f"ALTER TABLE {table} ADD COLUMN {name} {definition}")
-
-
-# ---------------------------------------------------------------------------------------------
-# Retrieval dirty-tracking (migrations 17/18, internal/store/retrieval_dirty.go).
-#
-# A fixture-level reproduction: the tables the triggers read or write (with the columns
-# dbrain's semantic-foundation migration gives them) and the nine triggers, so a test can show
-# that plain INSERT/UPDATE statements from this plugin keep working on a brain that has them.
-
-_RETRIEVAL_NOW = "strftime('%Y-%m-%dT%H:%M:%SZ', 'now')"
-_PROJECTION_VERSION = "retrieval-projection-v2"
-_CHUNKER_VERSION = "retrieval-chunker-v3"
-_PROJECTED_ROLES = "('summary', 'ocr', 'x_media_transcript')"
-
-_RETRIEVAL_TABLES = (
-    """CREATE TABLE IF NOT EXISTS retrieval_chunks (
-    chunk_id TEXT PRIMARY KEY,
-    parent_kind TEXT NOT NULL,
-    parent_source_key TEXT NOT NULL,
-    evidence_role TEXT NOT NULL,
-    section_ordinal INTEGER NOT NULL DEFAULT 0,
-    ordinal INTEGER NOT NULL,
-    start_char INTEGER NOT NULL,
-    end_char INTEGER NOT NULL,
-    heading TEXT NOT NULL DEFAULT '',
-    projection_version TEXT NOT NULL DEFAULT '',
-    chunker_version TEXT NOT NULL,
-    input_content_hash TEXT NOT NULL,
-    chunk_text_hash TEXT NOT NULL,
-    text TEXT NOT NULL,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    section_key TEXT NOT NULL DEFAULT '',
-    heading_hash TEXT NOT NULL DEFAULT '',
-    derived INTEGER NOT NULL DEFAULT 0,
-    UNIQUE(parent_kind, parent_source_key, ordinal)
-)""",
-    """CREATE TABLE IF NOT EXISTS retrieval_embeddings (
-    chunk_id TEXT NOT NULL,
-    profile_id TEXT NOT NULL,
-    provider TEXT NOT NULL,
-    model TEXT NOT NULL,
-    dimensions INTEGER NOT NULL,
-    representation TEXT NOT NULL,
-    normalization TEXT NOT NULL,
-    vector_bytes BLOB NOT NULL,
-    chunk_text_hash TEXT NOT NULL,
-    status TEXT NOT NULL,
-    attempt_count INTEGER NOT NULL DEFAULT 0,
-    last_error TEXT NOT NULL DEFAULT '',
-    next_attempt_at TEXT NOT NULL DEFAULT '',
-    embedded_at TEXT NOT NULL DEFAULT '',
-    updated_at TEXT NOT NULL,
-    revision INTEGER NOT NULL DEFAULT 0,
-    vector_hash TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY(chunk_id, profile_id),
-    FOREIGN KEY(chunk_id) REFERENCES retrieval_chunks(chunk_id) ON DELETE CASCADE
-)""",
-    """CREATE TABLE IF NOT EXISTS retrieval_index_generations (
-    generation_id TEXT PRIMARY KEY,
-    profile_id TEXT NOT NULL,
-    backend TEXT NOT NULL,
-    backend_version TEXT NOT NULL,
-    dimensions INTEGER NOT NULL,
-    distance_metric TEXT NOT NULL,
-    indexed_chunk_count INTEGER NOT NULL DEFAULT 0,
-    source_manifest_hash TEXT NOT NULL DEFAULT '',
-    build_status TEXT NOT NULL,
-    build_error TEXT NOT NULL DEFAULT '',
-    relative_cache_path TEXT NOT NULL DEFAULT '',
-    build_started_at TEXT NOT NULL DEFAULT '',
-    build_completed_at TEXT NOT NULL DEFAULT '',
-    activated_at TEXT NOT NULL DEFAULT '',
-    active INTEGER NOT NULL DEFAULT 0 CHECK(active IN (0, 1)),
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL
-)""",
-    """CREATE TABLE IF NOT EXISTS retrieval_state (
-    singleton INTEGER PRIMARY KEY CHECK(singleton = 1),
-    database_id TEXT NOT NULL,
-    projection_work_revision INTEGER NOT NULL DEFAULT 0,
-    purge_epoch INTEGER NOT NULL DEFAULT 0,
-    updated_at TEXT NOT NULL
-)""",
-    """CREATE TABLE IF NOT EXISTS retrieval_parent_projections (
-    parent_kind TEXT NOT NULL,
-    parent_source_key TEXT NOT NULL,
-    projection_hash TEXT NOT NULL DEFAULT '',
-    projection_version TEXT NOT NULL DEFAULT '',
-    chunker_version TEXT NOT NULL DEFAULT '',
-    status TEXT NOT NULL DEFAULT 'pending',
-    chunk_count INTEGER NOT NULL DEFAULT 0,
-    reason TEXT NOT NULL DEFAULT '',
-    dirty_at TEXT NOT NULL DEFAULT '',
-    dirty_revision INTEGER NOT NULL DEFAULT 0,
-    projected_revision INTEGER NOT NULL DEFAULT 0,
-    projected_at TEXT NOT NULL DEFAULT '',
-    updated_at TEXT NOT NULL DEFAULT '',
-    PRIMARY KEY(parent_kind, parent_source_key)
-)""",
-    "CREATE INDEX IF NOT EXISTS idx_retrieval_parent_projections_pending"
-    " ON retrieval_parent_projections(status, dirty_revision, parent_kind, parent_source_key)",
-)
-
-
-def _state_bump() -> str:
-    return (
-        "UPDATE retrieval_state SET projection_work_revision = projection_work_revision + 1,"
-        f" updated_at = {_RETRIEVAL_NOW} WHERE singleton = 1;"
-    )
-
-
-def _invalidate_generations(kind: str, key: str, when: str) -> str:
-    return f"""UPDATE retrieval_index_generations
-        SET build_status = 'stale', active = 0, activated_at = '', updated_at = {_RETRIEVAL_NOW}
-        WHERE ({when}) AND build_status != 'stale' AND profile_id IN (
-            SELECT DISTINCT embedding.profile_id FROM retrieval_embeddings embedding
-            JOIN retrieval_chunks chunk ON chunk.chunk_id = embedding.chunk_id
-            WHERE chunk.parent_kind = '{kind}' AND chunk.parent_source_key = {key});"""
-
-
-def _upsert_pending(kind: str, key: str, when: str) -> str:
-    return f"""INSERT INTO retrieval_parent_projections (
-            parent_kind, parent_source_key, projection_version, chunker_version,
-            status, reason, dirty_at, dirty_revision, updated_at)
-        SELECT '{kind}', {key}, '{_PROJECTION_VERSION}', '{_CHUNKER_VERSION}',
-            'pending', '', {_RETRIEVAL_NOW}, projection_work_revision, {_RETRIEVAL_NOW}
-        FROM retrieval_state
-        WHERE singleton = 1 AND ({when}) AND trim(COALESCE({key}, '')) != ''
-        ON CONFLICT(parent_kind, parent_source_key) DO UPDATE SET
-            projection_version = excluded.projection_version,
-            chunker_version = excluded.chunker_version,
-            status = excluded.status,
-            reason = '',
-            dirty_at = excluded.dirty_at,
-            dirty_revision = excluded.dirty_revision,
-            updated_at = excluded.updated_at;"""
-
-
-def _row_trigger(name: str, event: str, table: str, kind: str, key: str, when: str) -> str:
-    return f"""CREATE TRIGGER {name}
-    AFTER {event} ON {table}
-    WHEN ({when}) AND trim(COALESCE({key}, '')) != ''
-    BEGIN
-        {_state_bump()}
-        {_invalidate_generations(kind, key, "1")}
-        {_upsert_pending(kind, key, "1")}
-    END"""
-
-
-def _update_trigger(
-    name: str, table: str, kind: str, columns: tuple[str, ...], old_key: str, new_key: str
-) -> str:
-    changed = " OR ".join(f"OLD.{column} IS NOT NEW.{column}" for column in columns)
-    renamed = f"{old_key} IS NOT {new_key}"
-    return f"""CREATE TRIGGER {name}
-    AFTER UPDATE OF {", ".join(columns)} ON {table}
-    WHEN {changed}
-    BEGIN
-        {_state_bump()}
-        {_invalidate_generations(kind, old_key, renamed)}
-        {_invalidate_generations(kind, new_key, "1")}
-        {_upsert_pending(kind, old_key, renamed)}
-        {_upsert_pending(kind, new_key, "1")}
-    END"""
-
-
-def _enrichment_update_trigger() -> str:
-    old_key, new_key = _ENRICHMENT_OLD_KEY, _ENRICHMENT_NEW_KEY
-    old_projected = f"OLD.role IN {_PROJECTED_ROLES}"
-    new_projected = f"NEW.role IN {_PROJECTED_ROLES}"
-    return f"""CREATE TRIGGER trg_retrieval_item_enrichments_dirty_update
-    AFTER UPDATE OF item_id, role, text ON item_enrichments
-    WHEN (OLD.item_id IS NOT NEW.item_id OR OLD.role IS NOT NEW.role OR OLD.text IS NOT NEW.text)
-        AND (({old_projected}) OR ({new_projected}))
-    BEGIN
-        {_state_bump()}
-        {_invalidate_generations("item", old_key, old_projected)}
-        {_invalidate_generations("item", new_key, new_projected)}
-        {_upsert_pending("item", old_key, old_projected)}
-        {_upsert_pending("item", new_key, new_projected)}
-    END"""
-
-
-_ITEM_DIRTY_COLUMNS = (
-    "source_key",
-    "content_hash",
-    "title",
-    "source_type",
-    "author_name",
-    "author_handle",
-    "text",
-    "x_post_text",
-    "ocr_text",
-    "article_title",
-    "article_text",
-    "summary_text",
-    "note_path",
-)
-_SOURCE_DIRTY_COLUMNS = (
-    "source_key",
-    "content_hash",
-    "title",
-    "source_type",
-    "domain",
-    "extracted_text",
-    "summary_text",
-    "note_path",
-)
-_ENRICHMENT_NEW_KEY = "(SELECT source_key FROM items WHERE id = NEW.item_id)"
-_ENRICHMENT_OLD_KEY = "(SELECT source_key FROM items WHERE id = OLD.item_id)"
-
-
-def _dirty_triggers() -> tuple[tuple[str, str], ...]:
-    """(name, CREATE TRIGGER) for the nine ``semanticProjectionDirtyTriggers``."""
-    triggers: list[tuple[str, str]] = []
-    for table, kind, columns in (
-        ("items", "item", _ITEM_DIRTY_COLUMNS),
-        ("sources", "source", _SOURCE_DIRTY_COLUMNS),
-    ):
-        prefix = f"trg_retrieval_{table}_dirty"
-        triggers += [
-            (
-                f"{prefix}_insert",
-                _row_trigger(f"{prefix}_insert", "INSERT", table, kind, "NEW.source_key", "1"),
-            ),
-            (
-                f"{prefix}_update",
-                _update_trigger(
-                    f"{prefix}_update", table, kind, columns, "OLD.source_key", "NEW.source_key"
-                ),
-            ),
-            (
-                f"{prefix}_delete",
-                _row_trigger(f"{prefix}_delete", "DELETE", table, kind, "OLD.source_key", "1"),
-            ),
-        ]
-    prefix = "trg_retrieval_item_enrichments_dirty"
-    triggers += [
-        (
-            f"{prefix}_insert",
-            _row_trigger(
-                f"{prefix}_insert",
-                "INSERT",
-                "item_enrichments",
-                "item",
-                _ENRICHMENT_NEW_KEY,
-                f"NEW.role IN {_PROJECTED_ROLES}",
-            ),
-        ),
-        (f"{prefix}_update", _enrichment_update_trigger()),
-        (
-            f"{prefix}_delete",
-            _row_trigger(
-                f"{prefix}_delete",
-                "DELETE",
-                "item_enrichments",
-                "item",
-                _ENRICHMENT_OLD_KEY,
-                f"OLD.role IN {_PROJECTED_ROLES}",
-            ),
-        ),
-    ]
-    return tuple(triggers)
-
-
-_RETRIEVAL_TRIGGERS = _dirty_triggers()
-
-# Every statement create_retrieval_triggers runs, in order (the triggers are dropped first,
-# as dbrain does, so re-running replaces them).
-RETRIEVAL_DIRTY_DDL: tuple[str, ...] = (
-    *_RETRIEVAL_TABLES,
-    *(f"DROP TRIGGER IF EXISTS {name}" for name, _ in _RETRIEVAL_TRIGGERS),
-    *(sql for _, sql in _RETRIEVAL_TRIGGERS),
-)
-
-
-def create_retrieval_triggers(
-    conn: sqlite3.Connection, *, database_id: str = "", now: str | None = None
-) -> None:
-    """Reproduce dbrain's retrieval dirty-tracking triggers and the tables they touch, then commit.
-
-    Also creates the ``retrieval_state`` singleton row (dbrain generates a random
-    ``database_id``; pass one for reproducible fixtures). From then on every insert into
-    ``items``/``sources``/``item_enrichments`` bumps ``projection_work_revision`` and queues a
-    ``pending`` row in ``retrieval_parent_projections``, as in a real brain.
-    """
-    _execute_all(conn, RETRIEVAL_DIRTY_DDL)
-    conn.execute(
-        "INSERT OR IGNORE INTO retrieval_state"
-        " (singleton, database_id, projection_work_revision, purge_epoch, updated_at)"
-        " VALUES (1, ?, 0, 0, ?)",
-        (database_id, now or utc_now()),
-    )
-    conn.commit()

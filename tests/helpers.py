@@ -1,8 +1,8 @@
 """Helpers the tests share: a small, purpose-built dbrain brain and Datasette instances over it.
 
 The brain is written the way dbrain writes one (schema v20 from ``schema.py``, FTS rows synced
-by rowid, a fresh source with no FTS row), with rows chosen so each retrieval path has a case.
-It is built once per process and copied for each test that asks for one.
+by rowid with ``fts_rows.py``, a fresh source with no FTS row), with rows chosen so each
+retrieval path has a case. It is built once per process and copied for each test that asks for one.
 """
 
 from __future__ import annotations
@@ -32,8 +32,9 @@ from datasette_dbrain_websearch import runs_db
 from datasette_dbrain_websearch.brain import Facts
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.excerpts import Excerpt
+from datasette_dbrain_websearch.fts_rows import sync_item_fts, sync_source_fts
 from datasette_dbrain_websearch.pack import LocalRow, Retrieval, WebRow
-from datasette_dbrain_websearch.schema import create_brain_schema, sync_item_fts, sync_source_fts
+from datasette_dbrain_websearch.schema import create_brain_schema
 from datasette_dbrain_websearch.urls import normalize_url
 
 NOW = "2026-07-18T00:00:00Z"

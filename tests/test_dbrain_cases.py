@@ -11,7 +11,7 @@ import sqlite3
 import pytest
 
 from datasette_dbrain_websearch.brain import dbrain_snippet, relaxed_texts
-from datasette_dbrain_websearch.schema import FTSWriteError, sync_item_fts, sync_source_fts
+from datasette_dbrain_websearch.fts_rows import FTSWriteError, sync_item_fts, sync_source_fts
 
 from .helpers import (
     add_item,

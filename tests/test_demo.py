@@ -10,12 +10,9 @@ from pathlib import Path
 import pytest
 
 from datasette_dbrain_websearch.demo import DEMO_QUESTIONS, build_demo_brain
-from datasette_dbrain_websearch.schema import (
-    create_brain_schema,
-    create_retrieval_triggers,
-    sync_item_fts,
-    sync_source_fts,
-)
+from datasette_dbrain_websearch.fts_rows import sync_item_fts, sync_source_fts
+from datasette_dbrain_websearch.schema import create_brain_schema
+from datasette_dbrain_websearch.triggers import create_retrieval_triggers
 from datasette_dbrain_websearch.urls import normalize_url
 
 # internal/store/schema.go, then ensureItemColumns, in order.

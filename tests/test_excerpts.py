@@ -10,7 +10,7 @@ from collections import Counter
 
 from datasette_dbrain_websearch.brain import excerpt_fields
 from datasette_dbrain_websearch.excerpts import _window, best_excerpt, find_matches, mark
-from datasette_dbrain_websearch.schema import sync_item_fts
+from datasette_dbrain_websearch.fts_rows import sync_item_fts
 
 from .helpers import NOW, add_item, make_datasette
 

@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from datasette_dbrain_websearch import fetch as fetch_module
+from datasette_dbrain_websearch.fts_rows import source_fts_row
 from datasette_dbrain_websearch.providers import Provider, WebResult
-from datasette_dbrain_websearch.schema import create_retrieval_triggers, source_fts_row
+from datasette_dbrain_websearch.triggers import create_retrieval_triggers
 from datasette_dbrain_websearch.urls import normalize_url
 
 from .helpers import (

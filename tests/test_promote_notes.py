@@ -11,9 +11,10 @@ import pytest
 from datasette import hookimpl
 from datasette.plugins import pm
 
+from datasette_dbrain_websearch.fts_rows import item_fts_row
 from datasette_dbrain_websearch.pack import row_keys
 from datasette_dbrain_websearch.promote import dbrain_tags, merged_tags
-from datasette_dbrain_websearch.schema import item_content_hash, item_fts_row
+from datasette_dbrain_websearch.schema import item_content_hash
 
 from .helpers import DATASETTE_1, actor_cookies, db_rows, post_json, promoting_ds, web_run
 

@@ -15,13 +15,9 @@ from typing import Any
 import pytest
 
 from datasette_dbrain_websearch import fetch as fetch_module
+from datasette_dbrain_websearch.fts_rows import SOURCES_FTS_COLUMNS, source_fts_row, sync_source_fts
 from datasette_dbrain_websearch.providers import Provider, WebResult
-from datasette_dbrain_websearch.schema import (
-    SOURCE_COLUMNS,
-    SOURCES_FTS_COLUMNS,
-    source_fts_row,
-    sync_source_fts,
-)
+from datasette_dbrain_websearch.schema import SOURCE_COLUMNS
 from datasette_dbrain_websearch.urls import normalize_url
 
 from .helpers import (

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from datasette.cli import cli
 
 from datasette_dbrain_websearch import semantic
-from datasette_dbrain_websearch.schema import create_retrieval_triggers
+from datasette_dbrain_websearch.triggers import create_retrieval_triggers
 
 from .helpers import (
     GRANT_PROMOTE,

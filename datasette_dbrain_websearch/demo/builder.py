@@ -8,7 +8,7 @@ N // 2 sources) for benchmarks.
 Both are deterministic: a fixed seed and a fixed clock (``BASE_TIME``), never ``now()``, so two
 builds hold the same rows. Rows follow dbrain's conventions: empty strings rather than NULLs,
 RFC3339 UTC timestamps, lowercase hyphenated comma-separated tags, dbrain's key prefixes,
-``src:`` keys and note paths from ``urls.py``, FTS rows packed by ``schema.py``, and no
+``src:`` keys and note paths from ``urls.py``, FTS rows packed by ``fts_rows.py``, and no
 ``sources_fts`` row for sources that were saved but never extracted.
 """
 
@@ -26,17 +26,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from ..fts_rows import ITEMS_FTS_INSERT, SOURCES_FTS_INSERT, item_fts_row, source_fts_row
 from ..schema import (
     ITEM_COLUMNS,
-    ITEMS_FTS_INSERT,
     SOURCE_COLUMNS,
-    SOURCES_FTS_INSERT,
     X_MEDIA_TRANSCRIPT_ARTICLE_TITLE,
     create_brain_schema,
-    create_retrieval_triggers,
-    item_fts_row,
-    source_fts_row,
 )
+from ..triggers import create_retrieval_triggers
 from ..urls import normalize_url, note_path, source_key
 
 __all__ = ["BASE_TIME", "DEMO_QUESTIONS", "DEMO_SEED", "build_demo_brain"]
