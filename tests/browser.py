@@ -14,14 +14,16 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from datasette.app import Datasette
 
-from .helpers import DATASETTE_1
+from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
+
+from .helpers import BRAVE_KEY, DATASETTE_1, EXA_KEY
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 SCREENSHOTS = Path(__file__).resolve().parent.parent / "screenshots"
@@ -84,6 +86,42 @@ def serve(
     finally:
         process.terminate()
         process.wait(10)
+
+
+@contextmanager
+def serve_with_fake_web(
+    brain: Path,
+    tmp: Path,
+    web: dict[str, Any] | Callable[[FakeWeb], dict[str, Any]],
+    plugin: dict[str, Any] | None = None,
+    permissions: dict[str, Any] | None = None,
+    env: dict[str, str] | None = None,
+    plugins_dir: Path | None = None,
+    **fake: Any,
+) -> Iterator[dict[str, Any]]:
+    """``serve`` the brain with web search on a fake Brave and Exa (``FakeWeb(**fake)``):
+    ``web`` is the ``external_search`` block less the providers' keys and addresses, which this
+    adds (or a function making it from the running fake, for the fake's own addresses);
+    ``plugin`` the plugin's other settings; ``permissions`` 1.0a's grants (0.65 keeps its
+    defaults). Yields ``serve``'s dict with the ``fake`` server."""
+    with FakeWeb(brave_keys=(BRAVE_KEY,), exa_keys=(EXA_KEY,), **fake) as running_fake:
+        block = {
+            "enabled": True,
+            "brave": {
+                "api_key": {"$env": "TEST_BRAVE_KEY"},
+                "base_url": running_fake.brave_base_url,
+            },
+            "exa": {"api_key": {"$env": "TEST_EXA_KEY"}, "base_url": running_fake.exa_base_url},
+            **(web(running_fake) if callable(web) else web),
+        }
+        config: dict[str, Any] = {
+            "plugins": {"datasette-dbrain-websearch": {**(plugin or {}), "external_search": block}}
+        }
+        if DATASETTE_1 and permissions:
+            config["permissions"] = permissions
+        keys = {"TEST_BRAVE_KEY": BRAVE_KEY, "TEST_EXA_KEY": EXA_KEY, **PAGE_PLUGINS}
+        with serve(brain, tmp, config, {**keys, **(env or {})}, plugins_dir) as running:
+            yield {**running, "fake": running_fake}
 
 
 def root_page(browser: Any, server: dict[str, Any], width: int = 1280, height: int = 900) -> Any:

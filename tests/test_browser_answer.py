@@ -13,11 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
-
-from .browser import PAGE_PLUGINS, no_horizontal_overflow, serve, shot
+from .browser import no_horizontal_overflow, serve_with_fake_web, shot
 from .fake_models import INVENTED
-from .helpers import BRAVE_KEY, EXA_KEY, build_fixture_brain
+from .helpers import build_fixture_brain
 
 REPO = Path(__file__).resolve().parent.parent
 FAKE_MODEL_PLUGIN = f"""
@@ -38,20 +36,13 @@ def server(tmp_path_factory):
     plugins = tmp / "plugins"
     plugins.mkdir()
     (plugins / "fake_llm_models.py").write_text(FAKE_MODEL_PLUGIN)
-    with FakeWeb(brave_keys=(BRAVE_KEY,), exa_keys=(EXA_KEY,)) as fake:
-        plugin = {
-            "external_search": {
-                "enabled": True,
-                "providers": ["brave"],
-                "allow": {"id": "root"},
-                "brave": {"api_key": {"$env": "TEST_BRAVE_KEY"}, "base_url": fake.brave_base_url},
-            },
-            "answer": {"synthesizer": "llm", "model": "dbrain-fake", "allow": {"id": "root"}},
-        }
-        config = {"plugins": {"datasette-dbrain-websearch": plugin}}
-        env = {"TEST_BRAVE_KEY": BRAVE_KEY, "LLM_USER_PATH": str(tmp / "llm"), **PAGE_PLUGINS}
-        with serve(brain, tmp, config, env, plugins_dir=plugins) as running:
-            yield running
+    web = {"providers": ["brave"], "allow": {"id": "root"}}
+    answer = {"synthesizer": "llm", "model": "dbrain-fake", "allow": {"id": "root"}}
+    env = {"LLM_USER_PATH": str(tmp / "llm")}
+    with serve_with_fake_web(
+        brain, tmp, web, {"answer": answer}, env=env, plugins_dir=plugins
+    ) as running:
+        yield running
 
 
 def ask_with_answer(page, server) -> None:

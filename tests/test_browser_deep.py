@@ -12,10 +12,13 @@ import urllib.parse
 
 import pytest
 
-from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
-
-from .browser import PAGE_PLUGINS, no_horizontal_overflow, root_page, serve, shot, small_targets
-from .helpers import BRAVE_KEY
+from .browser import (
+    no_horizontal_overflow,
+    root_page,
+    serve_with_fake_web,
+    shot,
+    small_targets,
+)
 from .test_deep import PAGES, QUESTION, make_film_brain
 
 ODUYA = "Marguerite Oduya"
@@ -26,20 +29,19 @@ def server(tmp_path_factory):
     """The film brain (its row names the director) and a fake web that knows her."""
     tmp = tmp_path_factory.mktemp("deep")
     brain = make_film_brain(tmp / "brain.db")
-    with FakeWeb(brave_keys=(BRAVE_KEY,), pages=PAGES) as fake:
-        web = {
-            "enabled": True,
+
+    def web(fake) -> dict:
+        return {
             "providers": ["brave"],
             "allow": {"id": "root"},
             "cache_ttl": 0,
-            "read_via": f"{fake.url}/reader/",
+            "read_via": f"{fake.url}/reader/",  # the fake web reads its own pages
             "count": 2,
-            "brave": {"api_key": {"$env": "TEST_BRAVE_KEY"}, "base_url": fake.brave_base_url},
         }
-        plugin = {"external_search": web, "semantic": {"model": ""}}
-        config = {"plugins": {"datasette-dbrain-websearch": plugin}}
-        with serve(brain, tmp, config, {"TEST_BRAVE_KEY": BRAVE_KEY, **PAGE_PLUGINS}) as running:
-            yield running
+
+    plugin = {"semantic": {"model": ""}}
+    with serve_with_fake_web(brain, tmp, web, plugin, pages=PAGES) as running:
+        yield running
 
 
 def stay_on_the_panel(page, finished: dict[str, str]) -> None:

@@ -13,10 +13,8 @@ import sqlite3
 
 import pytest
 
-from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
-
-from .browser import PAGE_PLUGINS, no_horizontal_overflow, serve, shot
-from .helpers import BRAVE_KEY, DATASETTE_1, EXA_KEY, build_fixture_brain
+from .browser import no_horizontal_overflow, serve_with_fake_web, shot
+from .helpers import build_fixture_brain
 
 
 @pytest.fixture(scope="module")
@@ -24,26 +22,14 @@ def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("browser")
     brain = tmp / "brain.db"
     build_fixture_brain(brain)
-    with FakeWeb(brave_keys=(BRAVE_KEY,), exa_keys=(EXA_KEY,)) as fake:
-        plugin = {
-            "external_search": {
-                "enabled": True,
-                "providers": ["brave", "exa"],
-                "allow": {"id": "root"},
-                "budgets": {"brave": {"daily_calls": 1000, "monthly_usd": 5}},
-                "brave": {"api_key": {"$env": "TEST_BRAVE_KEY"}, "base_url": fake.brave_base_url},
-                "exa": {"api_key": {"$env": "TEST_EXA_KEY"}, "base_url": fake.exa_base_url},
-            }
-        }
-        config = {"plugins": {"datasette-dbrain-websearch": plugin}}
-        if DATASETTE_1:
-            config["permissions"] = {
-                "dbrain-promote": {"id": "root"},
-                "dbrain-view-usage": {"id": "root"},
-            }
-        env = {"TEST_BRAVE_KEY": BRAVE_KEY, "TEST_EXA_KEY": EXA_KEY, **PAGE_PLUGINS}
-        with serve(brain, tmp, config, env) as running:
-            yield running
+    web = {
+        "providers": ["brave", "exa"],
+        "allow": {"id": "root"},
+        "budgets": {"brave": {"daily_calls": 1000, "monthly_usd": 5}},
+    }
+    grants = {"dbrain-promote": {"id": "root"}, "dbrain-view-usage": {"id": "root"}}
+    with serve_with_fake_web(brain, tmp, web, permissions=grants) as running:
+        yield running
 
 
 def saved_runs(server) -> int:

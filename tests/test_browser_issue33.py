@@ -13,10 +13,13 @@ import urllib.request
 
 import pytest
 
-from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
-
-from .browser import PAGE_PLUGINS, no_horizontal_overflow, root_page, serve, shot
-from .helpers import BRAVE_KEY, DATASETTE_1, EXA_KEY, add_item, add_source, build_fixture_brain
+from .browser import (
+    no_horizontal_overflow,
+    root_page,
+    serve_with_fake_web,
+    shot,
+)
+from .helpers import add_item, add_source, build_fixture_brain
 
 WIDTHS = [1280, 375]
 
@@ -48,22 +51,10 @@ def server(tmp_path_factory):
     )
     conn.commit()
     conn.close()
-    with FakeWeb(brave_keys=(BRAVE_KEY,), exa_keys=(EXA_KEY,)) as fake:
-        plugin = {
-            "external_search": {
-                "enabled": True,
-                "providers": ["brave", "exa"],
-                "allow": True,
-                "brave": {"api_key": {"$env": "TEST_BRAVE_KEY"}, "base_url": fake.brave_base_url},
-                "exa": {"api_key": {"$env": "TEST_EXA_KEY"}, "base_url": fake.exa_base_url},
-            }
-        }
-        config = {"plugins": {"datasette-dbrain-websearch": plugin}}
-        if DATASETTE_1:
-            config["permissions"] = {"dbrain-promote": {"id": "root"}}
-        env = {"TEST_BRAVE_KEY": BRAVE_KEY, "TEST_EXA_KEY": EXA_KEY, **PAGE_PLUGINS}
-        with serve(brain, tmp, config, env) as running:
-            yield running
+    web = {"providers": ["brave", "exa"], "allow": True}
+    grants = {"dbrain-promote": {"id": "root"}}
+    with serve_with_fake_web(brain, tmp, web, permissions=grants) as running:
+        yield running
 
 
 def row_keys(page) -> list[str]:

@@ -11,10 +11,8 @@ import sqlite3
 
 import pytest
 
-from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
-
-from .browser import PAGE_PLUGINS, root_page, serve, shot
-from .helpers import BRAVE_KEY, DATASETTE_1, build_fixture_brain
+from .browser import root_page, serve_with_fake_web, shot
+from .helpers import build_fixture_brain
 
 QUESTION = "/-/research?q=lattice+qcd&external=always"
 
@@ -25,18 +23,10 @@ def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("saving")
     brain = tmp / "brain.db"
     build_fixture_brain(brain)
-    with FakeWeb(brave_keys=(BRAVE_KEY,)) as fake:
-        web = {
-            "enabled": True,
-            "providers": ["brave"],
-            "allow": True,
-            "brave": {"api_key": {"$env": "TEST_BRAVE_KEY"}, "base_url": fake.brave_base_url},
-        }
-        config = {"plugins": {"datasette-dbrain-websearch": {"external_search": web}}}
-        if DATASETTE_1:
-            config["permissions"] = {"dbrain-promote": {"id": "root"}}
-        with serve(brain, tmp, config, {"TEST_BRAVE_KEY": BRAVE_KEY, **PAGE_PLUGINS}) as running:
-            yield running
+    web = {"providers": ["brave"], "allow": True}
+    grants = {"dbrain-promote": {"id": "root"}}
+    with serve_with_fake_web(brain, tmp, web, permissions=grants) as running:
+        yield running
 
 
 @pytest.mark.parametrize("width", [1280, 375])

@@ -11,10 +11,13 @@ import urllib.parse
 
 import pytest
 
-from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
-
-from .browser import PAGE_PLUGINS, no_horizontal_overflow, root_page, serve, shot
-from .helpers import BRAVE_KEY, EXA_KEY, build_fixture_brain
+from .browser import (
+    no_horizontal_overflow,
+    root_page,
+    serve_with_fake_web,
+    shot,
+)
+from .helpers import build_fixture_brain
 
 WIDTHS = [1280, 375]
 QUESTION = "sqlite fts5 bm25"
@@ -26,20 +29,8 @@ def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("browser-sharing")
     brain = tmp / "brain.db"
     build_fixture_brain(brain)
-    with FakeWeb(brave_keys=(BRAVE_KEY,), exa_keys=(EXA_KEY,)) as fake:
-        plugin = {
-            "external_search": {
-                "enabled": True,
-                "providers": ["brave", "exa"],
-                "allow": True,
-                "brave": {"api_key": {"$env": "TEST_BRAVE_KEY"}, "base_url": fake.brave_base_url},
-                "exa": {"api_key": {"$env": "TEST_EXA_KEY"}, "base_url": fake.exa_base_url},
-            }
-        }
-        env = {"TEST_BRAVE_KEY": BRAVE_KEY, "TEST_EXA_KEY": EXA_KEY, **PAGE_PLUGINS}
-        config = {"plugins": {"datasette-dbrain-websearch": plugin}}
-        with serve(brain, tmp, config, env) as running:
-            yield running
+    with serve_with_fake_web(brain, tmp, {"providers": ["brave", "exa"], "allow": True}) as running:
+        yield running
 
 
 def visitor(browser, width: int):
