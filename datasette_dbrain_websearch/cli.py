@@ -391,7 +391,7 @@ def register(cli: click.Group) -> None:
     @dbrain_websearch.command(name="config-reference")
     def config_reference() -> None:
         """Print every configuration key with its type, default and limits (Markdown)."""
-        from .config import reference_markdown
+        from .config_reference import reference_markdown
 
         click.echo(reference_markdown())
 

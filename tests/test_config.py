@@ -6,13 +6,8 @@ import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
 
-from datasette_dbrain_websearch.config import (
-    OPTIONS,
-    ConfigError,
-    Settings,
-    parse_web,
-    reference_markdown,
-)
+from datasette_dbrain_websearch.config import OPTIONS, ConfigError, Settings, parse_web
+from datasette_dbrain_websearch.config_reference import reference_markdown
 
 from .helpers import make_datasette
 
