@@ -47,8 +47,8 @@ from datasette_dbrain_websearch.judge import (
     Rule,
     row_score,
 )
-from datasette_dbrain_websearch.options import parse_options
-from datasette_dbrain_websearch.pipeline import run_pipeline
+from datasette_dbrain_websearch.options import checked_request
+from datasette_dbrain_websearch.pipeline import RunContext, run_pipeline
 from datasette_dbrain_websearch.semantic import index_brain
 
 NONSENSE = 40
@@ -96,17 +96,15 @@ async def ask_all(
     dbrain_rule = Rule(replace(settings.judge, mode="dbrain"), "dbrain")
     asked = []
     for label, question in questions:
-        options = parse_options({"q": [question], "answer": ["0"]}, settings)
-        pack = (
-            await run_pipeline(
-                execute,
-                brain.stem,
-                options,
-                settings,
-                lambda kind, row_id: "",
-                semantic_index=str(index) if index else None,
-            )
-        ).to_json()
+        request = checked_request(settings, question=question, answer=False)
+        run = RunContext(
+            execute,
+            brain.stem,
+            settings,
+            lambda kind, row_id: "",
+            semantic_index=str(index) if index else None,
+        )
+        pack = (await run_pipeline(request, run)).to_json()
         evidence = [evidence_of(row) for row in pack["evidence"]]
         judged = pack["judge"]
         dbrain = dbrain_rule.verdict(

@@ -46,8 +46,9 @@ async def _run(
     from datasette.app import Datasette
     from datasette.utils import parse_metadata
 
+    from .options import request_from_params
     from .pipeline import WebAccess
-    from .service import run_research, web_access
+    from .service import RunOptions, research, web_access
 
     config = parse_metadata(Path(metadata).read_text()) if metadata else {}
     datasette = Datasette([brain], metadata=config)
@@ -58,16 +59,15 @@ async def _run(
     # The shell user owns the config and the brain, so the CLI may use whatever web search and
     # model the config enables; the web surfaces check the permissions per actor instead.
     web = await web_access(datasette, None)
-    pack = await run_research(
-        datasette,
-        None,
-        database,
-        params,
-        settings,
-        WebAccess(True, web.providers, web.cache_db, rankers=web.rankers),
-        "cli",
+    request = request_from_params(params, settings)
+    run = RunOptions(
+        actor=None,
+        surface="cli",
+        settings=settings,
+        web=WebAccess(True, web.providers, web.cache_db, rankers=web.rankers),
         model_permitted=True,
     )
+    pack = await research(datasette, database, request, run)
     return pack, web.labels
 
 

@@ -26,10 +26,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from .admission import Gate
 from .answer import AnswerAccess, Passage
 from .answer.model import ModelFailure, ask_model, resolve_model
-from .brain_access import ExecuteFn
 from .config import DeepSettings, Settings
 from .deep_pro import (
     MAX_REFUSALS,
@@ -48,12 +46,11 @@ from .deep_pro import (
 )
 from .display import plural
 from .errors import ResearchError
-from .evidence import RowUrl
 from .fts import matched_terms
-from .options import PRO, QUICK, Options
+from .options import PRO, QUICK, ResearchRequest
 from .pack import Pack, Row, WebRow
 from .pack_json import ConfidenceJSON, ResearchJSON, ResearchRoundJSON, Signal
-from .pipeline import Gathered, Progress, WebAccess, answer_gathered, gather
+from .pipeline import Gathered, Progress, RunContext, WebAccess, answer_gathered, gather
 from .web import BUDGET_EXHAUSTED, provider_order
 
 ANSWERED, NO_PROGRESS, BUDGET, TIME = "answered", "no_progress", "budget", "time"
@@ -305,7 +302,7 @@ def bounded(settings: Settings, seconds_left: float) -> Settings:
     return replace(settings, web=web, time_limit_ms=min(settings.time_limit_ms, left_ms))
 
 
-def web_cost(options: Options, settings: Settings, web: WebAccess) -> int:
+def web_cost(options: ResearchRequest, settings: Settings, web: WebAccess) -> int:
     """The most provider calls one search may make: every provider of its order (a fallback
     calls the next when one fails)."""
     names, _ = provider_order(options.web.providers, settings.web, web.providers)
@@ -461,7 +458,9 @@ class Loop:
             rows[:] = [*first[:KEPT_FIRST], *later, *first[KEPT_FIRST:]]
 
 
-def follow_up_options(options: Options, query: str, reads: int, web_allowed: bool) -> Options:
+def follow_up_options(
+    options: ResearchRequest, query: str, reads: int, web_allowed: bool
+) -> ResearchRequest:
     """A follow-up's request: the question's filters and web choices, the follow-up's words,
     no answer, its share of the reads, and the web only while the budget allows."""
     request = replace(options.web, read=reads, mode=options.web.mode if web_allowed else "never")
@@ -473,45 +472,20 @@ def follow_up_options(options: Options, query: str, reads: int, web_allowed: boo
 Search = Callable[..., Awaitable[Gathered]]  # one follow-up: options, bounds, pages read
 
 
-async def run_deep(
-    execute_fn: ExecuteFn,
-    database: str,
-    options: Options,
-    settings: Settings,
-    row_url: RowUrl,
-    web: WebAccess,
-    progress: Progress | None = None,
-    answering: AnswerAccess | None = None,
-    semantic_index: str | None = None,
-    gate: Gate | None = None,
-    requester: str | None = None,
-    arrived: float | None = None,
-) -> Pack:
+async def run_deep(options: ResearchRequest, run: RunContext) -> Pack:
     """Research the question in rounds (``pipeline.run_pipeline``'s arguments) and return the
     pack with its ``research`` record; the answer, when asked for, is written once at the end
     over every round's rows."""
-    emit = progress or _silent
+    settings, answering = run.settings, run.answering
+    emit = run.progress or _silent
     budget = settings.deep
     deadline = clock() + budget.time_limit_ms / 1000
-    cost = web_cost(options, settings, web)
+    cost = web_cost(options, settings, run.web)
 
     async def search(
-        asked: Options, bounds: Settings, read: frozenset[str], since: float | None = None
+        asked: ResearchRequest, bounds: Settings, read: frozenset[str], since: float | None = None
     ) -> Gathered:
-        return await gather(
-            execute_fn,
-            database,
-            asked,
-            bounds,
-            row_url,
-            web,
-            progress,
-            semantic_index,
-            gate,
-            requester,
-            since,
-            read,
-        )
+        return await gather(asked, replace(run, settings=bounds, arrived=since), read)
 
     # Round 1 reads half the pages: the question's own results are the likeliest to answer.
     first_reads = max(math.ceil(budget.reads / 2), options.web.read)
@@ -520,7 +494,9 @@ async def run_deep(
         options, web=replace(options.web, read=min(first_reads, budget.reads), mode=mode)
     )
     await _say_round(emit, 1, [FollowUp(options.question, "the question itself", "question", "")])
-    first = await search(first_options, bounded(settings, deadline - clock()), frozenset(), arrived)
+    first = await search(
+        first_options, bounded(settings, deadline - clock()), frozenset(), run.arrived
+    )
     if mode != options.web.mode:  # the budget kept round 1 off the web, not the request
         first.pack.web_search.mode = options.web.mode
         first.pack.web_search.skipped_reason = DEEP_BUDGET
@@ -578,8 +554,8 @@ async def run_deep(
     pack.timings_ms["deep_rounds"] = round((time.perf_counter() - rounds_started) * 1000, 3)
     if options.answer:
         # A model that directed the rounds writes the answer as claims bound to keys.
-        writer = replace(answering, claims=True) if answering and loop.model_directed else answering
-        await answer_gathered(first, settings, writer, progress, answer_rows(loop))
+        writer = replace(answering, claims=True) if loop.model_directed else answering
+        await answer_gathered(first, replace(run, answering=writer), answer_rows(loop))
     pack.research = _research(loop, options, reason, first.passages())
     await emit(
         {
@@ -597,7 +573,7 @@ async def run_deep(
 
 
 def _research(
-    loop: Loop, options: Options, reason: str, passages: Mapping[str, Passage]
+    loop: Loop, options: ResearchRequest, reason: str, passages: Mapping[str, Passage]
 ) -> ResearchJSON:
     """The pack's ``research``: the rounds, why the loop stopped and how far to trust it (the
     loop's own, over every round: the ``judge`` verdict is round 1's)."""
@@ -639,7 +615,7 @@ async def _say_round(emit: Progress, round_no: int, queries: Sequence[FollowUp])
 async def _round(
     loop: Loop,
     queries: list[FollowUp],
-    options: Options,
+    options: ResearchRequest,
     settings: Settings,
     search: Search,
     emit: Progress,
@@ -751,7 +727,7 @@ FALLBACK = "deep_pro_fallback"
 
 async def _pro_rounds(
     loop: Loop,
-    options: Options,
+    options: ResearchRequest,
     settings: Settings,
     search: Search,
     emit: Progress,

@@ -1,6 +1,7 @@
-"""A research request, checked: ``parse_options`` turns parameters (the page's, the JSON API's,
-the CLI's and the tools') into ``Options``; anything invalid becomes a ``ResearchError`` (400)
-before a query runs. ``run_params`` goes back from a saved run to its parameters."""
+"""A research request, checked: ``ResearchRequest``, built by ``checked_request`` from a tool's
+typed arguments or by ``request_from_params`` from a query string (the page's, the JSON API's,
+the CLI's); anything invalid becomes a ``ResearchError`` (400) before a query runs.
+``run_params`` goes back from a saved run to its parameters."""
 
 from __future__ import annotations
 
@@ -40,9 +41,16 @@ DATE_RE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 Params = Mapping[str, Sequence[str]]
 
 
+# A number or a yes/no as a surface gives it: typed (the tools) or as text (a query string).
+Whole = int | str | None
+Flag = bool | str | None
+
+
 @dataclass(frozen=True)
-class Options:
-    """A validated research request."""
+class ResearchRequest:
+    """What a research run is asked, checked (``checked_request``): the question, its filters
+    and ranking, the web's part, whether to answer, and how deep. Who asks, and how the run is
+    made, is the service's ``RunOptions``."""
 
     question: str
     limit: int
@@ -57,6 +65,23 @@ class Options:
     strategy: str = AUTO  # ``pro``: a model proposes each deep round (``deep_pro``)
 
 
+@dataclass(frozen=True)
+class WebFields:
+    """The web part of a request as a surface gives it, before ``checked_web``: ``external``,
+    ``provider`` (or ``all``), ``freshness`` (or ``custom`` with ``freshness_since`` and
+    ``freshness_until``), ``external_count``, ``read``, ``site`` and ``not_site``."""
+
+    mode: str = ""
+    providers: Sequence[str] = ()
+    freshness: str = ""
+    freshness_since: str = ""
+    freshness_until: str = ""
+    count: Whole = None
+    read: Whole = None
+    sites: Sequence[str] = ()
+    not_sites: Sequence[str] = ()
+
+
 def is_date(value: str) -> bool:
     """A real calendar date written YYYY-MM-DD (2026-02-30 is not)."""
     if not DATE_RE.match(value):
@@ -68,10 +93,18 @@ def is_date(value: str) -> bool:
     return True
 
 
+def _last(params: Params, name: str) -> str:
+    values = params.get(name) or []
+    return values[-1] if values else ""
+
+
+def _text(value: str) -> str:
+    return clean(value).strip()
+
+
 def param(params: Params, name: str) -> str:
     """A single-valued parameter: its last value, cleaned and stripped ("" when absent)."""
-    values = params.get(name) or []
-    return clean(values[-1]).strip() if values else ""
+    return _text(_last(params, name))
 
 
 # Parameters that may repeat; of any other, the last value counts.
@@ -84,9 +117,10 @@ def one_value_each(params: Params) -> Params:
     return {k: (list(v) if k in MANY_VALUED else list(v[-1:])) for k, v in params.items() if v}
 
 
-def _many(params: Params, name: str) -> tuple[str, ...]:
+def _listed(values: Sequence[str]) -> tuple[str, ...]:
+    """A repeatable value's words: each value split at commas, lower-cased, each word once."""
     found: list[str] = []
-    for value in params.get(name) or []:
+    for value in values:
         for part in clean(value).split(","):
             part = part.strip().lower()
             if part and part not in found:
@@ -104,8 +138,11 @@ BOOLEAN_VALUES = {"1": True, "true": True, "yes": True, "on": True}
 BOOLEAN_VALUES |= {"0": False, "false": False, "no": False, "off": False}
 
 
-def _bool(params: Params, name: str, default: bool) -> bool:
-    raw = param(params, name).lower()
+def flag(name: str, value: Flag, default: bool) -> bool:
+    """A yes or no: typed, or written as a query string writes it (``1``, ``true``, ``on``...)."""
+    if isinstance(value, bool):
+        return value
+    raw = _text(value or "").lower()
     if not raw:
         return default
     if raw not in BOOLEAN_VALUES:
@@ -113,10 +150,10 @@ def _bool(params: Params, name: str, default: bool) -> bool:
     return BOOLEAN_VALUES[raw]
 
 
-def _int(params: Params, name: str, default: int, most: int, code: str, low: int = 1) -> int:
-    """A whole number from ``low`` to ``most`` (ASCII digits only: ``²`` is a digit to
-    Python)."""
-    raw = param(params, name)
+def whole(name: str, value: Whole, default: int, most: int, code: str, low: int = 1) -> int:
+    """A whole number from ``low`` to ``most``, typed or as text (ASCII digits only: ``²`` is a
+    digit to Python)."""
+    raw = "" if value is None else _text(str(value))
     if not raw:
         return default
     if not re.fullmatch(r"[0-9]{1,6}", raw) or not low <= int(raw) <= most:
@@ -124,11 +161,65 @@ def _int(params: Params, name: str, default: int, most: int, code: str, low: int
     return int(raw)
 
 
-def parse_options(params: Params, settings: Settings) -> Options:
-    """Validate request parameters (``q``, ``limit``, ``tag``, ``source_type``, ``kind``,
-    ``syntax``, ``since``, ``until``, ``profile``, ``answer``, ``depth`` and the web ones)
-    into Options."""
-    question = param(params, "q")
+def request_from_params(params: Params, settings: Settings) -> ResearchRequest:
+    """A query string's request (the page's, the JSON API's, the CLI's): ``q``, ``limit``,
+    ``tag``, ``source_type``, ``kind``, ``syntax``, ``since``, ``until``, ``profile``,
+    ``ranking``, ``expand``, ``answer``, ``depth``, ``strategy`` and the web ones
+    (``WebFields``), checked by ``checked_request``."""
+    return checked_request(
+        settings,
+        question=_last(params, "q"),
+        limit=_last(params, "limit"),
+        syntax=_last(params, "syntax"),
+        kind=_last(params, "kind"),
+        tags=params.get("tag") or (),
+        source_types=params.get("source_type") or (),
+        since=_last(params, "since"),
+        until=_last(params, "until"),
+        profile=_last(params, "profile"),
+        ranking=_last(params, "ranking"),
+        expand=params.get("expand") or (),
+        depth=_last(params, "depth"),
+        strategy=_last(params, "strategy"),
+        answer=_last(params, "answer"),
+        web=WebFields(
+            mode=_last(params, "external"),
+            providers=params.get("provider") or (),
+            freshness=_last(params, "freshness"),
+            freshness_since=_last(params, "freshness_since"),
+            freshness_until=_last(params, "freshness_until"),
+            count=_last(params, "external_count"),
+            read=_last(params, "read"),
+            sites=params.get("site") or (),
+            not_sites=params.get("not_site") or (),
+        ),
+    )
+
+
+def checked_request(
+    settings: Settings,
+    *,
+    question: str,
+    limit: Whole = None,
+    syntax: str = "",
+    kind: str = "",
+    tags: Sequence[str] = (),
+    source_types: Sequence[str] = (),
+    since: str = "",
+    until: str = "",
+    profile: str = "",
+    ranking: str = "",
+    expand: Sequence[str] = (),
+    depth: str = "",
+    strategy: str = "",
+    answer: Flag = None,
+    web: WebFields = WebFields(),
+) -> ResearchRequest:
+    """The one check of a research request, whichever surface built it: a query string
+    (``request_from_params``) or a tool's typed arguments. Values are cleaned as a query
+    string's are; an empty one takes the config's default. The checks run in
+    one order, so a request with several mistakes is told the same first one everywhere."""
+    question = _text(question)
     if not question:
         raise ResearchError("Missing the question: pass it as ?q=...", code="missing_q")
     if len(question) > MAX_QUESTION_CHARS:
@@ -136,60 +227,59 @@ def parse_options(params: Params, settings: Settings) -> Options:
             f"The question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}.",
             code="question_too_long",
         )
-    limit = _int(params, "limit", settings.default_limit, settings.max_limit, "bad_limit")
-    syntax = param(params, "syntax").lower() or "simple"
+    limit_n = whole("limit", limit, settings.default_limit, settings.max_limit, "bad_limit")
+    syntax = _text(syntax).lower() or "simple"
     if syntax not in SYNTAXES:
         raise ResearchError("syntax must be 'simple' or 'raw'.", code="bad_syntax")
-    kind = param(params, "kind").lower()
+    kind = _text(kind).lower()
     if kind not in KIND_CHOICES:
         raise ResearchError("kind must be 'item', 'source' or 'all'.", code="bad_kind")
-    dates = {}
-    for name in ("since", "until"):
-        value = param(params, name)
+    dates = {"since": _text(since), "until": _text(until)}
+    for name, value in dates.items():
         if value and not is_date(value):
             raise ResearchError(
                 f"{name} must be a real date like 2026-01-31 (got {value[:20]!r}).", code="bad_date"
             )
-        dates[name] = value
     if dates["since"] and dates["until"] and dates["since"] > dates["until"]:
         raise ResearchError("since must not be after until.", code="bad_date")
     filters = Filters(
-        tags=_many(params, "tag"),
-        source_types=_many(params, "source_type"),
+        tags=_listed(tags),
+        source_types=_listed(source_types),
         kind="" if kind == "all" else kind,
         since=dates["since"],
         until=dates["until"],
     )
-    profile = param(params, "profile").lower() or "general"
+    profile = _text(profile).lower() or "general"
     if profile not in PROFILE_NAMES:
         raise ResearchError(
             f"profile must be one of {', '.join(PROFILE_NAMES)}.", code="bad_profile"
         )
-    ranking = param(params, "ranking").lower() or settings.ranking
+    ranking = _text(ranking).lower() or settings.ranking
     if ranking not in RANKINGS:
         raise ResearchError("ranking must be 'bm25' or 'dbrain'.", code="bad_ranking")
-    expand = _many(params, "expand")
-    if len(expand) > MAX_EXPAND or not all(EXPAND_WORD.fullmatch(w) for w in expand):
+    words = _listed(expand)
+    if len(words) > MAX_EXPAND or not all(EXPAND_WORD.fullmatch(w) for w in words):
         raise ResearchError(
             f"expand takes up to {MAX_EXPAND} words of letters and digits, comma-separated.",
             code="bad_expand",
         )
-    depth = param(params, "depth").lower() or QUICK
+    depth = _text(depth).lower() or QUICK
     if depth not in DEPTHS:
         raise ResearchError("depth must be 'quick' or 'deep'.", code="bad_depth")
-    strategy = param(params, "strategy").lower() or AUTO
+    strategy = _text(strategy).lower() or AUTO
     if strategy not in STRATEGIES:
         raise ResearchError("strategy must be 'auto' or 'pro'.", code="bad_strategy")
-    return Options(
+    web_request = checked_web(settings, web)
+    return ResearchRequest(
         ranking=ranking,
         question=question,
-        limit=limit,
+        limit=limit_n,
         syntax=syntax,
         filters=filters,
-        web=parse_web_request(params, settings),
+        web=web_request,
         profile=profile,
-        answer=_bool(params, "answer", settings.answer.default),
-        expand=expand,
+        answer=flag("answer", answer, settings.answer.default),
+        expand=words,
         depth=DEEP if strategy == PRO else depth,
         strategy=strategy,
     )
@@ -216,23 +306,22 @@ def run_params(pack: PackJSON) -> Params:
     return params
 
 
-def parse_web_request(params: Params, settings: Settings) -> WebRequest:
-    """``external``, ``provider`` (repeatable, or ``all``), ``freshness`` (or ``custom`` with
-    ``freshness_since`` and ``freshness_until``), ``external_count``, ``site``, ``not_site``."""
+def checked_web(settings: Settings, given: WebFields) -> WebRequest:
+    """The web part of a request, checked (``checked_request``)."""
     ext = settings.web
-    mode = web_mode(param(params, "external")) or ext.default_mode
+    mode = web_mode(_text(given.mode)) or ext.default_mode
     if mode not in MODES:
         raise ResearchError(
             "external must be 'never', 'on_weak' (or 'on-weak', 'on_weak_local_evidence') or "
             "'always'.",
             code="bad_external",
         )
-    providers = _many(params, "provider")
+    providers = _listed(given.providers)
     if ALL in providers:
         providers = (ALL,)
-    freshness = param(params, "freshness") or ext.freshness
+    freshness = _text(given.freshness) or ext.freshness
     if freshness == "custom":  # the page's custom range: two date fields
-        since, until = param(params, "freshness_since"), param(params, "freshness_until")
+        since, until = _text(given.freshness_since), _text(given.freshness_until)
         if not (since and until):
             raise ResearchError(
                 "A custom freshness range needs both dates (freshness_since, freshness_until).",
@@ -249,25 +338,25 @@ def parse_web_request(params: Params, settings: Settings) -> WebRequest:
             "2026-01-01to2026-06-30.",
             code="bad_freshness",
         )
-    count = _int(params, "external_count", ext.count, ext.max_count, "bad_external_count")
+    count = whole("external_count", given.count, ext.count, ext.max_count, "bad_external_count")
     return WebRequest(
         mode=mode,
         providers=providers,
         freshness=freshness,
         count=count,
-        read=_int(params, "read", ext.read, MAX_READ, "bad_read", low=0),
-        sites=_sites(params, "site"),
-        not_sites=_sites(params, "not_site"),
+        read=whole("read", given.read, ext.read, MAX_READ, "bad_read", low=0),
+        sites=_sites(given.sites, "site"),
+        not_sites=_sites(given.not_sites, "not_site"),
     )
 
 
 MAX_SITES = 10
 
 
-def _sites(params: Params, name: str) -> tuple[str, ...]:
+def _sites(given: Sequence[str], name: str) -> tuple[str, ...]:
     """``site`` / ``not_site``: domains (or URLs, or ``site:example.com``), repeated or
     comma-separated, as web rows' domains are written."""
-    values = _many(params, name)
+    values = _listed(given)
     domains = tuple(dict.fromkeys(site_domain(v) for v in values))
     if len(values) > MAX_SITES or not all(domains):
         bad = next((v for v in values if not site_domain(v)), "")

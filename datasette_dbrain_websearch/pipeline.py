@@ -2,9 +2,9 @@
 (``LocalStage``) -> the judge's verdict -> the web (``WebPart``) -> the merge and profile ->
 the ``Pack`` -> the answer.
 
-``run_pipeline`` serves every surface (through ``service.run_research``, which parses the
-request and saves the run) and the evals, so every surface shows the same evidence for the same
-question.
+``run_pipeline`` serves every surface and the evals (through ``service.research``, which saves
+the run), so every surface shows the same evidence for the same question. What a run is asked is
+a ``ResearchRequest``; how it is made, a ``RunContext``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from .evidence import RowUrl, credit_local, extraction_warning, local_row, web_r
 from .fts import QueryPlan, is_keyword_list, plan_query
 from .judge import CALIBRATED, DBRAIN, WEAK_EVIDENCE, Evidence, Rule, run_verdict, term_weights
 from .merge import MergedResult, MergeOutcome, merge_web, web_score
-from .options import Options
+from .options import ResearchRequest
 from .pack import LocalRow, Pack, Row, WebRow, WebSearch, new_run_id
 from .pack_json import Signal
 from .profiles import apply_profile, profile_for
@@ -119,49 +119,44 @@ class WebPart:
     surfaced: list[Hit] = field(default_factory=list)
 
 
-async def run_pipeline(
-    execute_fn: ExecuteFn,
-    database: str,
-    options: Options,
-    settings: Settings,
-    row_url: RowUrl,
-    web: WebAccess | None = None,
-    progress: Progress | None = None,
-    answering: AnswerAccess | None = None,
-    semantic_index: str | None = None,
-    gate: Gate | None = None,
-    requester: str | None = None,
-    arrived: float | None = None,
-) -> Pack:
+@dataclass(frozen=True)
+class RunContext:
+    """How one run is made, whatever it is asked: the brain it reads and how, the settings,
+    what the actor may spend (``web``, ``answering``: decided once per request by the
+    service), where progress goes, the admission gate and whom it counts against, and when
+    the request came in. ``run_pipeline``, ``gather`` and ``deep.run_deep`` share it."""
+
+    execute_fn: ExecuteFn
+    database: str
+    settings: Settings
+    row_url: RowUrl
+    web: WebAccess = field(default_factory=lambda: WebAccess(False, {}))
+    answering: AnswerAccess = field(default_factory=AnswerAccess)
+    progress: Progress | None = None
+    semantic_index: str | None = None  # the plugin database's file: the semantic lane's vectors
+    gate: Gate | None = None
+    requester: str | None = None
+    arrived: float | None = None
+
+
+async def run_pipeline(options: ResearchRequest, run: RunContext) -> Pack:
     """Run one research pass and return the typed pack: the brain's rows, the verdict on
     them, the web when allowed, the merge (``gather``), then an answer when asked for
     (``answer_gathered``).
 
-    ``progress`` (optional) is awaited with a small dict as each stage starts or ends, so a
-    surface can show live progress; it never changes the result. ``semantic_index`` is the
-    plugin database holding the semantic lane's vectors (``semantic.py``). ``gate`` admits
-    the local search when it is heavy (``admission``), counting it against ``requester``.
-    ``arrived``: when the request came in (``time.perf_counter``), so the limit covers the wait
-    before the run (``views.common.arrived_at``).
+    ``run.progress`` (optional) is awaited with a small dict as each stage starts or ends, so
+    a surface can show live progress; it never changes the result. ``run.semantic_index`` is
+    the plugin database holding the semantic lane's vectors (``semantic.py``). ``run.gate``
+    admits the local search when it is heavy (``admission``), counting it against
+    ``run.requester``. ``run.arrived``: when the request came in (``time.perf_counter``), so
+    the limit covers the wait before the run (``views.common.arrived_at``).
 
     The run's ``time_limit_ms`` (``TimeBudget``) bounds every stage but the web's and a model's
     replies (which have their own timeouts): each runs as a ``phase``, its loops paced.
     """
-    gathered = await gather(
-        execute_fn,
-        database,
-        options,
-        settings,
-        row_url,
-        web,
-        progress,
-        semantic_index,
-        gate,
-        requester,
-        arrived,
-    )
+    gathered = await gather(options, run)
     if options.answer:
-        await answer_gathered(gathered, settings, answering, progress)
+        await answer_gathered(gathered, run)
     gathered.finish()
     return gathered.pack
 
@@ -189,31 +184,28 @@ class Gathered:
 
 
 async def gather(
-    execute_fn: ExecuteFn,
-    database: str,
-    options: Options,
-    settings: Settings,
-    row_url: RowUrl,
-    web: WebAccess | None = None,
-    progress: Progress | None = None,
-    semantic_index: str | None = None,
-    gate: Gate | None = None,
-    requester: str | None = None,
-    arrived: float | None = None,
-    already_read: frozenset[str] = frozenset(),
+    options: ResearchRequest, run: RunContext, already_read: frozenset[str] = frozenset()
 ) -> Gathered:
     """Everything a run does before its answer (``run_pipeline``). ``already_read``: pages an
     earlier round of the same deep run read; they are not read again."""
-    emit = progress or _silent
+    settings, database, row_url, web = run.settings, run.database, run.row_url, run.web
+    emit = run.progress or _silent
     started = time.perf_counter()
     run_id = new_run_id()
-    web = web or WebAccess(False, {})
     _check_providers(options, settings)
-    budget = TimeBudget(settings.time_limit_ms, database, arrived=arrived)
-    local_query = budget.bind(execute_fn)
+    budget = TimeBudget(settings.time_limit_ms, database, arrived=run.arrived)
+    local_query = budget.bind(run.execute_fn)
     await emit({"stage": "local", "status": "started", "message": "Searching your brain"})
     local = await _local_stage(
-        local_query, budget, options, settings, database, row_url, semantic_index, gate, requester
+        local_query,
+        budget,
+        options,
+        settings,
+        database,
+        row_url,
+        run.semantic_index,
+        run.gate,
+        run.requester,
     )
     judge_started = time.perf_counter()
     with budget.phase():
@@ -297,11 +289,7 @@ async def gather(
 
 
 async def answer_gathered(
-    gathered: Gathered,
-    settings: Settings,
-    answering: AnswerAccess | None = None,
-    progress: Progress | None = None,
-    order: Sequence[Row] | None = None,
+    gathered: Gathered, run: RunContext, order: Sequence[Row] | None = None
 ) -> None:
     """The answer over what the run gathered, written into its pack. ``order`` (deep
     research) is the rows it reads and may cite, in order (``answer_stage``)."""
@@ -311,10 +299,10 @@ async def answer_gathered(
     pack.answer, answer_warnings = await answer_stage(
         pack,
         passages,
-        settings.answer,
-        answering or AnswerAccess(),
+        run.settings.answer,
+        run.answering,
         gathered.web.labels,
-        progress or _silent,
+        run.progress or _silent,
         budget,
         gathered.lane.similarity if gathered.lane is not None else None,
         order,
@@ -323,7 +311,7 @@ async def answer_gathered(
     pack.timings_ms["answer"] = pack.answer.timings_ms["total"]
 
 
-def _check_providers(options: Options, settings: Settings) -> None:
+def _check_providers(options: ResearchRequest, settings: Settings) -> None:
     """Refuse a provider this Datasette does not offer before anything runs."""
     configured = settings.web.providers
     unknown = [p for p in options.web.providers if p != ALL and p not in configured]
@@ -338,7 +326,7 @@ def _check_providers(options: Options, settings: Settings) -> None:
 async def _local_stage(
     local_query: ExecuteFn,
     budget: TimeBudget,
-    options: Options,
+    options: ResearchRequest,
     settings: Settings,
     database: str,
     row_url: RowUrl,
@@ -406,7 +394,7 @@ async def _local_stage(
     )
 
 
-def _rule(local: LocalStage, options: Options, settings: Settings) -> Rule:
+def _rule(local: LocalStage, options: ResearchRequest, settings: Settings) -> Rule:
     """The verdict's rule: calibrated on the question's term weights in this brain, or
     dbrain's for ``ranking: dbrain``, raw FTS5 questions (no weights) and ``judge.mode:
     dbrain``."""
@@ -504,7 +492,7 @@ def _ms(since: float) -> float:
 
 def _local(
     conn: Any,
-    options: Options,
+    options: ResearchRequest,
     settings: Settings,
     plan: QueryPlan,
     database: str,
@@ -569,7 +557,7 @@ def _local(
 async def _web(
     execute_fn: ExecuteFn,
     budget: TimeBudget,
-    options: Options,
+    options: ResearchRequest,
     settings: Settings,
     local: LocalStage,
     verdict: str,
@@ -797,7 +785,7 @@ async def _read_pages(
 
 
 async def _named_page(
-    execute_fn: ExecuteFn, options: Options, local: LocalStage
+    execute_fn: ExecuteFn, options: ResearchRequest, local: LocalStage
 ) -> NormalizedURL | None:
     """The page a question names when it is nothing but an http(s) URL the brain does not hold
     (exact lookup found no row, and no source has that URL, whatever the filters): it is read
@@ -822,7 +810,7 @@ async def _read_named_page(
     part: WebPart,
     url: NormalizedURL,
     plan: QueryPlan,
-    options: Options,
+    options: ResearchRequest,
     settings: Settings,
     web: WebAccess,
     run_id: str,

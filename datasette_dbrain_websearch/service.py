@@ -15,6 +15,7 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
 
@@ -30,11 +31,11 @@ from .errors import ResearchError, sqlite_error
 from .feedback import RocchioWeights, apply_feedback, carried, row_urls, validate_marks
 from .feedback_store import feedback_for, save_feedback
 from .lexical import file_version
-from .options import DEEP, PRO, param, parse_options, run_params
+from .options import DEEP, PRO, ResearchRequest, param, run_params
 from .pack import row_keys
 from .pack_json import PackJSON
 from .permissions import LLM_ANSWER, RESEARCH, WEB_SEARCH, can
-from .pipeline import Progress, WebAccess, run_pipeline
+from .pipeline import Progress, RunContext, WebAccess, run_pipeline
 from .promote import promote, promoted_in_run
 from .providers import registered_providers
 from .refinement import refinement
@@ -191,63 +192,74 @@ def cannot_research() -> ResearchError:
     )
 
 
-async def run_research(
-    datasette: Any,
-    actor: dict | None,
-    database: str,
-    params: dict[str, list[str]],
-    settings: Settings,
-    web: WebAccess,
-    surface: str,
-    progress: Progress | None = None,
-    lineage: dict[str, Any] | None = None,
-    model_permitted: bool | None = None,
-    requester: str | None = None,
-    wait_for_trace: bool = True,
-    arrived: float | None = None,
-) -> PackJSON:
-    """Parse, research, save the trace: the one path every surface (HTTP and CLI) takes.
+@dataclass(frozen=True)
+class RunOptions:
+    """Who asks for a run and how it is made, beside what is asked (``ResearchRequest``).
 
-    ``lineage`` (from ``_refinement``) records a refined run's parent and refinement;
-    ``model_permitted`` overrides the actor's ``dbrain-llm-answer`` check (the CLI's shell user);
-    a cross-site request (``web.cross_site``) spends nothing: no web search, no model answer;
-    ``requester`` (from ``requester_of``) is who a heavy question counts against (None: no
-    per-requester limit; ``admission``);
-    ``wait_for_trace=False`` returns before the trace is written (see ``then_settle``);
+    ``web`` (``web_access``) is the actor's web decision for this request, made once; a
+    cross-site request (``web.cross_site``) spends nothing: no web search, no model answer, in
+    every round of a deep run. ``model_permitted`` overrides the actor's ``dbrain-llm-answer``
+    check (the CLI's shell user, the evals). ``lineage`` (from ``refined``) records a refined
+    run's parent and refinement. ``requester`` (``requester_of``) is who a heavy question counts
+    against (None: no per-requester limit; ``admission``). ``wait_for_trace=False`` returns
+    before the trace is written (see ``then_settle``); ``save=False`` writes none (the evals).
     ``arrived`` (``views.common.arrived_at``) starts the time limit when the request came in.
-    ``depth=deep`` runs the follow-up rounds of ``deep.run_deep``; its rounds spend nothing on
-    a cross-site request either (each round's web stage and the answer check ``cross_site``).
     """
-    options = parse_options(params, settings)
-    if options.web.mode != "never":
+
+    actor: dict | None
+    surface: str
+    settings: Settings
+    web: WebAccess
+    model_permitted: bool | None = None
+    progress: Progress | None = None
+    lineage: dict[str, Any] | None = None
+    requester: str | None = None
+    wait_for_trace: bool = True
+    save: bool = True
+    arrived: float | None = None
+
+
+async def research(
+    datasette: Any, database: str, request: ResearchRequest, run: RunOptions
+) -> PackJSON:
+    """Research a checked request on one brain and save its trace: the one path every surface
+    (the views, the CLI, the tools, the evals) takes. ``depth=deep`` runs the follow-up rounds
+    of ``deep.run_deep``."""
+    settings, actor = run.settings, run.actor
+    if request.web.mode != "never":
         settings = await with_stored_keys(datasette, settings, actor_id_of(actor))
-    db = datasette.get_database(database)
+    model_permitted = run.model_permitted
     if model_permitted is None:
-        wants_model = options.strategy == PRO or (
-            options.answer and settings.answer.synthesizer == "llm"
+        wants_model = request.strategy == PRO or (
+            request.answer and settings.answer.synthesizer == "llm"
         )
         model_permitted = wants_model and await may(datasette, actor, LLM_ANSWER)
-    research = run_deep if options.depth == DEEP else run_pipeline
-    typed = await research(
-        reader(db),
-        database,
-        options,
-        settings,
-        row_url_for(datasette, database),
-        web,
-        progress=progress,
-        answering=AnswerAccess(model_permitted, datasette, actor, web.cross_site),
+    context = RunContext(
+        execute_fn=reader(datasette.get_database(database)),
+        database=database,
+        settings=settings,
+        row_url=row_url_for(datasette, database),
+        web=run.web,
+        answering=AnswerAccess(model_permitted, datasette, actor, run.web.cross_site),
+        progress=run.progress,
         semantic_index=index_path(datasette),
         gate=gate_for(datasette),
-        requester=requester,
-        arrived=arrived,
+        requester=run.requester,
+        arrived=run.arrived,
     )
-    pack = cast(PackJSON, {**typed.to_json(), **(lineage or {})})
+    typed = await (run_deep if request.depth == DEEP else run_pipeline)(request, context)
+    pack = cast(PackJSON, {**typed.to_json(), **(run.lineage or {})})
     if carried(pack):
         pack = apply_feedback(pack, carried(pack), weights_from(settings))
-    await traces.record(
-        datasette, pack, surface=surface, actor=actor, permitted=web.permitted, wait=wait_for_trace
-    )
+    if run.save:
+        await traces.record(
+            datasette,
+            pack,
+            surface=run.surface,
+            actor=actor,
+            permitted=run.web.permitted,
+            wait=run.wait_for_trace,
+        )
     return pack
 
 
@@ -406,7 +418,7 @@ async def refined(
         params["q"] = [parent["pack"]["question"]]
         had = parent["pack"]["query_plan"].get("expansion_terms") or []
         params["expand"] = list(dict.fromkeys([*had, *refined_by["added_terms"]]))
-    # A row marked 👎 stays below the rest in the run Expand makes (``run_research``).
+    # A row marked 👎 stays below the rest in the run Expand makes (``research``).
     dropped = [m for m in validate_marks(marks) if m["value"] == "irrelevant"]
     lineage: dict[str, Any] = {"parent_run_id": parent_id, "refinement": refined_by}
     return params, {**lineage, "feedback": {"marks": dropped}} if dropped else lineage

@@ -411,13 +411,17 @@ def test_source_texts_share_one_budget_and_end_at_a_word():
 def test_both_tools_build_the_query_from_their_arguments():
     """MCP's and the agent's research tools hand their arguments (``locals()``) to one
     constructor: lists left out are empty, names that are not the query's are ignored."""
+    from datasette_dbrain_websearch.config import Settings
     from datasette_dbrain_websearch.tools.shared import ResearchQuery
 
     query = ResearchQuery.from_call(
         {"ctx": object(), "question": "tokio", "tags": None, "sites": ["a.example"], "limit": 3}
     )
     assert query == ResearchQuery("tokio", limit=3, sites=("a.example",))
-    assert query.params()["site"] == ["a.example"] and query.params()["tag"] == []
-    assert query.params()["provider"] == [] and query.params()["freshness"] == [""]
+    settings = Settings.from_config({"external_search": {"providers": ["exa"]}})
+    request = query.request(settings)
+    assert request.web.sites == ("a.example",) and request.filters.tags == ()
+    assert request.web.providers == () and request.web.freshness == settings.web.freshness
     chosen = ResearchQuery.from_call({"question": "q", "providers": ["exa"], "freshness": "pm"})
-    assert (chosen.params()["provider"], chosen.params()["freshness"]) == (["exa"], ["pm"])
+    request = chosen.request(settings)
+    assert (request.web.providers, request.web.freshness) == (("exa",), "pm")

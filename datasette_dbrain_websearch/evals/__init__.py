@@ -1,7 +1,7 @@
 """Research evals: dbrain-style cases run against a brain, with the web replayed offline.
 
 ``datasette dbrain-websearch eval CASES.json BRAIN.db`` runs each case through the same
-``parse_options`` and ``research`` the CLI uses, in-process. Web search goes to a
+``request_from_params`` and ``service.research`` the CLI uses, in-process. Web search goes to a
 ``ReplayProvider`` per provider, answering from the case's ``fixtures`` (recorded provider
 responses), so an eval never needs a key or the network and gives the same answer every time.
 ``eval propose --run RUN_ID`` turns a saved run, and the feedback given on it, into a case.

@@ -9,11 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..answer import AnswerAccess
 from ..config import PLUGIN_NAME, ConfigError, Settings
 from ..errors import ResearchError
-from ..options import Options, parse_options
-from ..pipeline import WebAccess, run_pipeline
+from ..options import ResearchRequest, request_from_params
+from ..pipeline import WebAccess
 from ..providers.replay import ReplayProvider
 from .cases import (
     Case,
@@ -31,11 +30,11 @@ from .scoring import (
 
 @dataclass
 class _Prepared:
-    """A case with its settings and options, checked before any case runs."""
+    """A case with its settings and request, checked before any case runs."""
 
     case: Case
     settings: Settings
-    options: Options
+    request: ResearchRequest
 
 
 def case_settings(base: Mapping[str, Any], case: Case) -> Settings:
@@ -84,8 +83,6 @@ async def run_cases(
     """
     from datasette.app import Datasette
 
-    from ..service import row_url_for
-
     datasette = Datasette([str(brain)], metadata=dict(metadata or {}))
     base = datasette.plugin_config(PLUGIN_NAME) or {}
     database = brain.stem
@@ -93,33 +90,32 @@ async def run_cases(
     for case in cases:
         try:
             settings = case_settings(base, case)
-            prepared.append(_Prepared(case, settings, parse_options(case.params, settings)))
+            prepared.append(_Prepared(case, settings, request_from_params(case.params, settings)))
         except (ConfigError, ResearchError) as exc:
             message = exc.message if isinstance(exc, ResearchError) else str(exc)
             raise EvalInputError(f"case {case.name!r}: {message}") from exc
-    db = datasette.get_database(database)
-    row_url = row_url_for(datasette, database)
-    return [await _run_one(item, db.execute_fn, database, row_url) for item in prepared]
+    return [await _run_one(datasette, database, item) for item in prepared]
 
 
-async def _run_one(item: _Prepared, execute_fn: Any, database: str, row_url: Any) -> CaseResult:
-    """One case: research with replayed providers, then its checks and its score."""
+async def _run_one(datasette: Any, database: str, item: _Prepared) -> CaseResult:
+    """One case through the service, as the CLI's research: replayed providers, a model
+    allowed, no run saved; then its checks and its score."""
+    from ..service import RunOptions, research
+
     case = item.case
     providers = replay_providers(case)
-    web = WebAccess(permitted=True, providers=providers, cache_db=None)
-    k = item.options.limit
+    run = RunOptions(
+        actor=None,
+        surface="eval",
+        settings=item.settings,
+        web=WebAccess(permitted=True, providers=providers, cache_db=None),
+        model_permitted=True,
+        save=False,
+    )
+    k = item.request.limit
     started = time.perf_counter()
     try:
-        typed = await run_pipeline(
-            execute_fn,
-            database,
-            item.options,
-            item.settings,
-            row_url,
-            web,
-            answering=AnswerAccess(model_permitted=True),
-        )
-        pack = typed.to_json()
+        pack = await research(datasette, database, item.request, run)
     except ResearchError as exc:
         latency = round((time.perf_counter() - started) * 1000, 1)
         reason = f"research failed ({exc.code}): {exc.message}"
@@ -138,6 +134,6 @@ async def _run_one(item: _Prepared, execute_fn: Any, database: str, row_url: Any
         providers_called=called,
         warnings=[w["code"] for w in pack["warnings"]],
         top=[e["source_key"] for e in pack["ranking"][:k]],
-        citations=CitationCounts.of(pack["answer"]) if item.options.answer else None,
+        citations=CitationCounts.of(pack["answer"]) if item.request.answer else None,
         answer_status=pack["answer"]["status"],
     )

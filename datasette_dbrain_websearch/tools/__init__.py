@@ -1,7 +1,7 @@
 """Research as tools for agents: MCP clients (datasette-mcp, ``mcp.py``) and Datasette's own
 agent (datasette-agent, ``agent.py``), over what both share (``shared.py``).
 
-Every tool takes the path the research page takes (``service.run_research``: the same parsing,
+Every tool takes the path the research page takes (``service.research``: the same checks,
 evidence, verdict, answer verifier and saved run, recorded with surface ``mcp`` or ``agent``)
 and the same permission checks, made per call for the caller's actor. Two rules are stricter
 than on the page: a tool call that asks for the web while its actor may not search it (or the

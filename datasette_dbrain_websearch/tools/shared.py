@@ -17,17 +17,18 @@ from ..brain_access import check_unchanged as check_brain_unchanged
 from ..brain_access import reader
 from ..config import ConfigError, Settings
 from ..errors import ResearchError
-from ..options import parse_options
+from ..options import ResearchRequest, WebFields, checked_request
 from ..pack_json import LOCAL_ORIGIN, PackJSON
 from ..permissions import PROMOTE, can
 from ..promote import chosen_rows, parse_request
 from ..providers import registered_providers
 from ..service import (
+    RunOptions,
     actor_id_of,
     choose_brain,
     promotion_message,
+    research,
     row_url_for,
-    run_research,
     visible_run,
     web_access,
 )
@@ -315,33 +316,33 @@ class ResearchQuery:
             given[name] = tuple(given.get(name) or ())
         return cls(**given)
 
-    def params(self) -> dict[str, list[str]]:
-        """The research page's query parameters for this call (validated by ``parse_options``).
+    def request(self, settings: Settings) -> ResearchRequest:
+        """The call's research request, checked as the page's is (``checked_request``).
 
         ``external`` and ``answer`` are always given, so the config's ``default_mode`` and
         ``answer.default`` never make a tool call search the web or write an answer unasked.
         """
-        params = {
-            "q": [self.question],
-            "kind": [self.kind],
-            "tag": list(self.tags),
-            "source_type": list(self.source_types),
-            "since": [self.since],
-            "until": [self.until],
-            "external": [self.external],
-            "provider": list(self.providers),
-            "freshness": [self.freshness],
-            "site": list(self.sites),
-            "not_site": list(self.not_sites),
-            "answer": ["1" if self.answer else "0"],
-            "depth": [self.depth],
-            "strategy": [self.strategy],
-        }
-        if self.limit is not None:
-            params["limit"] = [str(self.limit)]
-        if self.read is not None:
-            params["read"] = [str(self.read)]
-        return params
+        return checked_request(
+            settings,
+            question=self.question,
+            limit=self.limit,
+            kind=self.kind,
+            tags=self.tags,
+            source_types=self.source_types,
+            since=self.since,
+            until=self.until,
+            depth=self.depth,
+            strategy=self.strategy,
+            answer=bool(self.answer),
+            web=WebFields(
+                mode=self.external,
+                providers=self.providers,
+                freshness=self.freshness,
+                read=self.read,
+                sites=self.sites,
+                not_sites=self.not_sites,
+            ),
+        )
 
 
 def web_refusal(settings: Settings, actor: dict | None) -> ResearchError:
@@ -389,16 +390,14 @@ async def tool_research(
     """
     settings = Settings.from_datasette(datasette)
     database, _ = await choose_brain(datasette, actor, settings, query.database)
-    params = query.params()
-    options = parse_options(params, settings)
+    request = query.request(settings)
     web = await web_access(datasette, actor, cross_site)
-    if options.web.mode != "never" and not (settings.web.enabled and web.permitted):
+    if request.web.mode != "never" and not (settings.web.enabled and web.permitted):
         raise web_refusal(settings, actor)
     if requester is None and actor_id_of(actor):
         requester = requester_key(actor_id_of(actor), None)
-    pack = await run_research(
-        datasette, actor, database, params, settings, web, surface, requester=requester
-    )
+    run = RunOptions(actor=actor, surface=surface, settings=settings, web=web, requester=requester)
+    pack = await research(datasette, database, request, run)
     compact = compact_pack(pack, web.labels, link)
     if query.export == "markdown":
         compact["markdown"] = exports.markdown(

@@ -1,4 +1,4 @@
 """The web surfaces, one module per surface: ``research`` (the page, its JSON and the live
 stream), ``runs`` (saved runs), ``actions`` (promotion and feedback on a run) and ``usage`` (the
 provider ledger); ``common`` holds what they share. The agent tools (``tools.py``) and the
-command line (``cli.py``) reach research through ``common.run_research`` too."""
+command line (``cli.py``) reach research through ``service.research`` too."""

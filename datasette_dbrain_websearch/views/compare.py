@@ -19,12 +19,13 @@ from .. import display, exports, ledger, traces
 from ..compare import compare_runs
 from ..config import Settings
 from ..errors import ResearchError
-from ..options import param, run_params
+from ..options import param, request_from_params, run_params
 from ..providers import provider_labels, registered_providers
 from ..requesters import cross_site_with_cookie, requester_of
 from ..runs_db import plugin_database
 from ..service import (
-    run_research,
+    RunOptions,
+    research,
     saved_run,
     web_access,
 )
@@ -85,18 +86,15 @@ async def brain_only(datasette: Any, request: Any, trace: dict[str, Any]) -> dic
     settings = Settings.from_datasette(datasette)
     params = {**run_params(trace["pack"]), "q": [trace["pack"]["question"]]}
     params["external"] = ["never"]
-    web = await web_access(datasette, request.actor, cross_site=False)
-    pack = await run_research(
-        datasette,
-        request.actor,
-        trace["database"],
-        params,
-        settings,
-        web,
-        "page",
+    run = RunOptions(
+        actor=request.actor,
+        surface="page",
+        settings=settings,
+        web=await web_access(datasette, request.actor, cross_site=False),
         requester=requester_of(request),
         arrived=arrived_at(request),
     )
+    pack = await research(datasette, trace["database"], request_from_params(params, settings), run)
     return await saved_run(datasette, request.actor, pack["run_id"])
 
 

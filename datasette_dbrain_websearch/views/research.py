@@ -16,7 +16,7 @@ from ..errors import ResearchError
 from ..feedback import (
     FEEDBACK_VALUES,
 )
-from ..options import BOOLEAN_VALUES, one_value_each, param
+from ..options import BOOLEAN_VALUES, one_value_each, param, request_from_params
 from ..pack_json import PackJSON
 from ..permissions import PROMOTE, RESEARCH, USAGE
 from ..pipeline import WebAccess
@@ -24,14 +24,15 @@ from ..providers.base import clean, scrub
 from ..requesters import cross_site_with_cookie, requester_of
 from ..runs_db import plugin_database
 from ..service import (
+    RunOptions,
     actor_id_of,
     brain_databases,
     may,
     may_see_run,
     promoted_rows,
     refined,
+    research,
     researchable_brains,
-    run_research,
     web_access,
     with_feedback,
 )
@@ -124,19 +125,17 @@ async def research_view(request: Any, datasette: Any) -> Response:
     has_question = any(param(params, name) for name in ("q", "refine_from"))
     if pack is None and (as_json or has_question):
         try:
-            pack = await run_research(
-                datasette,
-                request.actor,
-                database,
-                params,
-                settings,
-                web,
-                "json" if as_json else "page",
+            run = RunOptions(
+                actor=request.actor,
+                surface="json" if as_json else "page",
+                settings=settings,
+                web=web,
                 lineage=lineage,
                 requester=requester_of(request),
                 wait_for_trace=False,
                 arrived=arrived_at(request),
             )
+            pack = await research(datasette, database, request_from_params(params, settings), run)
         except ResearchError as exc:
             error = exc
     if as_json:
@@ -500,19 +499,17 @@ async def stream_view(request: Any, datasette: Any) -> Any:
             await writer.write(json.dumps(scrub(event, secrets)) + "\n")
 
         try:
-            pack = await run_research(
-                datasette,
-                request.actor,
-                database,
-                params,
-                settings,
-                web,
-                "page",
-                progress,
-                lineage,
+            run = RunOptions(
+                actor=request.actor,
+                surface="page",
+                settings=settings,
+                web=web,
+                progress=progress,
+                lineage=lineage,
                 requester=requester_of(request),
                 arrived=arrived_at(request),
             )
+            pack = await research(datasette, database, request_from_params(params, settings), run)
         except ResearchError as exc:
             await progress({"stage": "error", **exc.as_json()})
             return
