@@ -94,9 +94,11 @@ def row_keys(page) -> list[str]:
     return page.eval_on_selector_all(".dbrain-row", "rows => rows.map(r => r.dataset.sourceKey)")
 
 
-def test_marks_change_the_row_in_place(page, server):
+@pytest.mark.parametrize("width", [1280, 375])
+def test_marks_change_the_row_in_place(page, server, width):
     """👍 lifts the row where the person looks, as the saved run ranks it; the address then
     names the run, so a reload shows the same rows and marks without a new search."""
+    page.set_viewport_size({"width": width, "height": 900})
     page.goto(server["url"] + "/-/research?q=sqlite+fts5+bm25&external=always&provider=all")
     runs = saved_runs(server)
     local = page.locator('.dbrain-row[data-origin="local"]')
@@ -118,7 +120,8 @@ def test_marks_change_the_row_in_place(page, server):
     # on now.
     assert abs(screen_top(taking) - top) <= 1
     assert taking.evaluate("el => el.contains(document.activeElement)")
-    shot(page, "marked-lifted-1280.png", full_page=False)
+    assert page.locator(".dbrain-status").is_visible()  # the toast, wherever the row is
+    shot(page, f"marked-lifted-{width}.png", full_page=False)
     page.reload()
     assert row_keys(page) == lifted
     assert thumbs_up.get_attribute("aria-pressed") == "true"

@@ -329,11 +329,20 @@
     return "This run's web rows cannot be saved: it was not kept (see its warnings).";
   }
 
+  // The toast (".dbrain-status", an aria-live region) says what an action did; a success goes
+  // after a while, a failure stays until the next action.
+  var sayTimer = null;
   function say(text, failed) {
     var status = document.querySelector(".dbrain-status");
     if (status) {
       status.textContent = text;
       status.classList.toggle("dbrain-status-failed", Boolean(failed));
+      window.clearTimeout(sayTimer);
+      if (!failed) {
+        sayTimer = window.setTimeout(function () {
+          status.textContent = "";
+        }, 8000);
+      }
     }
   }
 
