@@ -48,7 +48,7 @@ async def _run(
 
     from .options import request_from_params
     from .pipeline import WebAccess
-    from .service import RunOptions, research, web_access
+    from .service import Access, RunOptions, access_for, research
 
     config = parse_metadata(Path(metadata).read_text()) if metadata else {}
     datasette = Datasette([brain], metadata=config)
@@ -58,15 +58,10 @@ async def _run(
     database = Path(brain).stem
     # The shell user owns the config and the brain, so the CLI may use whatever web search and
     # model the config enables; the web surfaces check the permissions per actor instead.
-    web = await web_access(datasette, None)
+    web = (await access_for(datasette, None)).web
     request = request_from_params(params, settings)
-    run = RunOptions(
-        actor=None,
-        surface="cli",
-        settings=settings,
-        web=WebAccess(True, web.providers, web.cache_db, rankers=web.rankers),
-        model_permitted=True,
-    )
+    allowed = WebAccess(True, web.providers, web.cache_db, rankers=web.rankers)
+    run = RunOptions(None, "cli", settings, Access(allowed, model=True, promote=True))
     pack = await research(datasette, database, request, run)
     return pack, web.labels
 

@@ -34,7 +34,7 @@ from .lexical import file_version
 from .options import DEEP, PRO, ResearchRequest, param, run_params
 from .pack import row_keys
 from .pack_json import PackJSON
-from .permissions import LLM_ANSWER, RESEARCH, WEB_SEARCH, can
+from .permissions import LLM_ANSWER, PROMOTE, RESEARCH, WEB_SEARCH, can
 from .pipeline import Progress, RunContext, WebAccess, run_pipeline
 from .promote import promote, promoted_in_run
 from .providers import registered_providers
@@ -144,10 +144,23 @@ def row_url_for(datasette: Any, database: str):
     return row_url
 
 
-async def web_access(datasette: Any, actor: dict | None, cross_site: bool = False) -> WebAccess:
-    """May this actor reach the web, through which providers, with which cache (``cross_site``:
-    another site sent this browser request, ``requesters.cross_site_with_cookie``)."""
-    return WebAccess(
+@dataclass(frozen=True)
+class Access:
+    """What one request's actor may do, decided once per request (``access_for``) and passed
+    down to the run and the page, rather than asked again where each is needed: reach the web
+    (``web``: ``dbrain-external-search``, through which providers, whether another site sent
+    the request), have a model write the answer or direct a deep run (``model``:
+    ``dbrain-llm-answer``), and promote web rows into a brain (``promote``)."""
+
+    web: WebAccess
+    model: bool
+    promote: bool
+
+
+async def access_for(datasette: Any, actor: dict | None, cross_site: bool = False) -> Access:
+    """This actor's ``Access`` on this request (``cross_site``: another site sent this browser
+    request, ``requesters.cross_site_with_cookie``)."""
+    web = WebAccess(
         permitted=await may(datasette, actor, WEB_SEARCH),
         providers=registered_providers(datasette),
         cache_db=plugin_database(datasette),
@@ -155,6 +168,8 @@ async def web_access(datasette: Any, actor: dict | None, cross_site: bool = Fals
         cross_site=cross_site,
         rankers=registered_rankers(datasette),
     )
+    model = await may(datasette, actor, LLM_ANSWER)
+    return Access(web, model, await may(datasette, actor, PROMOTE))
 
 
 def index_path(datasette: Any) -> str | None:
@@ -196,10 +211,9 @@ def cannot_research() -> ResearchError:
 class RunOptions:
     """Who asks for a run and how it is made, beside what is asked (``ResearchRequest``).
 
-    ``web`` (``web_access``) is the actor's web decision for this request, made once; a
-    cross-site request (``web.cross_site``) spends nothing: no web search, no model answer, in
-    every round of a deep run. ``model_permitted`` overrides the actor's ``dbrain-llm-answer``
-    check (the CLI's shell user, the evals). ``lineage`` (from ``refined``) records a refined
+    ``access`` (``access_for``) is what the actor may do, decided once for the request; a
+    cross-site request (``access.web.cross_site``) spends nothing: no web search, no model
+    answer, in every round of a deep run. ``lineage`` (from ``refined``) records a refined
     run's parent and refinement. ``requester`` (``requester_of``) is who a heavy question counts
     against (None: no per-requester limit; ``admission``). ``wait_for_trace=False`` returns
     before the trace is written (see ``then_settle``); ``save=False`` writes none (the evals).
@@ -209,8 +223,7 @@ class RunOptions:
     actor: dict | None
     surface: str
     settings: Settings
-    web: WebAccess
-    model_permitted: bool | None = None
+    access: Access
     progress: Progress | None = None
     lineage: dict[str, Any] | None = None
     requester: str | None = None
@@ -225,22 +238,19 @@ async def research(
     """Research a checked request on one brain and save its trace: the one path every surface
     (the views, the CLI, the tools, the evals) takes. ``depth=deep`` runs the follow-up rounds
     of ``deep.run_deep``."""
-    settings, actor = run.settings, run.actor
+    settings, actor, web = run.settings, run.actor, run.access.web
     if request.web.mode != "never":
         settings = await with_stored_keys(datasette, settings, actor_id_of(actor))
-    model_permitted = run.model_permitted
-    if model_permitted is None:
-        wants_model = request.strategy == PRO or (
-            request.answer and settings.answer.synthesizer == "llm"
-        )
-        model_permitted = wants_model and await may(datasette, actor, LLM_ANSWER)
+    wants_model = request.strategy == PRO or (
+        request.answer and settings.answer.synthesizer == "llm"
+    )
     context = RunContext(
         execute_fn=reader(datasette.get_database(database)),
         database=database,
         settings=settings,
         row_url=row_url_for(datasette, database),
-        web=run.web,
-        answering=AnswerAccess(model_permitted, datasette, actor, run.web.cross_site),
+        web=web,
+        answering=AnswerAccess(wants_model and run.access.model, datasette, actor, web.cross_site),
         progress=run.progress,
         semantic_index=index_path(datasette),
         gate=gate_for(datasette),
@@ -257,7 +267,7 @@ async def research(
             pack,
             surface=run.surface,
             actor=actor,
-            permitted=run.web.permitted,
+            permitted=web.permitted,
             wait=run.wait_for_trace,
         )
     return pack

@@ -100,7 +100,7 @@ async def run_cases(
 async def _run_one(datasette: Any, database: str, item: _Prepared) -> CaseResult:
     """One case through the service, as the CLI's research: replayed providers, a model
     allowed, no run saved; then its checks and its score."""
-    from ..service import RunOptions, research
+    from ..service import Access, RunOptions, research
 
     case = item.case
     providers = replay_providers(case)
@@ -108,8 +108,7 @@ async def _run_one(datasette: Any, database: str, item: _Prepared) -> CaseResult
         actor=None,
         surface="eval",
         settings=item.settings,
-        web=WebAccess(permitted=True, providers=providers, cache_db=None),
-        model_permitted=True,
+        access=Access(WebAccess(True, providers, cache_db=None), model=True, promote=False),
         save=False,
     )
     k = item.request.limit

@@ -24,13 +24,13 @@ from ..promote import chosen_rows, parse_request
 from ..providers import registered_providers
 from ..service import (
     RunOptions,
+    access_for,
     actor_id_of,
     choose_brain,
     promotion_message,
     research,
     row_url_for,
     visible_run,
-    web_access,
 )
 
 MCP_SURFACE = "mcp"
@@ -391,12 +391,13 @@ async def tool_research(
     settings = Settings.from_datasette(datasette)
     database, _ = await choose_brain(datasette, actor, settings, query.database)
     request = query.request(settings)
-    web = await web_access(datasette, actor, cross_site)
+    access = await access_for(datasette, actor, cross_site)
+    web = access.web
     if request.web.mode != "never" and not (settings.web.enabled and web.permitted):
         raise web_refusal(settings, actor)
     if requester is None and actor_id_of(actor):
         requester = requester_key(actor_id_of(actor), None)
-    run = RunOptions(actor=actor, surface=surface, settings=settings, web=web, requester=requester)
+    run = RunOptions(actor, surface, settings, access, requester=requester)
     pack = await research(datasette, database, request, run)
     compact = compact_pack(pack, web.labels, link)
     if query.export == "markdown":

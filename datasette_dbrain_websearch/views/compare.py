@@ -25,9 +25,9 @@ from ..requesters import cross_site_with_cookie, requester_of
 from ..runs_db import plugin_database
 from ..service import (
     RunOptions,
+    access_for,
     research,
     saved_run,
-    web_access,
 )
 from ..web import CROSS_SITE_WARNING
 from .common import (
@@ -90,7 +90,7 @@ async def brain_only(datasette: Any, request: Any, trace: dict[str, Any]) -> dic
         actor=request.actor,
         surface="page",
         settings=settings,
-        web=await web_access(datasette, request.actor, cross_site=False),
+        access=await access_for(datasette, request.actor, cross_site=False),
         requester=requester_of(request),
         arrived=arrived_at(request),
     )

@@ -18,13 +18,14 @@ from ..feedback import (
 )
 from ..options import BOOLEAN_VALUES, one_value_each, param, request_from_params
 from ..pack_json import PackJSON
-from ..permissions import PROMOTE, RESEARCH, USAGE
+from ..permissions import RESEARCH, USAGE
 from ..pipeline import WebAccess
 from ..providers.base import clean, scrub
 from ..requesters import cross_site_with_cookie, requester_of
 from ..runs_db import plugin_database
 from ..service import (
     RunOptions,
+    access_for,
     actor_id_of,
     brain_databases,
     may,
@@ -33,7 +34,6 @@ from ..service import (
     refined,
     research,
     researchable_brains,
-    web_access,
     with_feedback,
 )
 from ..urls import is_web_url
@@ -112,7 +112,8 @@ async def research_view(request: Any, datasette: Any) -> Response:
     claim = None if as_json else claimed(datasette, request, params)
     if claim is not None:
         return claim
-    web = await web_access(datasette, request.actor, cross_site_with_cookie(request))
+    access = await access_for(datasette, request.actor, cross_site_with_cookie(request))
+    web = access.web
     trace = None if as_json else await saved_trace(datasette, request, params)
     if trace is not None and not sees_whole_run(datasette, request, trace):
         # Someone else's run (an anonymous run's link): what it shares, on its own page.
@@ -129,7 +130,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
                 actor=request.actor,
                 surface="json" if as_json else "page",
                 settings=settings,
-                web=web,
+                access=access,
                 lineage=lineage,
                 requester=requester_of(request),
                 wait_for_trace=False,
@@ -145,7 +146,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
         remember_run(datasette, request, response, pack["run_id"] if pack.get("trace_url") else "")
         return then_settle(datasette, response, pack["run_id"])
     try:
-        may_promote = pack is not None and await may(datasette, request.actor, PROMOTE)
+        may_promote = pack is not None and access.promote
         can_promote = may_promote and "sources_fts" in await reader(
             datasette.get_database(database)
         )(table_names)
@@ -491,7 +492,7 @@ async def stream_view(request: Any, datasette: Any) -> Any:
         settings, params, lineage, database, _ = await prepare(datasette, request)
     except ResearchError as exc:
         return error_response(exc)
-    web = await web_access(datasette, request.actor, cross_site_with_cookie(request))
+    access = await access_for(datasette, request.actor, cross_site_with_cookie(request))
     secrets = settings.secrets()
 
     async def stream(writer: Any) -> None:
@@ -503,7 +504,7 @@ async def stream_view(request: Any, datasette: Any) -> Any:
                 actor=request.actor,
                 surface="page",
                 settings=settings,
-                web=web,
+                access=access,
                 progress=progress,
                 lineage=lineage,
                 requester=requester_of(request),
