@@ -1,6 +1,6 @@
 """What a dbrain brain is, and its rows: recognising one (its shape, which columns it has),
-filters as SQL, hits and their hydrated rows, the texts a row holds, and looking up sources by
-URL. ``retrieval`` searches it; ``brain_access`` bounds every query against it.
+filters as SQL, hits and their hydrated rows, the texts a row holds, and looking up a row by its
+key and sources by URL. ``retrieval`` searches it; ``brain_access`` bounds every query against it.
 
 Everything here runs synchronously on one SQLite connection (Datasette's read connection via
 ``execute_fn``, or a plain read-only ``sqlite3`` connection in the CLI and benchmark), so a
@@ -332,6 +332,23 @@ class Facts:
             summarized_at=self.summarized_at,
         )
         return facts
+
+
+def row_by_key(conn: sqlite3.Connection, key: str) -> Hit | None:
+    """The item or source with this ``source_key``, hydrated as research hydrates its hits."""
+    shape = brain_shape(conn)
+    kinds = ("source", "item") if key.startswith("src:") else KINDS
+    for kind in kinds:
+        if not shape.has(TABLE[kind]):
+            continue
+        found = conn.execute(
+            f"select id from [{TABLE[kind]}] where source_key = ?", [key]
+        ).fetchone()
+        if found:
+            hit = Hit(kind, found[0])
+            hydrate(conn, [hit], shape)
+            return hit
+    return None
 
 
 def row_facts(kind: str, row: Mapping[str, Any]) -> dict[str, Any]:

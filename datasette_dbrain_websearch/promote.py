@@ -642,6 +642,20 @@ async def _index_created(
             result["warning"] = f"semantic_index_not_updated ({type(exc).__name__})"
 
 
+async def promoted_from(plugin_db: Any, database: str, source_key: str) -> str | None:
+    """The run whose web result a promotion made into this brain's source, if one did; None
+    too while the plugin database is locked (a row page shows the plain key then)."""
+    try:
+        rows = await plugin_db.execute(
+            f"select run_id from {PROMOTIONS_TABLE} where database_name = ? "
+            "and local_source_key = ? and status = 'created' order by id limit 1",
+            [database, source_key],
+        )
+    except sqlite3.Error:
+        return None
+    return rows.rows[0][0] if rows.rows else None
+
+
 async def promoted_in_run(plugin_db: Any, run_id: str) -> dict[str, dict[str, Any]]:
     """What was promoted from a run so far: ext key -> local key, brain and row id."""
     rows = await plugin_db.execute(

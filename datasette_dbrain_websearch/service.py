@@ -22,8 +22,8 @@ from typing import Any, cast
 from . import traces
 from .admission import gate_for
 from .answer import AnswerAccess
-from .brain import TABLE, is_brain
-from .brain_access import reader, table_names
+from .brain import TABLE, Hit, is_brain, row_by_key
+from .brain_access import check_unchanged, reader, table_names
 from .compat import track_promotion, with_stored_keys, write_options
 from .config import Settings
 from .deep import run_deep
@@ -280,8 +280,7 @@ def actor_id_of(actor: dict | None) -> str:
 async def visible_run(datasette: Any, actor: dict | None, run_id: str) -> dict[str, Any]:
     """The saved run, or the same 404 whether it does not exist or is not this actor's: a run
     id must not reveal that someone asked something."""
-    db = plugin_database(datasette)
-    trace = await traces.load(db, run_id) if db is not None else None
+    trace = await seen_run(datasette, actor, run_id)
     if trace is None and traces.not_saved(run_id):
         # Its answer was shown, then its save failed: say so (the id reveals nothing more).
         raise ResearchError(
@@ -291,9 +290,16 @@ async def visible_run(datasette: Any, actor: dict | None, run_id: str) -> dict[s
             404,
             "trace_not_saved",
         )
-    if trace is None or not await may_see_run(datasette, actor, trace):
+    if trace is None:
         raise ResearchError(f"No saved run {run_id}.", 404, "no_such_run")
     return trace
+
+
+async def seen_run(datasette: Any, actor: dict | None, run_id: str) -> dict[str, Any] | None:
+    """The saved run if it exists and this actor may see it (``may_see_run``), else None."""
+    db = plugin_database(datasette)
+    trace = await traces.load(db, run_id) if db is not None else None
+    return trace if trace is not None and await may_see_run(datasette, actor, trace) else None
 
 
 async def may_see_run(datasette: Any, actor: dict | None, trace: dict[str, Any]) -> bool:
@@ -329,9 +335,29 @@ async def promoted_rows(datasette: Any, pack: PackJSON | None) -> dict[str, dict
     return promoted
 
 
+async def brain_row(datasette: Any, database: str, key: str) -> Hit | None:
+    """A brain's item or source by its key, hydrated (the tools' "read a source")."""
+    return await reader(datasette.get_database(database))(partial(row_by_key, key=key))
+
+
 def source_id(conn: sqlite3.Connection, source_key: str) -> int | None:
     row = conn.execute("select id from sources where source_key = ?", [source_key]).fetchone()
     return row[0] if row else None
+
+
+def promotion_brain(datasette: Any, trace: dict[str, Any]) -> Any:
+    """The brain a run's promotion writes into: attached and the file research read, or the
+    ResearchError that refuses it (the endpoint and the tools check alike)."""
+    brain = datasette.databases.get(trace["database"])
+    if brain is None:
+        raise ResearchError(f"The brain '{trace['database']}' is not attached.", 404, "no_brain")
+    check_unchanged(brain)
+    return brain
+
+
+async def takes_promotions(datasette: Any, database: str) -> bool:
+    """Whether web rows can be promoted into this brain: it has dbrain's sources index."""
+    return "sources_fts" in await reader(datasette.get_database(database))(table_names)
 
 
 async def write_promotion(

@@ -3,18 +3,14 @@ compact shape, reading a source, and checking a promotion."""
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from datetime import UTC, datetime
-from functools import partial
 from typing import Any
 
 from .. import citations, display, exports, traces
 from ..admission import requester_key
-from ..brain import KINDS, TABLE, Hit, brain_shape, excerpt_fields, hydrate, row_facts
-from ..brain_access import check_unchanged as check_brain_unchanged
-from ..brain_access import reader
+from ..brain import Hit, excerpt_fields, row_facts
 from ..config import ConfigError, Settings
 from ..errors import ResearchError
 from ..options import ResearchRequest, WebFields, checked_request
@@ -26,7 +22,9 @@ from ..service import (
     RunOptions,
     access_for,
     actor_id_of,
+    brain_row,
     choose_brain,
+    promotion_brain,
     promotion_message,
     research,
     row_url_for,
@@ -538,27 +536,10 @@ async def get_source(
     chosen, allowed = await choose_brain(datasette, actor, settings, database)
     searched = [chosen] if database else allowed
     for name in searched:
-        hit = await reader(datasette.get_database(name))(partial(row_by_key, key=key))
+        hit = await brain_row(datasette, name, key)
         if hit is not None:
             return source_row(hit, row_url_for(datasette, name), name, link)
     raise ResearchError(f"No row with the key {key!r} in {', '.join(searched)}.", 404, "no_row")
-
-
-def row_by_key(conn: sqlite3.Connection, key: str) -> Hit | None:
-    """The item or source with this ``source_key``, hydrated as research hydrates its hits."""
-    shape = brain_shape(conn)
-    kinds = ("source", "item") if key.startswith("src:") else KINDS
-    for kind in kinds:
-        if not shape.has(TABLE[kind]):
-            continue
-        found = conn.execute(
-            f"select id from [{TABLE[kind]}] where source_key = ?", [key]
-        ).fetchone()
-        if found:
-            hit = Hit(kind, found[0])
-            hydrate(conn, [hit], shape)
-            return hit
-    return None
 
 
 def source_row(hit: Hit, row_url: Callable[[str, int], str], database: str, link: Link) -> dict:
@@ -626,10 +607,7 @@ async def checked_promotion(
     if not await can(datasette, actor, PROMOTE):
         raise ResearchError("You may not promote results (dbrain-promote).", 403, "forbidden")
     trace = await visible_run(datasette, actor, promotion.run_id)
-    brain = datasette.databases.get(trace["database"])
-    if brain is None:
-        raise ResearchError(f"The brain '{trace['database']}' is not attached.", 404, "no_brain")
-    check_brain_unchanged(brain)
+    brain = promotion_brain(datasette, trace)
     return promotion, trace, brain, chosen_rows(trace, promotion.source_keys)
 
 

@@ -7,7 +7,6 @@ from typing import Any
 
 from datasette import Forbidden, Response
 
-from ..brain_access import check_unchanged
 from ..errors import ResearchError
 from ..options import param
 from ..permissions import PROMOTE
@@ -15,6 +14,7 @@ from ..promote import MAX_KEYS, parse_request
 from ..service import (
     mark_rows,
     may,
+    promotion_brain,
     promotion_message,
     saved_run,
     visible_run,
@@ -51,12 +51,7 @@ async def promote_view(request: Any, datasette: Any) -> Response:
         trace = await visible_run(datasette, request.actor, promotions[0].run_id)
         if not sees_whole_run(datasette, request, trace):  # a passed-on link: its cited rows only
             raise ResearchError(f"No saved run {trace['run_id']}.", 404, "no_such_run")
-        brain = datasette.databases.get(trace["database"])
-        if brain is None:
-            raise ResearchError(
-                f"The brain '{trace['database']}' is not attached.", 404, "no_brain"
-            )
-        check_unchanged(brain)
+        brain = promotion_brain(datasette, trace)
         results = [
             result
             for promotion in promotions

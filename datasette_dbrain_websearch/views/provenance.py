@@ -7,18 +7,13 @@ its own privacy: someone else's run is a 404 there).
 
 from __future__ import annotations
 
-import sqlite3
 from typing import Any
 
 from markupsafe import Markup, escape
 
 from .. import traces
-from ..runs_db import PROMOTIONS_TABLE, plugin_database
-
-PROMOTED_FROM = (
-    f"select run_id from {PROMOTIONS_TABLE} where database_name = ? and local_source_key = ? "
-    "and status = 'created' order by id limit 1"
-)
+from ..promote import promoted_from
+from ..runs_db import plugin_database
 
 
 def promoted_source_cell(datasette: Any, database: str, table: str, column: str, value: Any) -> Any:
@@ -31,13 +26,10 @@ def promoted_source_cell(datasette: Any, database: str, table: str, column: str,
         return None
 
     async def inner() -> Any:
-        try:
-            rows = (await plugin_db.execute(PROMOTED_FROM, [database, str(value)])).rows
-        except sqlite3.Error:  # a locked plugin database shows the plain key
+        run_id = await promoted_from(plugin_db, database, str(value))
+        if run_id is None:
             return None
-        if not rows:
-            return None
-        url = traces.run_path(datasette, rows[0][0])
+        url = traces.run_path(datasette, run_id)
         return Markup(
             f'{escape(value)} <a href="{escape(url)}" '
             'title="The research run whose web result became this row">'

@@ -10,7 +10,6 @@ from typing import Any
 from datasette import Response
 
 from .. import display, traces
-from ..brain_access import reader, table_names
 from ..config import MODES, Settings
 from ..errors import ResearchError
 from ..feedback import (
@@ -29,11 +28,12 @@ from ..service import (
     actor_id_of,
     brain_databases,
     may,
-    may_see_run,
     promoted_rows,
     refined,
     research,
     researchable_brains,
+    seen_run,
+    takes_promotions,
     with_feedback,
 )
 from ..urls import is_web_url
@@ -75,15 +75,10 @@ async def saved_trace(
     """``?run=<run_id>``: the run a streamed search already saved (no second search), when it
     is this question's and the actor may see it; else None, and the page searches anew."""
     run_id = param(params, "run")
-    db = plugin_database(datasette)
-    if not run_id or db is None or not traces.RUN_ID.fullmatch(run_id):
+    if not run_id or not traces.RUN_ID.fullmatch(run_id):
         return None
-    trace = await traces.load(db, run_id)
-    if trace is None or trace["question"] != param(params, "q"):
-        return None
-    if not await may_see_run(datasette, request.actor, trace):
-        return None
-    return trace
+    trace = await seen_run(datasette, request.actor, run_id)
+    return trace if trace is not None and trace["question"] == param(params, "q") else None
 
 
 async def prepare(
@@ -147,9 +142,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
         return then_settle(datasette, response, pack["run_id"])
     try:
         may_promote = pack is not None and access.promote
-        can_promote = may_promote and "sources_fts" in await reader(
-            datasette.get_database(database)
-        )(table_names)
+        can_promote = may_promote and await takes_promotions(datasette, database)
         promoted = await promoted_rows(datasette, pack)
     except ResearchError as exc:
         return await page_error(datasette, request, exc)
