@@ -40,6 +40,7 @@ from .promote import promote, promoted_in_run
 from .providers import registered_providers
 from .refinement import refinement
 from .runs_db import plugin_database
+from .saved_runs import marks_on
 from .web_ranking import registered_rankers
 
 log = logging.getLogger("datasette_dbrain_websearch")
@@ -420,7 +421,7 @@ async def with_feedback(
 ) -> tuple[PackJSON, dict[str, Any] | None]:
     """A saved run's pack re-ranked by the marks people gave its rows since, and the refinement
     they suggest (None when there are none)."""
-    marks = [*carried(pack), *await feedback_for(plugin_database(datasette), pack["run_id"])]
+    marks = [*carried(pack), *await marks_on(datasette, pack["run_id"])]
     if not marks:
         return pack, None
     reranked = apply_feedback(pack, marks, weights_from(settings))
@@ -445,7 +446,7 @@ async def refined(
     parent = await saved_run(datasette, actor, parent_id)
     if whole is not None and not whole(parent):
         raise ResearchError(f"No saved run {parent_id}.", 404, "no_such_run")
-    marks = [*carried(parent["pack"]), *await feedback_for(plugin_database(datasette), parent_id)]
+    marks = [*carried(parent["pack"]), *await marks_on(datasette, parent_id)]
     refined_by = await refinement(datasette, parent["pack"], marks)
     params = {**run_params(parent["pack"]), **params}
     if not param(params, "q"):

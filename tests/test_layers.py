@@ -1,5 +1,6 @@
 """The package's layers, read from its imports: surfaces call the service layer and never
-each other, and nothing below the surfaces imports one."""
+each other, nothing below the surfaces imports one, and each surface imports only what its
+allow-list names (never a brain's queries, ``brain_access``, or the stores below the service)."""
 
 from __future__ import annotations
 
@@ -7,18 +8,57 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parent.parent / "datasette_dbrain_websearch"
-SURFACES = {"views", "cli", "tools"}
+SURFACES = {"views", "cli", "tools", "startup"}
+CALLERS = SURFACES | {"evals"}  # the evals run research as a surface does; the CLI calls them
+
+# What every caller may use besides the service: the request and its checks, the pack's JSON
+# and what is made of it for people, errors, config, permissions and the providers' registry.
+COMMON = {
+    "service",
+    "options",
+    "pack_json",
+    "errors",
+    "config",
+    "permissions",
+    "providers",
+    "display",
+    "citations",
+    "exports",
+}
+ALLOWED = {
+    "views": COMMON
+    | {
+        "compare",
+        "feedback",
+        "judge",
+        "pack",
+        "pipeline",
+        "promote",
+        "requesters",
+        "saved_runs",
+        "traces",
+        "urls",
+        "usage_report",
+        "web",
+    },
+    "tools": COMMON | {"admission", "brain", "promote", "requesters", "traces"},
+    "cli": COMMON
+    | {"config_reference", "demo", "evals", "pipeline", "runs_db", "semantic", "tokens"},
+    "evals": COMMON | {"brain", "fts", "judge", "pack", "pipeline", "runs_db", "urls"},
+    "startup": COMMON | {"compat", "runs_db", "semantic"},
+}
 
 
 def imported_modules(path: Path) -> set[str]:
-    """The package's own modules a file imports, by their first dotted name (``views``)."""
+    """The package's own modules a file imports, by their first dotted name (``views``); a
+    module of a subpackage importing its sibling imports the subpackage."""
     found: set[str] = set()
+    in_subpackage = path.parent.parent == PACKAGE
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.level:
             relative = (node.module or "").split(".")
-            inside_views = path.parent.name == "views" and node.level == 1
-            if inside_views:
-                found.add("views")
+            if in_subpackage and node.level == 1:
+                found.add(path.parent.name)
             elif relative[0]:
                 found.add(relative[0])
             else:
@@ -26,25 +66,35 @@ def imported_modules(path: Path) -> set[str]:
     return found
 
 
-def surface_of(path: Path) -> str | None:
-    relative = path.relative_to(PACKAGE)
-    name = relative.parts[0].removesuffix(".py")
-    return name if name in SURFACES else None
+def layer_of(path: Path) -> str:
+    return path.relative_to(PACKAGE).parts[0].removesuffix(".py")
+
+
+def package_files() -> list[Path]:
+    """Every module but the hook implementations, which wire the surfaces in."""
+    return [p for p in PACKAGE.rglob("*.py") if p != PACKAGE / "__init__.py"]
 
 
 def test_surfaces_never_import_each_other_and_layers_below_import_none():
     wrong = []
-    for path in PACKAGE.rglob("*.py"):
-        if path.name == "__init__.py" and path.parent == PACKAGE:
-            continue  # the hook implementations wire the surfaces in
-        own = surface_of(path)
-        for module in imported_modules(path) & SURFACES:
-            if module != own:
-                wrong.append(f"{path.relative_to(PACKAGE)} imports {module}")
+    for path in package_files():
+        own = layer_of(path)
+        reached = imported_modules(path) & (CALLERS if own not in CALLERS else SURFACES)
+        wrong += [f"{path.relative_to(PACKAGE)} imports {m}" for m in reached if m != own]
+    assert wrong == []
+
+
+def test_each_caller_imports_only_its_allow_list():
+    wrong = []
+    for path in package_files():
+        own = layer_of(path)
+        if own in ALLOWED:
+            extra = imported_modules(path) - ALLOWED[own] - {own}
+            wrong += [f"{path.relative_to(PACKAGE)} imports {m}" for m in sorted(extra)]
     assert wrong == []
 
 
 def test_the_check_sees_a_surface_importing_another(tmp_path):
     tools = tmp_path / "tools.py"
-    tools.write_text("from .views.common import run_research\nfrom .service import may\n")
+    tools.write_text("from .views.common import research\nfrom .service import may\n")
     assert imported_modules(tools) == {"views", "service"}

@@ -15,14 +15,14 @@ from typing import Any
 
 from datasette import Response
 
-from .. import display, exports, ledger, traces
+from .. import display, exports, traces
 from ..compare import compare_runs
 from ..config import Settings
 from ..errors import ResearchError
 from ..options import param, request_from_params, run_params
 from ..providers import provider_labels, registered_providers
 from ..requesters import cross_site_with_cookie, requester_of
-from ..runs_db import plugin_database
+from ..saved_runs import costs_of
 from ..service import (
     RunOptions,
     access_for,
@@ -125,7 +125,7 @@ async def compare_view(request: Any, datasette: Any) -> Response:
         if exc.status == 405:
             response.headers["Allow"] = "POST"
         return response
-    costs = await ledger.run_costs(plugin_database(datasette), [a["run_id"], b["run_id"]])
+    costs = await costs_of(datasette, [a["run_id"], b["run_id"]])
     # A b=brain run was made by this request: the requester's own.
     made = b_id == BRAIN_ONLY
     comparison = compare_runs(

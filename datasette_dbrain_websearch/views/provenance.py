@@ -12,8 +12,8 @@ from typing import Any
 from markupsafe import Markup, escape
 
 from .. import traces
-from ..promote import promoted_from
-from ..runs_db import plugin_database
+from ..permissions import plugin_database_name
+from ..saved_runs import promoting_run
 
 
 def promoted_source_cell(datasette: Any, database: str, table: str, column: str, value: Any) -> Any:
@@ -21,12 +21,12 @@ def promoted_source_cell(datasette: Any, database: str, table: str, column: str,
     cell: the checks that need no query come first, since the hook sees every cell."""
     if table != "sources" or column != "source_key" or not str(value).startswith("src:"):
         return None
-    plugin_db = plugin_database(datasette)
-    if plugin_db is None or plugin_db.name == database:
+    runs_database = plugin_database_name(datasette)
+    if runs_database is None or runs_database == database:
         return None
 
     async def inner() -> Any:
-        run_id = await promoted_from(plugin_db, database, str(value))
+        run_id = await promoting_run(datasette, database, str(value))
         if run_id is None:
             return None
         url = traces.run_path(datasette, run_id)

@@ -21,7 +21,7 @@ from ..permissions import RESEARCH, USAGE
 from ..pipeline import WebAccess
 from ..providers.base import clean, scrub
 from ..requesters import cross_site_with_cookie, requester_of
-from ..runs_db import plugin_database
+from ..saved_runs import settle
 from ..service import (
     RunOptions,
     access_for,
@@ -224,7 +224,7 @@ def then_settle(datasette: Any, response: Response, run_id: str) -> Response:
     async def asgi_send(send: Any) -> None:
         await send_response(send)
         if run_id:
-            await traces.settle(plugin_database(datasette), run_id)
+            await settle(datasette, run_id)
 
     response.asgi_send = asgi_send  # type: ignore[method-assign]
     return response

@@ -11,11 +11,10 @@ from datasette import Response
 from .. import display, exports, traces
 from ..config import MODES, Settings
 from ..errors import ResearchError
-from ..feedback_store import feedback_for
 from ..judge import VERDICTS
 from ..options import is_date, param
 from ..providers import provider_labels, registered_providers
-from ..runs_db import plugin_database
+from ..saved_runs import marks_on, recent_runs, saving
 from ..service import (
     ROOT,
     actor_id_of,
@@ -64,7 +63,7 @@ async def run_view(request: Any, datasette: Any) -> Response:
         promoted = await promoted_rows(datasette, trace["pack"]) if whole else {}
     except ResearchError as exc:
         return await refusal(datasette, request, as_json, exc)
-    marks = await feedback_for(plugin_database(datasette), run_id) if whole else []
+    marks = await marks_on(datasette, run_id) if whole else []
     pack = trace["pack"] if whole else exports.shared(trace["pack"])
     anchors = citation_anchors(trace["pack"], labels)
     context = {
@@ -165,15 +164,15 @@ async def runs_view(request: Any, datasette: Any) -> Response:
         return await refusal(datasette, request, as_json, exc)
     if not allowed:
         return await refusal(datasette, request, as_json, cannot_research())
-    db = plugin_database(datasette)
+    saves = saving(datasette)
     me = actor_id_of(request.actor)
     params = urllib.parse.parse_qs(request.query_string)
     where = run_filter(params, allowed, None if me == ROOT else me)
-    runs = await traces.recent(db, where) if db is not None and me else []
+    runs = await recent_runs(datasette, where) if me else []
     for run in runs:
         run["url"] = traces.run_path(datasette, run["run_id"])
     if as_json:
-        message = NOT_SAVING if db is None else "" if me else SIGN_IN_FOR_RUNS
+        message = NOT_SAVING if not saves else "" if me else SIGN_IN_FOR_RUNS
         return Response.json(
             {"ok": True, "runs": runs, **({"message": message} if message else {})}
         )
@@ -181,7 +180,7 @@ async def runs_view(request: Any, datasette: Any) -> Response:
         RUNS_TEMPLATE,
         {
             "runs": runs,
-            "saving": db is not None,
+            "saving": saves,
             "signed_in": bool(me),
             "sign_in_note": SIGN_IN_FOR_RUNS,
             "filters": where,
