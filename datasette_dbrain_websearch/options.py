@@ -138,7 +138,7 @@ BOOLEAN_VALUES = {"1": True, "true": True, "yes": True, "on": True}
 BOOLEAN_VALUES |= {"0": False, "false": False, "no": False, "off": False}
 
 
-def flag(name: str, value: Flag, default: bool) -> bool:
+def _flag(name: str, value: Flag, default: bool) -> bool:
     """A yes or no: typed, or written as a query string writes it (``1``, ``true``, ``on``...)."""
     if isinstance(value, bool):
         return value
@@ -150,7 +150,7 @@ def flag(name: str, value: Flag, default: bool) -> bool:
     return BOOLEAN_VALUES[raw]
 
 
-def whole(name: str, value: Whole, default: int, most: int, code: str, low: int = 1) -> int:
+def _whole(name: str, value: Whole, default: int, most: int, code: str, low: int = 1) -> int:
     """A whole number from ``low`` to ``most``, typed or as text (ASCII digits only: ``²`` is a
     digit to Python)."""
     raw = "" if value is None else _text(str(value))
@@ -227,7 +227,7 @@ def checked_request(
             f"The question is {len(question):,} characters; the limit is {MAX_QUESTION_CHARS:,}.",
             code="question_too_long",
         )
-    limit_n = whole("limit", limit, settings.default_limit, settings.max_limit, "bad_limit")
+    limit_n = _whole("limit", limit, settings.default_limit, settings.max_limit, "bad_limit")
     syntax = _text(syntax).lower() or "simple"
     if syntax not in SYNTAXES:
         raise ResearchError("syntax must be 'simple' or 'raw'.", code="bad_syntax")
@@ -278,7 +278,7 @@ def checked_request(
         filters=filters,
         web=web_request,
         profile=profile,
-        answer=flag("answer", answer, settings.answer.default),
+        answer=_flag("answer", answer, settings.answer.default),
         expand=words,
         depth=DEEP if strategy == PRO else depth,
         strategy=strategy,
@@ -338,13 +338,13 @@ def checked_web(settings: Settings, given: WebFields) -> WebRequest:
             "2026-01-01to2026-06-30.",
             code="bad_freshness",
         )
-    count = whole("external_count", given.count, ext.count, ext.max_count, "bad_external_count")
+    count = _whole("external_count", given.count, ext.count, ext.max_count, "bad_external_count")
     return WebRequest(
         mode=mode,
         providers=providers,
         freshness=freshness,
         count=count,
-        read=whole("read", given.read, ext.read, MAX_READ, "bad_read", low=0),
+        read=_whole("read", given.read, ext.read, MAX_READ, "bad_read", low=0),
         sites=_sites(given.sites, "site"),
         not_sites=_sites(given.not_sites, "not_site"),
     )
