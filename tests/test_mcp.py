@@ -425,3 +425,55 @@ def test_both_tools_build_the_query_from_their_arguments():
     chosen = ResearchQuery.from_call({"question": "q", "providers": ["exa"], "freshness": "pm"})
     request = chosen.request(settings)
     assert (request.web.providers, request.web.freshness) == (("exa",), "pm")
+
+
+def test_a_tool_call_is_the_request_the_page_would_make():
+    """A tool builds its request from typed arguments, the page from a query string; both go
+    through ``checked_request``, so the same choices make the same request, and the same
+    mistake the same error."""
+    from datasette_dbrain_websearch.config import Settings
+    from datasette_dbrain_websearch.errors import ResearchError
+    from datasette_dbrain_websearch.options import request_from_params
+    from datasette_dbrain_websearch.tools.shared import ResearchQuery
+
+    settings = Settings.from_config({"external_search": {"providers": ["exa"]}})
+    query = ResearchQuery(
+        " Tokio\x00 scheduler ",
+        limit=4,
+        kind="source",
+        tags=("Rust,async",),
+        since="2025-01-01",
+        external="always",
+        providers=("exa",),
+        read=0,
+        sites=("https://docs.rs/tokio",),
+        answer=True,
+        depth="deep",
+    )
+    params = {
+        "q": [" Tokio\x00 scheduler "],
+        "limit": ["4"],
+        "kind": ["source"],
+        "tag": ["Rust,async"],
+        "since": ["2025-01-01"],
+        "external": ["always"],
+        "provider": ["exa"],
+        "read": ["0"],
+        "site": ["https://docs.rs/tokio"],
+        "answer": ["1"],
+        "depth": ["deep"],
+    }
+    assert query.request(settings) == request_from_params(params, settings)
+    for bad_query, bad_params in (
+        (ResearchQuery("q", limit=0), {"q": ["q"], "limit": ["0"]}),
+        (ResearchQuery("q", since="2026-02-30"), {"q": ["q"], "since": ["2026-02-30"]}),
+        (ResearchQuery("", depth="wide"), {"depth": ["wide"]}),
+    ):
+        with pytest.raises(ResearchError) as typed:
+            bad_query.request(settings)
+        with pytest.raises(ResearchError) as parsed:
+            request_from_params(bad_params, settings)
+        assert (typed.value.code, typed.value.message) == (
+            parsed.value.code,
+            parsed.value.message,
+        )
