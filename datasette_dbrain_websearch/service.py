@@ -1,17 +1,17 @@
 """The service layer: what every surface (the views, the CLI, the MCP and agent tools, evals,
 startup) does with a Datasette, whatever the request looked like.
 
-Which brains exist and which an actor may research, whether it may reach the web, running
-research and saving its trace, reading a saved run (and who may), and writing a promotion.
-Surfaces parse their own input (HTTP parameters and bodies live in ``views.common``), call
-these, and never import each other.
+Which brains exist and which an actor may research, what it may do (``Access``), running a
+``ResearchRequest`` (``research``, with ``RunOptions``) and saving its trace, reading a saved
+run (and who may), a brain's row by key, and relevance marks. Promotion is ``promotions``, the
+rest of what is read of saved runs ``saved_runs``. Surfaces parse their own input (HTTP
+parameters and bodies live in ``views.common``), call these, and never import each other.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -23,11 +23,11 @@ from . import traces
 from .admission import gate_for
 from .answer import AnswerAccess
 from .brain import TABLE, Hit, is_brain, row_by_key
-from .brain_access import check_unchanged, reader, table_names
-from .compat import track_promotion, with_stored_keys, write_options
+from .brain_access import reader, table_names
+from .compat import with_stored_keys
 from .config import Settings
 from .deep import run_deep
-from .errors import ResearchError, sqlite_error
+from .errors import ResearchError
 from .feedback import RocchioWeights, apply_feedback, carried, row_urls, validate_marks
 from .feedback_store import feedback_for, save_feedback
 from .lexical import file_version
@@ -36,7 +36,6 @@ from .pack import row_keys
 from .pack_json import PackJSON
 from .permissions import LLM_ANSWER, PROMOTE, RESEARCH, WEB_SEARCH, can
 from .pipeline import Progress, RunContext, WebAccess, run_pipeline
-from .promote import promote, promoted_in_run
 from .providers import registered_providers
 from .refinement import refinement
 from .runs_db import plugin_database
@@ -317,94 +316,9 @@ def weights_from(settings: Settings) -> RocchioWeights:
     return RocchioWeights(settings.feedback.alpha, settings.feedback.beta, settings.feedback.gamma)
 
 
-async def promoted_rows(datasette: Any, pack: PackJSON | None) -> dict[str, dict]:
-    """For a saved run: the web rows already promoted, with the local row to link to."""
-    db = plugin_database(datasette)
-    if pack is None or db is None or not pack.get("trace_url"):
-        return {}
-    promoted = await promoted_in_run(db, pack["run_id"])
-    for ext_key, info in promoted.items():
-        brain = info["database"]
-        if brain not in datasette.databases:
-            continue
-        row_id = await reader(datasette.get_database(brain))(
-            partial(source_id, source_key=info["local_source_key"])
-        )
-        promoted[ext_key]["row_url"] = (
-            str(datasette.urls.row(brain, "sources", str(row_id))) if row_id else ""
-        )
-    return promoted
-
-
 async def brain_row(datasette: Any, database: str, key: str) -> Hit | None:
     """A brain's item or source by its key, hydrated (the tools' "read a source")."""
     return await reader(datasette.get_database(database))(partial(row_by_key, key=key))
-
-
-def source_id(conn: sqlite3.Connection, source_key: str) -> int | None:
-    row = conn.execute("select id from sources where source_key = ?", [source_key]).fetchone()
-    return row[0] if row else None
-
-
-def promotion_brain(datasette: Any, trace: dict[str, Any]) -> Any:
-    """The brain a run's promotion writes into: attached and the file research read, or the
-    ResearchError that refuses it (the endpoint and the tools check alike)."""
-    brain = datasette.databases.get(trace["database"])
-    if brain is None:
-        raise ResearchError(f"The brain '{trace['database']}' is not attached.", 404, "no_brain")
-    check_unchanged(brain)
-    return brain
-
-
-async def takes_promotions(datasette: Any, database: str) -> bool:
-    """Whether web rows can be promoted into this brain: it has dbrain's sources index."""
-    return "sources_fts" in await reader(datasette.get_database(database))(table_names)
-
-
-async def write_promotion(
-    datasette: Any,
-    actor: dict | None,
-    trace: dict[str, Any],
-    promotion: Any,
-    brain: Any,
-    request: Any = None,
-) -> list[dict[str, Any]]:
-    """Promote a run's web rows into its brain as this actor (the endpoint and the tools all
-    come here once their checks pass), with SQLite failures in the plugin's words; Datasette
-    1.0 hears of it (``track_event``, and ``request=`` for its write hooks)."""
-    settings = Settings.from_datasette(datasette)
-    try:
-        results = await promote(
-            brain,
-            plugin_database(datasette),
-            trace,
-            promotion,
-            actor_id_of(actor),
-            settings.web.fetch_allow_networks,
-            settings.semantic.model,
-            write_options(brain, request),
-        )
-    except sqlite3.Error as exc:
-        raise sqlite_error(exc, trace["database"]) from exc
-    await track_promotion(datasette, actor, trace, results)
-    return results
-
-
-def promotion_message(result: dict[str, Any]) -> str:
-    """One promotion, told by title: added or already there, and what became of the fetch."""
-    title = f"“{result['title']}”" if result.get("title") else result["local_source_key"]
-    said = (
-        f"Added {title} as {result['local_source_key']}."
-        if result["status"] == "created"
-        else f"{title} was already in your brain as {result['local_source_key']}."
-    )
-    if result.get("tags"):
-        said += f" Tags: {result['tags']}."
-    if result.get("note_key"):
-        said += f" Your note is {result['note_key']}, linked to it."
-    if result.get("fetch") == "failed":
-        said += " The page could not be fetched: kept the provider's text; dbrain will retry."
-    return said
 
 
 async def saved_run(datasette: Any, actor: dict | None, run_id: str) -> dict[str, Any]:

@@ -34,6 +34,7 @@ ALLOWED = {
         "pack",
         "pipeline",
         "promote",
+        "promotions",
         "requesters",
         "saved_runs",
         "traces",
@@ -41,7 +42,7 @@ ALLOWED = {
         "usage_report",
         "web",
     },
-    "tools": COMMON | {"admission", "brain", "promote", "requesters", "traces"},
+    "tools": COMMON | {"admission", "brain", "promote", "promotions", "requesters", "traces"},
     "cli": COMMON
     | {"config_reference", "demo", "evals", "pipeline", "runs_db", "semantic", "tokens"},
     "evals": COMMON | {"brain", "fts", "judge", "pack", "pipeline", "runs_db", "urls"},

@@ -7,9 +7,7 @@ from typing import Any
 
 from ..errors import ResearchError
 from ..permissions import PROMOTE, RESEARCH
-from ..service import (
-    write_promotion,
-)
+from ..promotions import write_promotion
 from .shared import (
     AGENT_SURFACE,
     PROMOTE_DESCRIPTION,

@@ -8,10 +8,8 @@ from functools import partial
 from typing import Annotated, Any, Literal
 
 from ..errors import ResearchError
+from ..promotions import write_promotion
 from ..requesters import cross_site_with_cookie, requester_of
-from ..service import (
-    write_promotion,
-)
 from .shared import (
     KEY_DESCRIPTION,
     MCP_PROMOTE_DESCRIPTION,

@@ -17,6 +17,7 @@ from ..options import ResearchRequest, WebFields, checked_request
 from ..pack_json import LOCAL_ORIGIN, PackJSON
 from ..permissions import PROMOTE, can
 from ..promote import chosen_rows, parse_request
+from ..promotions import promotion_brain, promotion_message
 from ..providers import registered_providers
 from ..service import (
     RunOptions,
@@ -24,8 +25,6 @@ from ..service import (
     actor_id_of,
     brain_row,
     choose_brain,
-    promotion_brain,
-    promotion_message,
     research,
     row_url_for,
     visible_run,

@@ -11,14 +11,12 @@ from ..errors import ResearchError
 from ..options import param
 from ..permissions import PROMOTE
 from ..promote import MAX_KEYS, parse_request
+from ..promotions import promotion_brain, promotion_message, write_promotion
 from ..service import (
     mark_rows,
     may,
-    promotion_brain,
-    promotion_message,
     saved_run,
     visible_run,
-    write_promotion,
 )
 from .common import (
     error_response,

@@ -19,6 +19,7 @@ from ..options import BOOLEAN_VALUES, one_value_each, param, request_from_params
 from ..pack_json import PackJSON
 from ..permissions import RESEARCH, USAGE
 from ..pipeline import WebAccess
+from ..promotions import promoted_rows, takes_promotions
 from ..providers.base import clean, scrub
 from ..requesters import cross_site_with_cookie, requester_of
 from ..saved_runs import settle
@@ -28,12 +29,10 @@ from ..service import (
     actor_id_of,
     brain_databases,
     may,
-    promoted_rows,
     refined,
     research,
     researchable_brains,
     seen_run,
-    takes_promotions,
     with_feedback,
 )
 from ..urls import is_web_url

@@ -13,13 +13,13 @@ from ..config import MODES, Settings
 from ..errors import ResearchError
 from ..judge import VERDICTS
 from ..options import is_date, param
+from ..promotions import promoted_rows
 from ..providers import provider_labels, registered_providers
 from ..saved_runs import marks_on, recent_runs, saving
 from ..service import (
     ROOT,
     actor_id_of,
     cannot_research,
-    promoted_rows,
     researchable_brains,
     saved_run,
 )
