@@ -483,3 +483,28 @@ def typed_web_row(
         providers=["brave"],
         retrieval=Retrieval(score, score, [], [], list(matched), []),
     )
+
+
+def add_lattice_rows(path: Path) -> None:
+    """Two general lattice rows, one a note of the person's: what led an answer about the
+    muon's g-2 anomaly before the sentence that answers (issue 33)."""
+    conn = sqlite3.connect(path)
+    add_item(
+        conn,
+        "apple-note:LATTICE",
+        "apple-note",
+        title="Lattice QCD",
+        text="Lattice QCD puts quarks and gluons on a grid of points in space and time. A "
+        "finer lattice spacing costs far more computing time.",
+    )
+    add_source(
+        conn,
+        "https://physics.example.org/lattice-intro",
+        title="Why lattice gauge theory",
+        extracted_text="Lattice gauge theory makes the strong force computable on "
+        "supercomputers. The lattice spacing is taken to zero at the end of a lattice "
+        "calculation.",
+        extract_status="ok",
+    )
+    conn.commit()
+    conn.close()

@@ -17,6 +17,7 @@ from .helpers import (
     DATASETTE_1,
     actor_cookies,
     add_item,
+    add_lattice_rows,
     add_source,
     empty_brain,
     make_datasette,
@@ -515,26 +516,7 @@ async def test_a_mixed_answer_leads_with_the_sentence_that_answers(brain, fake):
     """Issue 33: the brain's general lattice sentences (a note of the person's among them)
     led an answer about the muon's g-2 anomaly; the web's muon sentence now leads, and the
     note's sentences, when kept, come on their merit after it."""
-    conn = sqlite3.connect(brain[0])
-    add_item(
-        conn,
-        "apple-note:LATTICE",
-        "apple-note",
-        title="Lattice QCD",
-        text="Lattice QCD puts quarks and gluons on a grid of points in space and time. A "
-        "finer lattice spacing costs far more computing time.",
-    )
-    add_source(
-        conn,
-        "https://physics.example.org/lattice-intro",
-        title="Why lattice gauge theory",
-        extracted_text="Lattice gauge theory makes the strong force computable on "
-        "supercomputers. The lattice spacing is taken to zero at the end of a lattice "
-        "calculation.",
-        extract_status="ok",
-    )
-    conn.commit()
-    conn.close()
+    add_lattice_rows(brain[0])
     ds = await datasette_for(brain, fake)
     status, pack = await ask(ds, q="muon g-2 anomaly lattice", external="always", answer="1")
     assert status == 200

@@ -7,7 +7,6 @@ with screenshots in ``screenshots/`` for people to look at. Keep async tests out
 from __future__ import annotations
 
 import json
-import sqlite3
 import urllib.parse
 import urllib.request
 
@@ -19,7 +18,7 @@ from .browser import (
     serve_with_fake_web,
     shot,
 )
-from .helpers import add_item, add_source, build_fixture_brain
+from .helpers import add_lattice_rows, build_fixture_brain
 
 WIDTHS = [1280, 375]
 
@@ -31,26 +30,7 @@ def server(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("browser-issue33")
     brain = tmp / "brain.db"
     build_fixture_brain(brain)
-    conn = sqlite3.connect(brain)
-    add_item(
-        conn,
-        "apple-note:LATTICE",
-        "apple-note",
-        title="Lattice QCD",
-        text="Lattice QCD puts quarks and gluons on a grid of points in space and time. A "
-        "finer lattice spacing costs far more computing time.",
-    )
-    add_source(
-        conn,
-        "https://physics.example.org/lattice-intro",
-        title="Why lattice gauge theory",
-        extracted_text="Lattice gauge theory makes the strong force computable on "
-        "supercomputers. The lattice spacing is taken to zero at the end of a lattice "
-        "calculation.",
-        extract_status="ok",
-    )
-    conn.commit()
-    conn.close()
+    add_lattice_rows(brain)
     web = {"providers": ["brave", "exa"], "allow": True}
     grants = {"dbrain-promote": {"id": "root"}}
     with serve_with_fake_web(brain, tmp, web, permissions=grants) as running:
