@@ -36,8 +36,8 @@ import httpx
 # Run as a script, so this folder is on sys.path and the sibling benchmark's helpers import.
 from bench_research import build, pct, served
 
-from datasette_dbrain_websearch.fts import plan_query, quote_term
 from datasette_dbrain_websearch.fts_rows import sync_source_fts
+from datasette_dbrain_websearch.query_plan import plan_query, quote_term
 
 TOP = 10
 DEPTH = 40  # dbrain's searchLimit for ten rows: max(limit * 4, 12)

@@ -44,7 +44,7 @@ from pathlib import Path
 import corpora
 
 from datasette_dbrain_websearch import spelling
-from datasette_dbrain_websearch.fts import plan_query
+from datasette_dbrain_websearch.query_plan import plan_query
 from datasette_dbrain_websearch.stemming import stem, tokens
 
 HERE = Path(__file__).resolve().parent

@@ -40,7 +40,7 @@ LIGHT_DBRAIN_TERMS = 8
 MAX_RAW_WORDS = 64
 # Planning reads every word of a simple question (3,000 words took a quarter of a second before
 # any search, growing with the square of the words): more are refused at once. Of fewer, the
-# first ``fts.MAX_TERMS`` terms are searched.
+# first ``query_plan.MAX_TERMS`` terms are searched.
 MAX_QUESTION_WORDS = 500
 _RAW_OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
 

@@ -46,11 +46,11 @@ from .deep_pro import (
 )
 from .display import plural
 from .errors import ResearchError
-from .fts import matched_terms
 from .options import PRO, QUICK, ResearchRequest
 from .pack import Pack, Row, WebRow
 from .pack_json import ConfidenceJSON, ResearchJSON, ResearchRoundJSON, Signal
 from .pipeline import Gathered, Progress, RunContext, WebAccess, answer_gathered, gather
+from .query_plan import matched_terms
 from .web import BUDGET_EXHAUSTED, provider_order
 
 ANSWERED, NO_PROGRESS, BUDGET, TIME = "answered", "no_progress", "budget", "time"

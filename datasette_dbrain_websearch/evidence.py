@@ -14,10 +14,10 @@ from typing import Any
 from .brain import FTS_TABLE, TABLE, Facts, Hit, excerpt_fields
 from .display import plural
 from .excerpts import best_excerpt
-from .fts import QueryPlan
 from .merge import RRF_K, MergedResult, provider_excerpt, rrf_contribution, web_score
 from .pack import Lane, LinkedPage, LocalRow, Retrieval, Signal, WebRow
 from .providers import DIRECT
+from .query_plan import QueryPlan
 from .web import WebHit
 from .web_ranking import RowRank
 

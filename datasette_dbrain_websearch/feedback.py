@@ -29,9 +29,9 @@ from typing import Any
 
 from .answer.text import is_boilerplate, split_sentences
 from .display import plural
-from .fts import NEGATIONS, RAW_OPERATORS, STOP_WORDS, trim_token
 from .pack import row_keys
 from .pack_json import PackJSON
+from .query_plan import NEGATIONS, RAW_OPERATORS, STOP_WORDS, trim_token
 from .stemming import fold, stem
 
 FEEDBACK_VALUES = ("more", "less", "relevant", "irrelevant", "unsure")

@@ -173,7 +173,8 @@ def assess(
     keywords: bool = False,
 ) -> Verdict:
     """The calibrated verdict (module docstring) on the rows in ranked order; ``keywords``: the
-    question is a list of keywords (``fts.is_keyword_list``), each of which one row must hold."""
+    question is a list of keywords (``query_plan.is_keyword_list``), each of which one row must
+    hold."""
     terms = list(dict.fromkeys(query_terms))
     matching = [r for r in evidence if r.held and not r.meaning_only]
     meaning = sum(1 for r in evidence if r.meaning_only)
@@ -306,7 +307,7 @@ class Rule:
     mode: str = CALIBRATED
     weights: Mapping[str, float] | None = None
     rows_in_brain: int = 0
-    keywords: bool = False  # the question is a list of keywords (``fts.is_keyword_list``)
+    keywords: bool = False  # the question is a list of keywords (``query_plan.is_keyword_list``)
 
     def verdict(
         self,

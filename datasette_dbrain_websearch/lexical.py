@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from itertools import pairwise
 from typing import Any
 
-from .fts import QueryPlan, quote_term, quote_word
+from .query_plan import QueryPlan, quote_term, quote_word
 from .stemming import SEPARATOR, fold
 
 MIN_PREFIX_CHARS = 4

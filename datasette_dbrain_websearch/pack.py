@@ -20,7 +20,6 @@ from typing import Any, cast
 from .brain import FTS_TABLE, Facts
 from .cost import Cost
 from .excerpts import Excerpt
-from .fts import QueryPlan
 from .judge import RunVerdict
 from .pack_json import (
     LOCAL_ORIGIN,
@@ -39,6 +38,7 @@ from .pack_json import (
     WebSearchJSON,
 )
 from .providers.base import scrub
+from .query_plan import QueryPlan
 from .retrieval import LocalResult
 
 SCHEMA_VERSION = "research_pack.v1"

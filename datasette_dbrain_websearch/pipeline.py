@@ -29,7 +29,6 @@ from .config import Settings, WebSettings
 from .cost import Cost, check_words
 from .errors import ResearchError
 from .evidence import RowUrl, credit_local, extraction_warning, local_row, web_row
-from .fts import QueryPlan, is_keyword_list, plan_query
 from .judge import CALIBRATED, DBRAIN, WEAK_EVIDENCE, Evidence, Rule, run_verdict, term_weights
 from .merge import MergedResult, MergeOutcome, merge_web, web_score
 from .options import ResearchRequest
@@ -38,6 +37,7 @@ from .pack_json import Signal
 from .profiles import apply_profile, profile_for
 from .providers import DIRECT, provider_labels
 from .providers.base import Provider, WebResult
+from .query_plan import QueryPlan, is_keyword_list, plan_query
 from .reading import PageReader, ReadOutcome, read_targets
 from .retrieval import (
     LocalResult,

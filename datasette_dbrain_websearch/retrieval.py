@@ -41,8 +41,8 @@ from .brain import (
 )
 from .brain_access import Checkpoint, paced, unbounded
 from .errors import ResearchError, is_busy
-from .fts import QueryPlan, matches_relaxed_terms, min_relaxed_coverage, relaxed_terms
 from .merge import rrf_contribution
+from .query_plan import QueryPlan, matches_relaxed_terms, min_relaxed_coverage, relaxed_terms
 from .urls import source_key, try_normalize_url
 
 

@@ -610,7 +610,7 @@ class SemanticLane:
 
 def semantic_question(question: str) -> str:
     """The question as the lane embeds it: the chat scaffolding and framing removed."""
-    from .fts import search_text, strip_scaffolding
+    from .query_plan import search_text, strip_scaffolding
 
     return strip_scaffolding(search_text(question)) or question
 

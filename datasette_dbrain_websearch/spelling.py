@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
-from .fts import quote_term, quote_word
+from .query_plan import quote_term, quote_word
 from .stemming import PORTER_MIN_BYTES, TOKEN, fold, stem, tokens
 
 log = logging.getLogger("datasette_dbrain_websearch")
@@ -130,7 +130,7 @@ def unknown_words(
     conn: sqlite3.Connection, tables: Sequence[str], words: Sequence[str]
 ) -> list[str]:
     """The words no table holds, as typed or as a prefix (one indexed probe each). A term
-    written as several tokens (``node.js``, ``g-2``: ``fts.is_compound``) is a name, not a
+    written as several tokens (``node.js``, ``g-2``: ``query_plan.is_compound``) is a name, not a
     word to spell: it is never offered a correction."""
     unknown = []
     for word in words:

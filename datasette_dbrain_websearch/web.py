@@ -24,7 +24,6 @@ import httpx
 from . import ledger, provider_cache
 from .config import WebSettings
 from .fetch import public_host
-from .fts import CURRENT_STATE_WORDS, QueryPlan
 from .judge import ENOUGH_EVIDENCE
 from .merge import DomainPolicy
 from .providers.base import (
@@ -41,6 +40,7 @@ from .providers.base import (
     redact,
 )
 from .providers.brave import MAX_QUERY_CHARS, MAX_QUERY_WORDS
+from .query_plan import CURRENT_STATE_WORDS, QueryPlan
 from .urls import NormalizedURL, is_web_url, try_normalize_url
 
 BUDGET_EXHAUSTED = "provider_budget_exhausted"

@@ -28,11 +28,11 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .fts import QueryPlan
 from .hookspecs import plugin_hooks
 from .lexical import coverage
 from .merge import RRF_K, MergedResult, rrf_contribution
 from .pack_json import RANKER_PREFIX, Signal
+from .query_plan import QueryPlan
 from .stemming import fold
 
 MEANING_CHARS = 600  # of a row's text embedded for its cosine (its opening says what it is about)

@@ -13,7 +13,7 @@ from datasette_dbrain_websearch.admission import RETRY_AFTER_S, Gate, Turn, requ
 from datasette_dbrain_websearch.brain_access import TimeBudget
 from datasette_dbrain_websearch.cost import Cost
 from datasette_dbrain_websearch.errors import ResearchError
-from datasette_dbrain_websearch.fts import plan_query
+from datasette_dbrain_websearch.query_plan import plan_query
 
 HEAVY = Cost(500_000, True, "test")
 ORDINARY = Cost(40_000)

@@ -134,7 +134,7 @@ def test_dbrain_ranking_is_the_dbrain_style_order_of_the_benchmark(tmp_path):
         sys.path.remove(str(BENCH))
     from datasette_dbrain_websearch.brain import Filters
     from datasette_dbrain_websearch.demo import build_demo_brain
-    from datasette_dbrain_websearch.fts import plan_query
+    from datasette_dbrain_websearch.query_plan import plan_query
     from datasette_dbrain_websearch.retrieval import retrieve
 
     path = tmp_path / "brain.db"

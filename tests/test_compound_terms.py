@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from datasette_dbrain_websearch import lexical
 from datasette_dbrain_websearch.errors import ResearchError
 from datasette_dbrain_websearch.excerpts import best_excerpt
-from datasette_dbrain_websearch.fts import (
+from datasette_dbrain_websearch.query_plan import (
     SearchTerm,
     is_compound,
     matched_terms,

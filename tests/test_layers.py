@@ -45,7 +45,7 @@ ALLOWED = {
     "tools": COMMON | {"admission", "brain", "promote", "promotions", "requesters", "traces"},
     "cli": COMMON
     | {"config_reference", "demo", "evals", "pipeline", "runs_db", "semantic", "tokens"},
-    "evals": COMMON | {"brain", "fts", "judge", "pack", "pipeline", "runs_db", "urls"},
+    "evals": COMMON | {"brain", "judge", "pack", "pipeline", "query_plan", "runs_db", "urls"},
     "startup": COMMON | {"compat", "runs_db", "semantic"},
 }
 

@@ -8,7 +8,7 @@ import pytest
 
 from datasette_dbrain_websearch import lexical
 from datasette_dbrain_websearch.brain import Filters
-from datasette_dbrain_websearch.fts import plan_query
+from datasette_dbrain_websearch.query_plan import plan_query
 from datasette_dbrain_websearch.retrieval import retrieve
 
 from .helpers import add_item, empty_brain

@@ -15,7 +15,7 @@ import sqlite3
 
 import pytest
 
-from datasette_dbrain_websearch.fts import (
+from datasette_dbrain_websearch.query_plan import (
     CANONICAL_TERMS,
     looks_like_source_key_fragment,
     plan_query,

@@ -8,7 +8,6 @@ import pytest
 
 from datasette_dbrain_websearch.config import ConfigError, Settings, literal_secrets
 from datasette_dbrain_websearch.evidence import web_key
-from datasette_dbrain_websearch.fts import plan_query
 from datasette_dbrain_websearch.merge import DomainPolicy, merge_web
 from datasette_dbrain_websearch.pack import reading_order
 from datasette_dbrain_websearch.providers.base import (
@@ -29,6 +28,7 @@ from datasette_dbrain_websearch.providers.brave import (
 )
 from datasette_dbrain_websearch.providers.exa import identified_results, published_window
 from datasette_dbrain_websearch.providers.searxng import accept_language, published_at
+from datasette_dbrain_websearch.query_plan import plan_query
 from datasette_dbrain_websearch.urls import site_domain
 from datasette_dbrain_websearch.web import (
     Decision,

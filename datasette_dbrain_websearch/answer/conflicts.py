@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..brain_access import Checkpoint, paced, unbounded
-from ..fts import STOP_WORDS
+from ..query_plan import STOP_WORDS
 from ..stemming import TermMatcher, fold, stem
 from .extractive import Passage, claims
 from .text import content_words

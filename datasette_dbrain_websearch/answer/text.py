@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ..fts import STOP_WORDS
+from ..query_plan import STOP_WORDS
 from ..stemming import fold, stem
 
 # A sentence ends at . ! ? (or a run of them, maybe closed by a quote or bracket) followed by

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..display import terminal_safe
-from ..fts import matched_terms
 from ..pack import row_keys
 from ..pack_json import PackJSON
+from ..query_plan import matched_terms
 from .cases import (
     Case,
 )

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from datasette_dbrain_websearch.errors import ResearchError
-from datasette_dbrain_websearch.fts import (
+from datasette_dbrain_websearch.query_plan import (
     MAX_TERMS,
     build_match,
     matched_terms,
