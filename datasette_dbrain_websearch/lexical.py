@@ -82,12 +82,39 @@ def prefix_words(
     return prefixed
 
 
+class Remembered:
+    """Values worked out once per key for as long as the process keeps the newest ``most`` of
+    them; a key holding a file's version (``file_version``) is a new key when the file
+    changes. Thread-safe: query threads share it."""
+
+    def __init__(self, most: int) -> None:
+        self.most = most
+        self._values: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(
+        self,
+        key: tuple[Any, ...],
+        compute: Callable[[], Any],
+        keep: Callable[[Any], bool] = lambda value: True,
+    ) -> Any:
+        """The value under ``key``, else ``compute()``'s, remembered when ``keep`` says so."""
+        with self._lock:
+            found = self._values.get(key)
+        if found is None:
+            found = compute()
+            if keep(found):
+                with self._lock:
+                    self._values[key] = found
+                    if len(self._values) > self.most:
+                        self._values.popitem(last=False)
+        return found
+
+
 # Document frequencies already counted, by (brain file version, table, MATCH), and whether a
 # word is held as typed: a person's questions reuse their words, and counting a common word
 # reads its whole posting list.
-_FREQUENCIES: OrderedDict[tuple[Any, ...], int] = OrderedDict()
-_FREQUENCIES_LOCK = threading.Lock()
-MAX_FREQUENCIES = 20_000
+_FREQUENCIES = Remembered(most=20_000)
 
 
 def brain_version(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
@@ -115,15 +142,7 @@ def _remembered(key: tuple[Any, ...], count: Callable[[], int]) -> int:
     """``count()``, remembered under ``key`` while the brain's version (``key[0]``) is known."""
     if key[0] is None:
         return count()
-    with _FREQUENCIES_LOCK:
-        cached = _FREQUENCIES.get(key)
-    if cached is None:
-        cached = count()
-        with _FREQUENCIES_LOCK:
-            _FREQUENCIES[key] = cached
-            if len(_FREQUENCIES) > MAX_FREQUENCIES:
-                _FREQUENCIES.popitem(last=False)
-    return cached
+    return _FREQUENCIES.get(key, count)
 
 
 def document_frequencies(

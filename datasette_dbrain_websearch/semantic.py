@@ -30,7 +30,7 @@ from typing import Any
 
 from .brain import KINDS, TABLE, Hit, brain_shape, hydrate
 from .brain_access import Checkpoint, paced, unbounded
-from .lexical import brain_version, file_version
+from .lexical import Remembered, brain_version, file_version
 
 EMBEDDINGS_TABLE = "dbrain_websearch_embeddings"
 EMBED_CHARS = 4000  # a row's text is cut here: titles and openings carry most of its meaning
@@ -72,17 +72,14 @@ def numpy() -> Any:
 
 # Per process: the embedding models found, by id (``llm`` looks every model up through its
 # plugins again, a fifth of a millisecond twice a question).
-_MODELS: dict[str, Any] = {}
+_MODELS = Remembered(most=16)
 
 
 def embedding_model(model_id: str) -> Any:
     """The ``llm`` embedding model, or SemanticUnavailable saying why not."""
     if not model_id:
         raise SemanticUnavailable(NOT_CONFIGURED, "No semantic.model is configured.")
-    found = _MODELS.get(model_id)
-    if found is None:
-        found = _MODELS[model_id] = _look_up(model_id)
-    return found
+    return _MODELS.get((model_id,), lambda: _look_up(model_id))
 
 
 def _look_up(model_id: str) -> Any:
@@ -635,15 +632,15 @@ def semantic_state(
         return {"status": "used", "store": DbrainVectors.store, "profile": profile}
     kinds = filters.kinds(brain_shape(brain))
     key = (brain_version(brain), file_version(index_path), database, model_id, tuple(kinds))
-    with _STATES_LOCK:
-        known = _STATES.get(key)
-    if known is None:
-        known = _index_state(brain, index_path, database, model_id, kinds)
-        if key[0] is not None and key[1] is not None and known.get("reason") != INDEX_UNREADABLE:
-            with _STATES_LOCK:
-                _STATES[key] = known
-                if len(_STATES) > MAX_STATES:
-                    _STATES.pop(next(iter(_STATES)))
+    known = (
+        _index_state(brain, index_path, database, model_id, kinds)
+        if key[0] is None or key[1] is None
+        else _STATES.get(
+            key,
+            lambda: _index_state(brain, index_path, database, model_id, kinds),
+            keep=lambda state: state.get("reason") != INDEX_UNREADABLE,  # a lock passes
+        )
+    )
     return {
         **known,
         **({"stale_tables": [*known["stale_tables"]]} if "stale_tables" in known else {}),
@@ -652,9 +649,7 @@ def semantic_state(
 
 # Per process: ``_index_state`` by the brain's and the index's versions (``file_version``), so
 # a question pays two file stats for the index's freshness, not its queries.
-_STATES: dict[tuple[Any, ...], dict[str, Any]] = {}
-_STATES_LOCK = threading.Lock()
-MAX_STATES = 64
+_STATES = Remembered(most=64)
 
 
 def _index_state(
