@@ -386,26 +386,6 @@
     }
   }
 
-  // A row marked not relevant goes below every row not so marked, as the server now ranks it:
-  // to the end of its side of the list (your brain's rows end where the web's begin). Returns
-  // the row that takes its place on the screen.
-  function dropRow(key) {
-    var row = rowFor(key);
-    if (!row || row.classList.contains("dbrain-row-dropped")) {
-      return null;
-    }
-    var list = row.parentNode;
-    var next = row.nextElementSibling;
-    var divider = list.querySelector(".dbrain-divider");
-    if (row.dataset.origin === "local" && divider) {
-      list.insertBefore(row, divider);
-    } else {
-      list.appendChild(row);
-    }
-    row.classList.add("dbrain-row-dropped");
-    return next;
-  }
-
   // The rows in the order the server now ranks the run (``ranking`` of the mark's reply), as
   // the saved run shows them: "From the web" before the first web row.
   function applyRanking(ranking) {
@@ -524,23 +504,16 @@
           while (successor && !successor.classList.contains("dbrain-row")) {
             successor = successor.nextElementSibling;
           }
-          if (dropping) {
-            // The screen keeps still: the row that takes the dropped row's place stays put,
-            // and it is the row the reader is on now.
-            var next = dropRow(submitter.value.split("|")[0]);
-            if (next) {
-              anchor = next;
-              var title = next.querySelector && next.querySelector(".dbrain-title");
-              focused = title || focused;
-            }
+          if (dropping && marked) {
+            marked.classList.add("dbrain-row-dropped");
           }
           var before = marked ? rows().indexOf(marked) : -1;
           applyRanking(reply.ranking);
           var after = marked ? rows().indexOf(marked) : -1;
-          if (!dropping && marked && after < before && successor) {
-            // Lifted as the saved run lifts it: as for 👎, the screen keeps still and the row
-            // that takes its place is the one the reader is on now (a keyboard triage goes on
-            // down the list); the status says where the row went.
+          if (marked && after !== before && successor) {
+            // Moved as the saved run moves it (👍 lifts, 👎 drops): the screen keeps still, and
+            // the row that takes its place is the one the reader is on now (a keyboard triage
+            // goes on down the list); the status says where a lifted row went.
             anchor = successor;
             var taking = successor.querySelector && successor.querySelector(".dbrain-title");
             focused = taking || focused;
