@@ -14,7 +14,7 @@ from typing import Any
 from . import citations
 from .display import plural
 from .pack import row_keys
-from .pack_json import WEB_ORIGIN, PackJSON
+from .pack_json import WEB_ORIGIN
 
 Row = Mapping[str, Any]
 
@@ -36,20 +36,20 @@ def row_summary(row: Row, rank: int) -> dict[str, Any]:
     }
 
 
-def ranked_entries(pack: PackJSON | Row) -> list[tuple[Row, Row]]:
-    """The run's ranking entries and their rows in its reading order, brain and web."""
-    return [(entry, pack[entry["list"]][entry["index"]]) for entry in pack.get("ranking", [])]
+def ranked_entries(pack: Row) -> list[tuple[Row, Row]]:
+    """The run's ranking entries and their rows in its reading order, brain and web (of a run,
+    ``PackJSON``, or what it shares, ``exports.shared``: read alike, by their lists' names)."""
+    return [(entry, pack[entry["list"]][entry["index"]]) for entry in pack["ranking"]]
 
 
-def answer_sides(pack: PackJSON | Row) -> list[dict[str, Any]]:
+def answer_sides(pack: Row) -> list[dict[str, Any]]:
     """Each answer sentence with the side it cites: ``brain``, ``web``, ``both`` or ``none``,
     and the labels of the rows it cites (``citations``), as the run's page shows them."""
-    answer = pack.get("answer") or {}
     labels = citations.labels(pack)
     local = {key for row in pack["evidence"] for key in row_keys(row)}
     web = {row["source_key"] for row in pack["external_evidence"]}
     sides = []
-    for sentence in answer.get("sentences", []):
+    for sentence in pack["answer"]["sentences"]:
         cited = set(sentence["citations"])
         on = ("brain" if cited & local else "") + ("web" if cited & web else "")
         sides.append(
@@ -69,7 +69,7 @@ def side(trace: Row, cost: Mapping[str, Any]) -> dict[str, Any]:
     pack = trace["pack"]
     seen = {
         "run_id": pack["run_id"],
-        "started_at": trace.get("started_at", ""),
+        "started_at": trace["started_at"],
         "question": pack["question"],
         "database": pack["database"],
     }
@@ -77,7 +77,7 @@ def side(trace: Row, cost: Mapping[str, Any]) -> dict[str, Any]:
         cited = {"brain": len(pack["evidence"]), "web": len(pack["external_evidence"])}
         return {**seen, "shared": True, "cited": cited, "answer": answer_sides(pack)}
     judge = pack["judge"]
-    verdict = judge.get("combined") or judge
+    verdict = judge["combined"] or judge
     web = pack["external_search"]
     return {
         **seen,
@@ -86,9 +86,9 @@ def side(trace: Row, cost: Mapping[str, Any]) -> dict[str, Any]:
         "message": verdict["message"],
         "brain_verdict": judge["verdict"],
         "web_searched": bool(web["ran"]),
-        "providers": list(web.get("providers", [])),
+        "providers": list(web["providers"]),
         "counts": {"brain": len(pack["evidence"]), "web": len(pack["external_evidence"])},
-        "total_ms": pack.get("timings_ms", {}).get("total", 0.0),
+        "total_ms": pack["timings_ms"].get("total", 0.0),
         "provider_calls": int(cost.get("calls", 0)),
         "cost_usd": round(float(cost.get("cost_usd", 0.0)), 6),
         "answer": answer_sides(pack),

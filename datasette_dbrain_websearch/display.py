@@ -10,11 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .pack_json import LOCAL_ORIGIN, RANKER_PREFIX, WEB_ORIGIN, PackJSON
 from .providers import DIRECT_LABEL
 from .web_ranking import UNIT
+
+if TYPE_CHECKING:  # the trace's types only: the events' writer imports the web stage, which
+    # imports the judge, which says its verdicts with ``plural`` from here
+    from .trace_events import TraceEvent, TraceJSON
 
 Row = Mapping[str, Any]
 ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}
@@ -227,8 +231,8 @@ def cited_quotes(pack: PackJSON | None) -> dict[str, list[str]]:
     the answer's order): the row shows them, so every citation can be checked where it
     points."""
     quotes: dict[str, list[str]] = {}
-    for sentence in ((pack or {}).get("answer") or {}).get("sentences", []):
-        for found in sentence.get("quotes", []):
+    for sentence in pack["answer"]["sentences"] if pack is not None else []:
+        for found in sentence.get("quotes", []):  # runs saved before quotes have none
             if found["text"] and found["text"] not in quotes.setdefault(found["key"], []):
                 quotes[found["key"]].append(found["text"])
     return quotes
@@ -268,67 +272,76 @@ def spaced(value: Any) -> str:
     return str(value or "").replace("_", " ")
 
 
-def _event_summary(name: str, data: Mapping[str, Any], labels: Mapping[str, str]) -> str:
-    provider = labels.get(data.get("provider", ""), data.get("provider", ""))
-    if name == "query_plan_built":
-        words = ", ".join(data.get("query_terms") or []) or "no words to search"
+def _event_summary(event: TraceEvent, labels: Mapping[str, str]) -> str:
+    """One event in words, by its kind (``trace_events.EventName``); kinds with nothing more to
+    say are their name, spaced."""
+    if event["name"] == "query_plan_built":
+        words = ", ".join(event["data"]["query_terms"]) or "no words to search"
         return f"Question read as: {words}"
-    if name == "local_search_admitted":
-        postings = f"reads {int(data.get('postings') or 0):,} postings"
-        heavy = "a heavy question, in turn with the others" if data.get("heavy") else "a light one"
-        waited = float(data.get("waited_ms") or 0)
-        narrowed = ", ".join(data.get("narrowed_terms") or [])
+    if event["name"] == "local_search_admitted":
+        admitted = event["data"]
+        postings = f"reads {int(admitted['postings']):,} postings"
+        heavy = "a heavy question, in turn with the others" if admitted["heavy"] else "a light one"
+        waited = float(admitted["waited_ms"])
+        narrowed = ", ".join(admitted["narrowed_terms"])
         return (
             f"Admitted: {postings}, {heavy}"
             + (f"; waited {waited:,.0f} ms" if waited >= 1 else "")
             + (f"; left out of the ranking: {narrowed}" if narrowed else "")
         )
-    if name == "local_search_completed":
-        rows = len(data.get("rows", []))
-        how = " (rows with some of the words)" if data.get("query_mode") == "relaxed" else ""
-        return f"Searched your brain: {plural(rows, 'row')}{how}"
-    if name == "judge":
-        return (
-            f"Verdict: {str(data.get('verdict', '')).replace('_', ' ')}. {data.get('message', '')}"
+    if event["name"] == "local_search_completed":
+        searched = event["data"]
+        how = " (rows with some of the words)" if searched["query_mode"] == "relaxed" else ""
+        return f"Searched your brain: {plural(len(searched['rows']), 'row')}{how}"
+    if event["name"] == "judge":
+        judge = event["data"]
+        return f"Verdict: {judge['verdict'].replace('_', ' ')}. {judge['message']}"
+    if event["name"] == "external_search_skipped":
+        return f"Web not searched ({web_skipped(event['data']['reason'])})"
+    if event["name"] == "external_query_built":
+        asked = event["data"]
+        return f"Asked {labels.get(asked['provider'], asked['provider'])}: “{asked['query']}”"
+    if event["name"] == "external_provider_request":
+        request = event["data"]
+        return f"Request to {labels.get(request['provider'], request['provider'])}" + (
+            " (answered from the cache)" if request["cached"] else ""
         )
-    if name == "external_search_skipped":
-        return f"Web not searched ({web_skipped(str(data.get('reason', '')))})"
-    if name == "external_query_built":
-        return f"Asked {provider}: “{data.get('query', '')}”"
-    if name == "external_provider_request":
-        return f"Request to {provider}" + (
-            " (answered from the cache)" if data.get("cached") else ""
-        )
-    if name == "external_provider_response":
-        return f"{provider} answered: {plural(int(data.get('results') or 0), 'result')}"
-    if name == "external_result_deduped":
-        return f"Merge: {spaced(data.get('decision'))} {data.get('url', '')}"
-    if name == "external_evidence_selected":
-        return f"Kept {plural(len(data.get('rows', [])), 'web row')}"
-    if name == "external_merge_completed":
-        web = plural(int(data.get("external_rows") or 0), "web row")
-        credited = plural(int(data.get("local_rows_credited") or 0), "brain row")
+    if event["name"] == "external_provider_response":
+        response = event["data"]
+        provider = labels.get(response["provider"], response["provider"])
+        return f"{provider} answered: {plural(int(response['results']), 'result')}"
+    if event["name"] == "external_result_deduped":
+        decision = event["data"]
+        return f"Merge: {spaced(decision['decision'])} {decision['url']}"
+    if event["name"] == "external_evidence_selected":
+        return f"Kept {plural(len(event['data']['rows']), 'web row')}"
+    if event["name"] == "external_merge_completed":
+        merged = event["data"]
+        web = plural(int(merged["external_rows"]), "web row")
+        credited = plural(int(merged["local_rows_credited"]), "brain row")
         return f"Merged: {web}, {credited} also found on the web"
-    if name == "answer_synthesized":
+    if event["name"] == "answer_synthesized":
+        answer = event["data"]
         return (
-            f"Answer written ({data.get('synthesizer', '')}): "
-            f"{plural(int(data.get('sentences') or 0), 'sentence')}, {data.get('status', '')}"
+            f"Answer written ({answer['synthesizer']}): "
+            f"{plural(int(answer['sentences']), 'sentence')}, {answer['status']}"
         )
-    if name == "answer_verified":
-        cited = data.get("citations", {})
+    if event["name"] == "answer_verified":
+        verified = event["data"]
+        cited = verified["citations"]
         return (
             f"Citations checked: {len(cited.get('local', []))} brain, "
             f"{len(cited.get('external', []))} web, "
-            f"{len(data.get('rejected_citations', []))} removed, "
-            f"{len(data.get('unsupported_sentences', []))} unsupported sentence(s)"
+            f"{len(verified['rejected_citations'])} removed, "
+            f"{len(verified['unsupported_sentences'])} unsupported sentence(s)"
         )
-    if name == "evidence_selected":
-        local, web = data.get("local", 0), data.get("external", 0)
-        return f"Evidence: {local} from your brain, {web} from the web"
-    return name.replace("_", " ")
+    if event["name"] == "evidence_selected":
+        counted = event["data"]
+        return f"Evidence: {counted['local']} from your brain, {counted['external']} from the web"
+    return str(event["name"]).replace("_", " ")
 
 
-def timeline(trace: Row, labels: Mapping[str, str]) -> list[dict[str, Any]]:
+def timeline(trace: TraceJSON, labels: Mapping[str, str]) -> list[dict[str, Any]]:
     """The run's events as people read them: when (ms after the start) and what happened."""
 
     def moment(stamp: str) -> datetime:
@@ -339,7 +352,7 @@ def timeline(trace: Row, labels: Mapping[str, str]) -> list[dict[str, Any]]:
         {
             "offset_ms": round((moment(e["at"]) - started).total_seconds() * 1000),
             "name": e["name"],
-            "summary": _event_summary(e["name"], e["data"], labels),
+            "summary": _event_summary(e, labels),
             "data": e["data"],
         }
         for e in trace["events"]

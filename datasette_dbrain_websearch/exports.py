@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import citations, display
-from .pack import row_keys
+from .pack import ranked_row, row_keys
 from .pack_json import WEB_ORIGIN, PackJSON
 
 Row = Mapping[str, Any]
@@ -69,10 +69,11 @@ SHARED_ROW_FIELDS = (
 SHARED_ANSWER_FIELDS = ("status", "synthesizer", "message", "text", "sentences", "citations")
 
 
-def cited_keys(pack: PackJSON) -> set[str]:
-    """The keys the verified answer cites (its sentences and where its sources disagree)."""
-    answer = pack.get("answer") or {}
-    said = [*answer.get("sentences", []), *(answer.get("conflicts") or {}).get("items", [])]
+def cited_keys(pack: PackJSON | Row) -> set[str]:
+    """The keys the verified answer cites (its sentences and where its sources disagree), of a
+    run or of what it shares (``shared``)."""
+    answer = pack["answer"]
+    said = [*answer["sentences"], *answer["conflicts"].get("items", [])]
     return {key for sentence in said for key in sentence.get("citations", [])}
 
 
@@ -94,7 +95,7 @@ def shared(pack: PackJSON) -> dict[str, Any]:
     (where the owner's page shows the row), and each row its label there (``ref``)."""
     cited = cited_keys(pack)
     refs = citations.labels(pack)
-    answer = pack.get("answer") or {}
+    answer: Row = pack["answer"]
     out: dict[str, Any] = {
         "ok": True,
         "shared": True,
@@ -106,13 +107,13 @@ def shared(pack: PackJSON) -> dict[str, Any]:
         "external_evidence": [],
         "ranking": [],
     }
-    if answer.get("conflicts"):
+    if answer["conflicts"]:
         out["answer"]["conflicts"] = {"status": answer["conflicts"]["status"]}
         out["answer"]["conflicts"]["items"] = answer["conflicts"].get("items", [])
     if pack.get("trace_url"):
         out["trace_url"] = pack["trace_url"]
-    for place, entry in enumerate(pack.get("ranking") or [], start=1):
-        row = pack[entry["list"]][entry["index"]]
+    for place, entry in enumerate(pack["ranking"], start=1):
+        row = ranked_row(pack, entry)
         if not is_cited(row, cited):
             continue
         rows = out[entry["list"]]
@@ -143,9 +144,9 @@ def _sentence(sentence: Row, refs: Mapping[str, str]) -> str:
 
 
 def _answer_lines(pack: PackJSON, refs: Mapping[str, str]) -> list[str]:
-    answer = pack.get("answer") or {}
-    if answer.get("status") != "ok" or not answer.get("sentences"):
-        return [_escape(answer["message"]), ""] if answer.get("message") else []
+    answer = pack["answer"]
+    if answer["status"] != "ok" or not answer["sentences"]:
+        return [_escape(answer["message"]), ""] if answer["message"] else []
     lines: list[str] = []
     for n, (origin, part) in enumerate(display.answer_parts(answer)):
         if origin == "web":
@@ -230,7 +231,7 @@ def markdown(
     ]
     if not share:
         judge = pack["judge"]
-        verdict = judge.get("combined") or judge
+        verdict: Row = judge["combined"] or judge
         said = verdict["verdict"].replace("_", " ").capitalize()
         lines += [f"**{said}.** {_escape(verdict['message'])}", ""]
     answer = _answer_lines(pack, refs)
@@ -266,7 +267,7 @@ def markdown(
 def csv_text(pack: PackJSON, labels: Mapping[str, str], link: Link, share: bool = False) -> str:
     """The run's rows as CSV, brain rows first, each with its reference and origin (``share``:
     only the rows the answer cites)."""
-    cited = {k for s in (pack.get("answer") or {}).get("sentences", []) for k in s["citations"]}
+    cited = {k for s in pack["answer"]["sentences"] for k in s["citations"]}
     out = io.StringIO()
     writer = csv.DictWriter(out, CSV_COLUMNS, lineterminator="\r\n")
     writer.writeheader()

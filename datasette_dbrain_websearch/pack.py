@@ -26,11 +26,13 @@ from .pack_json import (
     WEB_ORIGIN,
     AnswerJSON,
     CoverageJSON,
+    DidYouMeanJSON,
     EvidenceJSON,
     LinkedSourceJSON,
     PackJSON,
     QueryPlanJSON,
     RankingEntryJSON,
+    RejectedCitationJSON,
     ResearchJSON,
     RetrievalJSON,
     Signal,
@@ -240,28 +242,34 @@ class WebRow:
         return self.excerpt.role or "external_snippet"
 
     def to_json(self) -> WebEvidenceJSON:
-        return {
-            "source_key": self.source_key,
-            "kind": self.kind,
-            "source_type": self.source_type,
-            "origin": self.origin,
-            "store": "ephemeral",
-            "url": self.canonical_url,
-            "canonical_url": self.canonical_url,
-            "provider_url": self.provider_url,
-            "title": self.title,
-            "domain": self.domain,
-            "excerpt": self.excerpt.text,
-            "excerpt_html": self.excerpt.html,
-            "text": self.text,
-            "published_at": self.published_at,
-            "author": self.author,
-            "evidence_role": self.evidence_role,
-            "depth": self.depth,
-            "providers": list(self.providers),
-            **({"direct_url": True} if self.direct_url else {}),
-            "retrieval": self.retrieval.to_json(),
-        }
+        # ``direct_url`` sits before ``retrieval`` in the pinned JSON, only on a page read
+        # directly: a TypedDict literal cannot hold a key that is there only sometimes.
+        direct: dict[str, bool] = {"direct_url": True} if self.direct_url else {}
+        return cast(
+            WebEvidenceJSON,
+            {
+                "source_key": self.source_key,
+                "kind": self.kind,
+                "source_type": self.source_type,
+                "origin": self.origin,
+                "store": "ephemeral",
+                "url": self.canonical_url,
+                "canonical_url": self.canonical_url,
+                "provider_url": self.provider_url,
+                "title": self.title,
+                "domain": self.domain,
+                "excerpt": self.excerpt.text,
+                "excerpt_html": self.excerpt.html,
+                "text": self.text,
+                "published_at": self.published_at,
+                "author": self.author,
+                "evidence_role": self.evidence_role,
+                "depth": self.depth,
+                "providers": list(self.providers),
+                **direct,
+                "retrieval": self.retrieval.to_json(),
+            },
+        )
 
 
 Row = LocalRow | WebRow
@@ -324,7 +332,7 @@ class Answer:
     removed_sentences: list[dict[str, Any]] = field(default_factory=list)
     draft: str = ""
     citations: dict[str, list[str]] = field(default_factory=_no_citations)
-    rejected_citations: list[dict[str, Any]] = field(default_factory=list)
+    rejected_citations: list[RejectedCitationJSON] = field(default_factory=list)
     gaps: list[dict[str, Any]] = field(default_factory=list)
     conflicts: dict[str, Any] = field(default_factory=_not_compared)
     web_contribution: dict[str, Any] = field(default_factory=dict)
@@ -400,7 +408,7 @@ class Pack:
     merge_decisions: list[dict[str, Any]]
     warnings: list[dict[str, Any]]
     timings_ms: dict[str, float]
-    did_you_mean: dict[str, Any] | None = None
+    did_you_mean: DidYouMeanJSON | None = None
     answer: Answer = field(default_factory=no_answer)
     research: ResearchJSON | None = None  # deep research's rounds and stop (``deep``)
     secrets: tuple[str, ...] = ()  # never written: scrubbed from every string of the JSON
@@ -538,6 +546,13 @@ def row_keys(row: Mapping[str, Any]) -> list[str]:
     either)."""
     linked = row.get("linked_source") or {}
     return [row["source_key"], *([linked["source_key"]] if linked.get("source_key") else [])]
+
+
+def ranked_row(pack: PackJSON, entry: RankingEntryJSON) -> EvidenceJSON | WebEvidenceJSON:
+    """The row a ranking entry places: ``entry["index"]`` of the list it names."""
+    if entry["list"] == "external_evidence":
+        return pack["external_evidence"][entry["index"]]
+    return pack["evidence"][entry["index"]]
 
 
 def is_exact(row: Mapping[str, Any]) -> bool:

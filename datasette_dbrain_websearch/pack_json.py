@@ -134,6 +134,15 @@ class RankingEntryJSON(TypedDict):
     index: int
 
 
+class CostJSON(TypedDict):
+    """What admission weighed (``cost.Cost``): the postings the ranking query reads, and
+    whether that made the question heavy."""
+
+    postings: int
+    heavy: bool
+    reason: str
+
+
 class QueryPlanJSON(TypedDict):
     """How the question became queries."""
 
@@ -146,7 +155,7 @@ class QueryPlanJSON(TypedDict):
     expansion_terms: list[str]
     excluded_terms: list[str]
     narrowed_terms: list[str]
-    cost: dict[str, Any]
+    cost: CostJSON
     syntax: str
     query_mode: str
     profile: str
@@ -199,6 +208,15 @@ class CoverageJSON(TypedDict):
     recall_note: str
 
 
+class RejectedCitationJSON(TypedDict):
+    """A citation marker the verifier removed: the key, and why (``answer.verify``)."""
+
+    key: str
+    reason: str
+    sentence: NotRequired[int]  # in the answer's n-th sentence (from 1)
+    conflict: NotRequired[bool]  # in a line saying where the sources disagree
+
+
 class AnswerJSON(TypedDict):
     """The grounded answer (``pack.Answer``), or why there is none."""
 
@@ -210,7 +228,7 @@ class AnswerJSON(TypedDict):
     draft: str
     sentences: list[dict[str, Any]]
     citations: dict[str, list[str]]
-    rejected_citations: list[str]
+    rejected_citations: list[RejectedCitationJSON]
     removed_sentences: list[dict[str, Any]]
     gaps: list[dict[str, Any]]
     conflicts: dict[str, Any]

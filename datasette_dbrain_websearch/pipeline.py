@@ -33,7 +33,7 @@ from .judge import CALIBRATED, DBRAIN, WEAK_EVIDENCE, Evidence, Rule, run_verdic
 from .merge import MergedResult, MergeOutcome, merge_web, web_score
 from .options import ResearchRequest
 from .pack import LocalRow, Pack, Row, WebRow, WebSearch, new_run_id
-from .pack_json import Signal
+from .pack_json import DidYouMeanJSON, Signal
 from .profiles import apply_profile, profile_for
 from .providers import DIRECT, provider_labels
 from .providers.base import Provider, WebResult
@@ -462,7 +462,7 @@ def _local_warnings(
     return warnings
 
 
-def _did_you_mean(question: str, corrections: list[Correction]) -> dict[str, Any] | None:
+def _did_you_mean(question: str, corrections: list[Correction]) -> DidYouMeanJSON | None:
     if not corrections:
         return None
     return {

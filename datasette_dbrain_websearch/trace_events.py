@@ -1,124 +1,585 @@
-"""A research trace's events: the run's steps, in order and timed, read from its pack (pure).
+"""A research trace's shape (``TraceJSON``) and its events: the run's steps, in order and timed,
+read from its pack (pure).
 
 Events use dbrain-style names plus the web-stage names ``external_search_skipped``,
 ``external_query_built``, ``external_provider_request``, ``external_provider_response``,
 ``external_result_deduped``, ``external_evidence_selected`` and ``external_merge_completed``, the
 deep rounds' ``deep_*``, and for answered runs ``answer_synthesized`` and ``answer_verified`` (the
 verifier's decisions). Its own module beside ``traces``, which builds, stores and loads the trace
-these events go into.
+(``TraceJSON``, below) these events go into.
+
+``EventName`` is the one registry of event kinds: each has its TypedDict here (``name`` its
+literal name, ``data`` its shape), ``TraceEvent`` is their union, ``events_for`` writes them and
+``display`` reads them by narrowing on ``name``, so a kind written, read or misspelled on one side
+only is a type error. A saved trace keeps the events as they were written; every ``data`` key
+declared here has been written since its event was first saved, so older traces read alike.
+
+(No postponed annotations here: ``TypedDict`` reads ``NotRequired`` when the class is made.)
 """
 
-from __future__ import annotations
-
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict, get_args
 
-from .pack_json import PackJSON
+from .pack_json import (
+    AnswerJSON,
+    ConfidenceJSON,
+    CostJSON,
+    JudgeJSON,
+    PackJSON,
+    RejectedCitationJSON,
+)
 from .web import BUDGET_EXHAUSTED
+
+# Every kind of event a trace holds, in the order a run writes them.
+EventName = Literal[
+    "query_plan_built",
+    "local_search_admitted",
+    "local_search_completed",
+    "judge",
+    "external_search_skipped",
+    "external_query_built",
+    "external_provider_skipped",
+    "external_provider_request",
+    "external_provider_response",
+    "external_result_deduped",
+    "external_evidence_selected",
+    "external_merge_completed",
+    "deep_round",
+    "deep_query",
+    "deep_proposal",
+    "deep_stopped",
+    "answer_synthesized",
+    "answer_verified",
+    "evidence_selected",
+]
+EVENT_NAMES: tuple[EventName, ...] = get_args(EventName)
+
+
+class QueryPlanBuiltData(TypedDict):
+    text_query: str
+    fts_query: str
+    query_terms: list[str]
+    syntax: str
+    filters: dict[str, Any]
+    limit: int
+
+
+class QueryPlanBuilt(TypedDict):
+    """How the question became queries."""
+
+    at: str
+    name: Literal["query_plan_built"]
+    data: QueryPlanBuiltData
+
+
+class LocalSearchAdmittedData(CostJSON):
+    narrowed_terms: list[str]
+    waited_ms: float
+
+
+class LocalSearchAdmitted(TypedDict):
+    """What admission weighed, and how long the question waited its turn."""
+
+    at: str
+    name: Literal["local_search_admitted"]
+    data: LocalSearchAdmittedData
+
+
+class LocalSearchCompletedData(TypedDict):
+    query_mode: str
+    match_query: str
+    exact_matches: int
+    item_text_matches: int
+    source_text_matches: int
+    rows: list[str]
+
+
+class LocalSearchCompleted(TypedDict):
+    """The brain's rows, by key."""
+
+    at: str
+    name: Literal["local_search_completed"]
+    data: LocalSearchCompletedData
+
+
+class Judged(TypedDict):
+    """The judge's verdict, whole."""
+
+    at: str
+    name: Literal["judge"]
+    data: JudgeJSON
+
+
+class WebSkippedData(TypedDict):
+    mode: str
+    reason: str
+
+
+class WebSkipped(TypedDict):
+    """Why the web was not searched."""
+
+    at: str
+    name: Literal["external_search_skipped"]
+    data: WebSkippedData
+
+
+class WebQueryBuiltData(TypedDict):
+    provider: str
+    query: str
+    params: dict[str, Any]
+
+
+class WebQueryBuilt(TypedDict):
+    """What one provider was asked."""
+
+    at: str
+    name: Literal["external_query_built"]
+    data: WebQueryBuiltData
+
+
+class ProviderSkippedData(TypedDict):
+    provider: str
+    reason: str
+
+
+class ProviderSkipped(TypedDict):
+    """A provider not called (its budget was spent)."""
+
+    at: str
+    name: Literal["external_provider_skipped"]
+    data: ProviderSkippedData
+
+
+class ProviderRequestData(TypedDict):
+    provider: str
+    cached: bool
+
+
+class ProviderRequest(TypedDict):
+    """A provider called, or answered from the cache."""
+
+    at: str
+    name: Literal["external_provider_request"]
+    data: ProviderRequestData
+
+
+class ProviderResponseData(TypedDict):
+    provider: str
+    results: int
+    cached: bool
+    returned: list[dict[str, Any]]
+    error: NotRequired[str]  # a failed call's warning code, and its message
+    message: NotRequired[str]
+
+
+class ProviderResponse(TypedDict):
+    """What a provider returned (bounded), or why it failed."""
+
+    at: str
+    name: Literal["external_provider_response"]
+    data: ProviderResponseData
+
+
+class ResultDeduped(TypedDict):
+    """One merge decision (``merge``): its ``decision`` and ``url``, and what it names."""
+
+    at: str
+    name: Literal["external_result_deduped"]
+    data: dict[str, Any]
+
+
+class SelectedWebRow(TypedDict):
+    source_key: str
+    url: str
+    providers: list[str]
+
+
+class WebEvidenceSelectedData(TypedDict):
+    rows: list[SelectedWebRow]
+
+
+class WebEvidenceSelected(TypedDict):
+    """The web rows the run kept."""
+
+    at: str
+    name: Literal["external_evidence_selected"]
+    data: WebEvidenceSelectedData
+
+
+class MergeCompletedData(TypedDict):
+    external_rows: int
+    local_rows_credited: int
+    decisions: int
+    warnings: list[str]
+
+
+class MergeCompleted(TypedDict):
+    """The merge, counted."""
+
+    at: str
+    name: Literal["external_merge_completed"]
+    data: MergeCompletedData
+
+
+class DeepRoundData(TypedDict):
+    round: int
+    gaps: list[str]
+
+
+class DeepRound(TypedDict):
+    """One round of a deep run, and the facets still uncovered after it."""
+
+    at: str
+    name: Literal["deep_round"]
+    data: DeepRoundData
+
+
+class DeepQuery(TypedDict):
+    """One follow-up query of a round: ``round`` and what ``ResearchRoundJSON`` says of it."""
+
+    at: str
+    name: Literal["deep_query"]
+    data: dict[str, Any]
+
+
+class DeepProposal(TypedDict):
+    """A model's proposed step and what the runtime made of it (``strategy=pro``)."""
+
+    at: str
+    name: Literal["deep_proposal"]
+    data: dict[str, Any]
+
+
+class DeepStoppedData(TypedDict):
+    stop_reason: str
+    stop_message: str
+    confidence: ConfidenceJSON
+    spent: dict[str, int]
+
+
+class DeepStopped(TypedDict):
+    """Why a deep run stopped."""
+
+    at: str
+    name: Literal["deep_stopped"]
+    data: DeepStoppedData
+
+
+class AnswerSynthesizedData(TypedDict):
+    synthesizer: str
+    status: str
+    sentences: int
+    evidence: dict[str, Any]
+    timings_ms: dict[str, float]
+
+
+class AnswerSynthesized(TypedDict):
+    """The answer written: by which synthesizer, how long, from what."""
+
+    at: str
+    name: Literal["answer_synthesized"]
+    data: AnswerSynthesizedData
+
+
+class ConflictsDecidedData(TypedDict):
+    status: str
+    kept: int
+    dropped: list[Any]
+
+
+class AnswerVerifiedData(TypedDict):
+    citations: dict[str, list[str]]
+    rejected_citations: list[RejectedCitationJSON]
+    unsupported_sentences: list[dict[str, Any]]
+    conflicts: ConflictsDecidedData
+    gaps: list[str]
+
+
+class AnswerVerified(TypedDict):
+    """What the citation verifier decided (``verifier_decisions``)."""
+
+    at: str
+    name: Literal["answer_verified"]
+    data: AnswerVerifiedData
+
+
+class EvidenceSelectedData(TypedDict):
+    local: int
+    external: int
+
+
+class EvidenceSelected(TypedDict):
+    """The run's rows, counted by origin."""
+
+    at: str
+    name: Literal["evidence_selected"]
+    data: EvidenceSelectedData
+
+
+# One event of a trace: its ``name`` says which.
+TraceEvent = (
+    QueryPlanBuilt
+    | LocalSearchAdmitted
+    | LocalSearchCompleted
+    | Judged
+    | WebSkipped
+    | WebQueryBuilt
+    | ProviderSkipped
+    | ProviderRequest
+    | ProviderResponse
+    | ResultDeduped
+    | WebEvidenceSelected
+    | MergeCompleted
+    | DeepRound
+    | DeepQuery
+    | DeepProposal
+    | DeepStopped
+    | AnswerSynthesized
+    | AnswerVerified
+    | EvidenceSelected
+)
+
+
+class PermissionsJSON(TypedDict):
+    """What the actor was permitted when the run was made."""
+
+    external_search: bool
+
+
+class AnswerMetricsJSON(TypedDict):
+    """The answer, counted."""
+
+    status: str
+    synthesizer: str
+    sentences: int
+    unsupported_sentences: int
+    local_citations: int
+    external_citations: int
+    rejected_citations: int
+
+
+class MetricsJSON(TypedDict):
+    """The run in numbers (what the runs table's columns are made from)."""
+
+    verdict: str
+    evidence_count: int
+    external_evidence_count: int
+    providers: list[str]
+    warnings: list[str]
+    timings_ms: dict[str, float]
+    answer: NotRequired[AnswerMetricsJSON]  # runs saved before the answer stage have none
+
+
+class TraceJSON(TypedDict):
+    """One saved run: ``research_trace.v1``."""
+
+    schema_version: str
+    run_id: str
+    surface: str
+    database: str
+    question: str
+    actor_id: str  # "" for an anonymous visitor
+    started_at: str
+    completed_at: str
+    permissions: PermissionsJSON
+    events: list[TraceEvent]
+    metrics: MetricsJSON
+    pack: PackJSON
+    stop_reason: str
+
+
+def kind_of(event: TraceEvent) -> EventName:
+    """An event's kind: every ``TraceEvent``'s ``name`` is one of ``EventName`` (checked)."""
+    return event["name"]
 
 
 def iso(moment: datetime) -> str:
     return moment.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def events_for(pack: PackJSON, started: datetime) -> list[dict[str, Any]]:
+def events_for(pack: PackJSON, started: datetime) -> list[TraceEvent]:
     """The run's events, in order, timed from the stage timings (pure)."""
     timings = pack["timings_ms"]
     plan = pack["query_plan"]
     web = pack["external_search"]
-    events: list[dict[str, Any]] = []
+    events: list[TraceEvent] = []
 
-    def add(name: str, after_ms: float, data: dict[str, Any]) -> None:
-        events.append(
-            {"at": iso(started + timedelta(milliseconds=after_ms)), "name": name, "data": data}
-        )
+    def at(after_ms: float) -> str:
+        return iso(started + timedelta(milliseconds=after_ms))
 
-    add(
-        "query_plan_built",
-        0,
+    events.append(
         {
-            k: plan[k]
-            for k in ("text_query", "fts_query", "query_terms", "syntax", "filters", "limit")
-        },
+            "at": at(0),
+            "name": "query_plan_built",
+            "data": {
+                "text_query": plan["text_query"],
+                "fts_query": plan["fts_query"],
+                "query_terms": plan["query_terms"],
+                "syntax": plan["syntax"],
+                "filters": plan["filters"],
+                "limit": plan["limit"],
+            },
+        }
     )
-    if "cost" in plan:  # runs saved before the cost was recorded have none
-        add(
-            "local_search_admitted",
-            timings.get("local_survey", 0.0) + timings.get("local_turn", 0.0),
-            {
+    events.append(
+        {
+            "at": at(timings.get("local_survey", 0.0) + timings.get("local_turn", 0.0)),
+            "name": "local_search_admitted",
+            "data": {
                 **plan["cost"],
-                "narrowed_terms": plan.get("narrowed_terms", []),
+                "narrowed_terms": plan["narrowed_terms"],
                 "waited_ms": timings.get("local_turn", 0.0),
             },
-        )
-    local_ms = timings.get("local", 0.0)
-    add(
-        "local_search_completed",
-        local_ms,
-        {
-            "query_mode": plan["query_mode"],
-            "match_query": plan["match_query"],
-            "exact_matches": pack["coverage"]["exact_matches"],
-            "item_text_matches": pack["coverage"]["item_text_matches"],
-            "source_text_matches": pack["coverage"]["source_text_matches"],
-            "rows": [row["source_key"] for row in pack["evidence"]],
-        },
+        }
     )
-    add("judge", local_ms, pack["judge"])
+    local_ms = timings.get("local", 0.0)
+    coverage = pack["coverage"]
+    events.append(
+        {
+            "at": at(local_ms),
+            "name": "local_search_completed",
+            "data": {
+                "query_mode": plan["query_mode"],
+                "match_query": plan["match_query"],
+                "exact_matches": coverage["exact_matches"],
+                "item_text_matches": coverage["item_text_matches"],
+                "source_text_matches": coverage["source_text_matches"],
+                "rows": [row["source_key"] for row in pack["evidence"]],
+            },
+        }
+    )
+    events.append({"at": at(local_ms), "name": "judge", "data": pack["judge"]})
     if not web["ran"]:
-        add(
-            "external_search_skipped",
-            local_ms,
-            {"mode": web["mode"], "reason": web["skipped_reason"]},
+        events.append(
+            {
+                "at": at(local_ms),
+                "name": "external_search_skipped",
+                "data": {"mode": web["mode"], "reason": web["skipped_reason"]},
+            }
         )
     else:
-        for query in plan["external_queries"]:
-            provider = query["provider"]
-            add(
-                "external_query_built",
-                local_ms,
-                {"provider": provider, "query": query["query"], "params": query["params"]},
+        events += _web_events(pack, at)
+    research = pack.get("research")
+    if research:
+        deep_ms = at(timings.get("deep_rounds", 0.0))
+        for done in research["rounds"]:
+            events.append(
+                {
+                    "at": deep_ms,
+                    "name": "deep_round",
+                    "data": {"round": done["round"], "gaps": done["gaps"]},
+                }
             )
-            if query.get("error") == BUDGET_EXHAUSTED:
-                add(
-                    "external_provider_skipped",
-                    local_ms,
-                    {"provider": provider, "reason": BUDGET_EXHAUSTED},
+            for query in done["queries"]:
+                events.append(
+                    {"at": deep_ms, "name": "deep_query", "data": {"round": done["round"], **query}}
                 )
-                continue
-            add(
-                "external_provider_request",
-                local_ms,
-                {"provider": provider, "cached": query["cached"]},
-            )
-            response = {
-                "provider": provider,
-                "results": query["results"],
-                "cached": query["cached"],
-                "returned": [r for r in web.get("returned", []) if r["provider"] == provider],
-            }
-            if query.get("error"):
-                response["error"] = query["error"]
-                response["message"] = next(
-                    (
-                        w["message"]
-                        for w in pack["warnings"]
-                        if w.get("provider") == provider and w["code"] == query["error"]
-                    ),
-                    "",
-                )
-            add(
-                "external_provider_response",
-                local_ms + timings.get(f"external_{provider}", 0.0),
-                response,
-            )
-        web_done = local_ms + timings.get("external", 0.0)
-        for decision in pack["merge_decisions"]:
-            add("external_result_deduped", web_done, decision)
-        add(
-            "external_evidence_selected",
-            web_done,
+        for step in research["proposals"]:
+            events.append({"at": deep_ms, "name": "deep_proposal", "data": step})
+        events.append(
             {
+                "at": deep_ms,
+                "name": "deep_stopped",
+                "data": {
+                    "stop_reason": research["stop_reason"],
+                    "stop_message": research["stop_message"],
+                    "confidence": research["confidence"],
+                    "spent": research["spent"],
+                },
+            }
+        )
+    answer = pack["answer"]
+    if answer["status"] != "disabled":
+        answered = at(timings.get("total", 0.0))
+        events.append(
+            {
+                "at": answered,
+                "name": "answer_synthesized",
+                "data": {
+                    "synthesizer": answer["synthesizer"],
+                    "status": answer["status"],
+                    "sentences": len(answer["sentences"]),
+                    "evidence": answer["evidence"],
+                    "timings_ms": answer["timings_ms"],
+                },
+            }
+        )
+        events.append(
+            {"at": answered, "name": "answer_verified", "data": verifier_decisions(answer)}
+        )
+    events.append(
+        {
+            "at": at(timings.get("total", 0.0)),
+            "name": "evidence_selected",
+            "data": {"local": len(pack["evidence"]), "external": len(pack["external_evidence"])},
+        }
+    )
+    return events
+
+
+def _web_events(pack: PackJSON, at: Callable[[float], str]) -> list[TraceEvent]:
+    """The web stage's events: each provider asked (or skipped) and answered, then the merge."""
+    timings = pack["timings_ms"]
+    local_ms = timings.get("local", 0.0)
+    returned = pack["external_search"].get("returned", [])
+    events: list[TraceEvent] = []
+    for query in pack["query_plan"]["external_queries"]:
+        provider = query["provider"]
+        events.append(
+            {
+                "at": at(local_ms),
+                "name": "external_query_built",
+                "data": {"provider": provider, "query": query["query"], "params": query["params"]},
+            }
+        )
+        if query.get("error") == BUDGET_EXHAUSTED:
+            events.append(
+                {
+                    "at": at(local_ms),
+                    "name": "external_provider_skipped",
+                    "data": {"provider": provider, "reason": BUDGET_EXHAUSTED},
+                }
+            )
+            continue
+        events.append(
+            {
+                "at": at(local_ms),
+                "name": "external_provider_request",
+                "data": {"provider": provider, "cached": query["cached"]},
+            }
+        )
+        response: ProviderResponseData = {
+            "provider": provider,
+            "results": query["results"],
+            "cached": query["cached"],
+            "returned": [r for r in returned if r["provider"] == provider],
+        }
+        if query.get("error"):
+            response["error"] = query["error"]
+            response["message"] = next(
+                (
+                    w["message"]
+                    for w in pack["warnings"]
+                    if w.get("provider") == provider and w["code"] == query["error"]
+                ),
+                "",
+            )
+        events.append(
+            {
+                "at": at(local_ms + timings.get(f"external_{provider}", 0.0)),
+                "name": "external_provider_response",
+                "data": response,
+            }
+        )
+    web_done = at(local_ms + timings.get("external", 0.0))
+    for decision in pack["merge_decisions"]:
+        events.append({"at": web_done, "name": "external_result_deduped", "data": decision})
+    events.append(
+        {
+            "at": web_done,
+            "name": "external_evidence_selected",
+            "data": {
                 "rows": [
                     {
                         "source_key": r["source_key"],
@@ -128,55 +589,24 @@ def events_for(pack: PackJSON, started: datetime) -> list[dict[str, Any]]:
                     for r in pack["external_evidence"]
                 ]
             },
-        )
-        add(
-            "external_merge_completed",
-            web_done,
-            {
+        }
+    )
+    events.append(
+        {
+            "at": web_done,
+            "name": "external_merge_completed",
+            "data": {
                 "external_rows": len(pack["external_evidence"]),
                 "local_rows_credited": sum(1 for r in pack["evidence"] if r.get("also_found_by")),
                 "decisions": len(pack["merge_decisions"]),
                 "warnings": [w["code"] for w in pack["warnings"] if w.get("provider") is not None],
             },
-        )
-    research = pack.get("research")
-    if research:
-        deep_ms = timings.get("deep_rounds", 0.0)
-        for done in research["rounds"]:
-            add("deep_round", deep_ms, {"round": done["round"], "gaps": done["gaps"]})
-            for query in done["queries"]:
-                add("deep_query", deep_ms, {"round": done["round"], **query})
-        for step in research.get("proposals", []):
-            add("deep_proposal", deep_ms, step)
-        add(
-            "deep_stopped",
-            deep_ms,
-            {k: research[k] for k in ("stop_reason", "stop_message", "confidence", "spent")},
-        )
-    answer = pack.get("answer") or {}
-    if answer.get("status", "disabled") != "disabled":
-        answered = timings.get("total", 0.0)
-        add(
-            "answer_synthesized",
-            answered,
-            {
-                "synthesizer": answer["synthesizer"],
-                "status": answer["status"],
-                "sentences": len(answer["sentences"]),
-                "evidence": answer["evidence"],
-                "timings_ms": answer["timings_ms"],
-            },
-        )
-        add("answer_verified", answered, verifier_decisions(answer))
-    add(
-        "evidence_selected",
-        timings.get("total", 0.0),
-        {"local": len(pack["evidence"]), "external": len(pack["external_evidence"])},
+        }
     )
     return events
 
 
-def verifier_decisions(answer: dict[str, Any]) -> dict[str, Any]:
+def verifier_decisions(answer: AnswerJSON) -> AnswerVerifiedData:
     """What the citation verifier decided: kept keys by origin, rejected keys, unsupported
     sentences and the conflicts it kept or dropped."""
     return {
@@ -190,6 +620,7 @@ def verifier_decisions(answer: dict[str, Any]) -> dict[str, Any]:
         "conflicts": {
             "status": answer["conflicts"]["status"],
             "kept": len(answer["conflicts"]["items"]),
+            # Conflicts not assessed (no sentence answered) have none to drop.
             "dropped": answer["conflicts"].get("dropped", []),
         },
         "gaps": [gap["code"] for gap in answer["gaps"]],

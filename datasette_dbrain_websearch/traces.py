@@ -5,7 +5,7 @@ judge's inputs, whether and why the web was (not) searched, what each provider w
 returned (bounded), every merge decision and the timings. The pack inside is the one the user
 saw, already scrubbed of secrets. This module builds a trace, stores and loads it; its events
 are ``trace_events``'s. Retention keeps the newest 500 runs plus any run younger than 180 days,
-as dbrain's does.
+as dbrain's does.A saved run's shape, as ``load`` returns it, is ``trace_events.TraceJSON``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from typing import Any
 
 from .errors import is_busy
 from .judge import NO_EVIDENCE
-from .pack_json import PackJSON
+from .pack_json import AnswerJSON, PackJSON
 from .runs_db import (
     EVENTS_TABLE,
     FEEDBACK_TABLE,
@@ -32,7 +32,7 @@ from .runs_db import (
     plugin_database,
     write_locked,
 )
-from .trace_events import events_for, iso
+from .trace_events import AnswerMetricsJSON, TraceJSON, events_for, iso
 
 TRACE_SCHEMA = "research_trace.v1"
 PROVIDERS_FAILED = "providers_failed"
@@ -51,21 +51,20 @@ def run_started(run_id: str) -> datetime:
     return moment + timedelta(microseconds=int(fraction) // 1000)
 
 
-def answer_metrics(answer: dict[str, Any]) -> dict[str, Any]:
+def answer_metrics(answer: AnswerJSON) -> AnswerMetricsJSON:
+    citations = answer["citations"]
     return {
-        "status": answer.get("status", "disabled"),
-        "synthesizer": answer.get("synthesizer", ""),
-        "sentences": len(answer.get("sentences", [])),
-        "unsupported_sentences": sum(1 for s in answer.get("sentences", []) if not s["supported"]),
-        "local_citations": len(answer.get("citations", {}).get("local", [])),
-        "external_citations": len(answer.get("citations", {}).get("external", [])),
-        "rejected_citations": len(answer.get("rejected_citations", [])),
+        "status": answer["status"],
+        "synthesizer": answer["synthesizer"],
+        "sentences": len(answer["sentences"]),
+        "unsupported_sentences": sum(1 for s in answer["sentences"] if not s["supported"]),
+        "local_citations": len(citations.get("local", [])),
+        "external_citations": len(citations.get("external", [])),
+        "rejected_citations": len(answer["rejected_citations"]),
     }
 
 
-def build_trace(
-    pack: PackJSON, *, surface: str, actor_id: str, web_permitted: bool
-) -> dict[str, Any]:
+def build_trace(pack: PackJSON, *, surface: str, actor_id: str, web_permitted: bool) -> TraceJSON:
     """``research_trace.v1`` for a finished run (pure)."""
     started = run_started(pack["run_id"])
     completed = started + timedelta(milliseconds=pack["timings_ms"].get("total", 0.0))
@@ -87,7 +86,7 @@ def build_trace(
             "providers": pack["external_search"]["providers"],
             "warnings": [w["code"] for w in pack["warnings"]],
             "timings_ms": pack["timings_ms"],
-            "answer": answer_metrics(pack.get("answer") or {}),
+            "answer": answer_metrics(pack["answer"]),
         },
         "pack": pack,
         "stop_reason": stop_reason(pack),
@@ -111,7 +110,7 @@ def stop_reason(pack: PackJSON) -> str:
     return verdict
 
 
-def _row(trace: dict[str, Any]) -> dict[str, Any]:
+def _row(trace: TraceJSON) -> dict[str, Any]:
     pack, metrics = trace["pack"], trace["metrics"]
     return {
         "run_id": trace["run_id"],
@@ -134,7 +133,7 @@ def _row(trace: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _serialized(trace: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _serialized(trace: TraceJSON) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The run's row and its events' rows."""
     events = [
         {
@@ -149,12 +148,12 @@ def _serialized(trace: dict[str, Any]) -> tuple[dict[str, Any], list[dict[str, A
     return _row(trace), events
 
 
-async def save(db: Any, trace: dict[str, Any], now: datetime | None = None) -> None:
+async def save(db: Any, trace: TraceJSON, now: datetime | None = None) -> None:
     """Insert the run and its events in one transaction, then apply retention."""
     await _write(db, trace, now)
 
 
-async def _write(db: Any, trace: dict[str, Any], now: datetime | None = None) -> None:
+async def _write(db: Any, trace: TraceJSON, now: datetime | None = None) -> None:
     cutoff = iso((now or datetime.now(UTC)) - timedelta(days=KEEP_DAYS))
 
     def write(conn: sqlite3.Connection) -> None:
@@ -207,7 +206,7 @@ pause_before_retry: Callable[[float], Awaitable[None]] = asyncio.sleep
 async def _save_logged(
     db: Any,
     run_id: str,
-    trace: dict[str, Any],
+    trace: TraceJSON,
 ) -> None:
     """Save a run whose answer was sent; while the runs database is locked, try again after
     each of ``SAVE_RETRY_PAUSES_S`` (``pause_before_retry`` waits them: tests replace it)."""
@@ -261,12 +260,16 @@ def prune(conn: sqlite3.Connection, cutoff: str) -> None:
         conn.execute(f"delete from {table} where {doomed}", [cutoff])
 
 
-async def load(db: Any, run_id: str) -> dict[str, Any] | None:
+async def load(db: Any, run_id: str) -> TraceJSON | None:
+    """A saved run, as it was written (``build_trace``), or None."""
     await settle(db, run_id)
     row = (
         await db.execute(f"select trace_json from {RUNS_TABLE} where run_id = ?", [run_id])
     ).first()
-    return json.loads(row[0]) if row else None
+    if not row:
+        return None
+    trace: TraceJSON = json.loads(row[0])
+    return trace
 
 
 RUN_COLUMNS = (
@@ -345,7 +348,8 @@ async def recent(db: Any, where: RunFilter, limit: int = 100) -> list[dict[str, 
 
 def run_path(datasette: Any, run_id: str, suffix: str = "") -> str:
     """A saved run's page, or with ``suffix`` (``.json``, ``.md``, ``.csv``) its files."""
-    return datasette.urls.path(f"/-/research/runs/{run_id}{suffix}")
+    path: str = datasette.urls.path(f"/-/research/runs/{run_id}{suffix}")
+    return path
 
 
 async def record(
@@ -353,7 +357,7 @@ async def record(
     pack: PackJSON,
     *,
     surface: str,
-    actor: dict | None,
+    actor: dict[str, Any] | None,
     permitted: bool,
     wait: bool = True,
 ) -> asyncio.Task[None] | None:

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..pack_json import RejectedCitationJSON
 from .text import content_words, marked_sentences, split_sentences, stems
 
 MARKER = re.compile(r"\[([^\[\]\n]{1,300})\]")
@@ -69,7 +70,7 @@ class Verified:
     """What the verifier made of a draft."""
 
     sentences: list[dict[str, Any]]
-    rejected: list[dict[str, Any]]
+    rejected: list[RejectedCitationJSON]
     local: list[str]
     web: list[str]
     conflicts: list[dict[str, Any]] = field(default_factory=list)
@@ -122,7 +123,7 @@ def strip_citations(text: str) -> str:
     )
 
 
-def read_markers(text: str, keys: RunKeys) -> tuple[str, list[str], list[dict[str, str]]]:
+def read_markers(text: str, keys: RunKeys) -> tuple[str, list[str], list[RejectedCitationJSON]]:
     """Take the citation markers out of one sentence.
 
     Returns the sentence without markers, the valid keys in order of first citation, and the
@@ -130,7 +131,7 @@ def read_markers(text: str, keys: RunKeys) -> tuple[str, list[str], list[dict[st
     looks like a key (``prefix:rest``) or is a bare number (``[1]``); other brackets are text.
     """
     valid: list[str] = []
-    rejected: list[dict[str, str]] = []
+    rejected: list[RejectedCitationJSON] = []
 
     def replace(match: re.Match[str]) -> str:
         if not is_citation(match.group(1), keys):
@@ -201,7 +202,7 @@ def verify(
 ) -> Verified:
     """Check a synthesizer's draft (and its conflict lines) against the run's keys."""
     sentences: list[dict[str, Any]] = []
-    rejected: list[dict[str, Any]] = []
+    rejected: list[RejectedCitationJSON] = []
     marked = marked_sentences(draft)
     items = {read_markers(sentence, keys)[0] for sentence, item in marked if item}
     for raw in attach_citations([sentence for sentence, _ in marked], keys):
