@@ -24,8 +24,8 @@ def labelled_rows(pack: PackJSON | Mapping[str, Any]) -> list[tuple[str, Row]]:
     """Every row with its label, in label order: the brain's ``1``, ``2``…, then ``W1``…"""
     listed = [
         (row.get("ref") or f"{prefix}{n}", row)
-        for name, prefix in (("evidence", ""), ("external_evidence", "W"))
-        for n, row in enumerate(pack.get(name) or [], start=1)
+        for rows, prefix in ((pack.get("evidence"), ""), (pack.get("external_evidence"), "W"))
+        for n, row in enumerate(rows or [], start=1)
     ]
     return sorted(listed, key=lambda pair: (pair[0][0] == "W", int(pair[0].lstrip("W"))))
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import textwrap
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,14 +35,14 @@ from .evals import (
     run_cases,
     summarize,
 )
-from .pack_json import PackJSON
+from .pack_json import PackJSON, ranked_row
 from .providers import DIRECT_LABEL
 from .runs_db import DEFAULT_FILENAME
 
 
 async def _run(
     brain: str, params: dict[str, list[str]], metadata: str | None
-) -> tuple[dict[str, Any], dict[str, str]]:
+) -> tuple[PackJSON, dict[str, str]]:
     """The pack of one research run, and the providers' names as people read them."""
     from datasette.app import Datasette
     from datasette.utils import parse_metadata
@@ -115,7 +116,7 @@ def _wrapped(text: str, indent: str) -> list[str]:
     return textwrap.wrap(text, 96, initial_indent=indent, subsequent_indent=indent)
 
 
-def _provider_text(page: dict[str, Any], indent: str) -> list[str]:
+def _provider_text(page: Mapping[str, Any], indent: str) -> list[str]:
     """A held page dbrain has not extracted: the provider's text, said to be the provider's."""
     found = page.get("provider_excerpt")
     if not found:
@@ -151,7 +152,7 @@ def render_text(pack: PackJSON) -> str:
     lines += render_answer(pack)
     refs = citations.labels(pack)
     for entry in pack["ranking"]:
-        row = pack[entry["list"]][entry["index"]]
+        row: Mapping[str, Any] = ranked_row(pack, entry)
         ref = f"{citations.cite(refs[row['source_key']]):>5}"
         lines.append("")
         if entry["list"] == "external_evidence":

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import inspect
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import PLUGIN_NAME, Settings
+
+if TYPE_CHECKING:  # traces imports the runs database, which imports this module
+    from .traces import TraceJSON
 
 
 def publishes_raw_metadata(datasette: Any) -> bool:
@@ -51,7 +54,7 @@ def _promotion_event(base: Any) -> Any:
 
 
 async def track_promotion(
-    datasette: Any, actor: dict | None, trace: dict[str, Any], results: list[dict[str, Any]]
+    datasette: Any, actor: dict | None, trace: TraceJSON, results: list[dict[str, Any]]
 ) -> None:
     """Tell Datasette 1.0's ``track_event`` hooks about a promotion (nothing on 0.65)."""
     classes = {getattr(c, "name", ""): c for c in getattr(datasette, "event_classes", ())}

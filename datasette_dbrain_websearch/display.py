@@ -16,9 +16,10 @@ from .pack_json import LOCAL_ORIGIN, RANKER_PREFIX, WEB_ORIGIN, PackJSON
 from .providers import DIRECT_LABEL
 from .web_ranking import UNIT
 
-if TYPE_CHECKING:  # the trace's types only: the events' writer imports the web stage, which
-    # imports the judge, which says its verdicts with ``plural`` from here
-    from .trace_events import TraceEvent, TraceJSON
+if TYPE_CHECKING:  # the trace's types only (pure: not the module that stores traces, nor the
+    # events' writer, which imports the web stage, whose judge says its verdicts with ``plural``)
+    from .trace_events import TraceEvent
+    from .traces import TraceJSON
 
 Row = Mapping[str, Any]
 ORDINAL = {1: "1st", 2: "2nd", 3: "3rd"}

@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from . import citations, display
-from .pack import ranked_row, row_keys
-from .pack_json import WEB_ORIGIN, PackJSON
+from .pack import row_keys
+from .pack_json import WEB_ORIGIN, PackJSON, ranked_row
 
 Row = Mapping[str, Any]
 Link = Callable[[str], str]

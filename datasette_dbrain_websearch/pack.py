@@ -548,13 +548,6 @@ def row_keys(row: Mapping[str, Any]) -> list[str]:
     return [row["source_key"], *([linked["source_key"]] if linked.get("source_key") else [])]
 
 
-def ranked_row(pack: PackJSON, entry: RankingEntryJSON) -> EvidenceJSON | WebEvidenceJSON:
-    """The row a ranking entry places: ``entry["index"]`` of the list it names."""
-    if entry["list"] == "external_evidence":
-        return pack["external_evidence"][entry["index"]]
-    return pack["evidence"][entry["index"]]
-
-
 def is_exact(row: Mapping[str, Any]) -> bool:
     """Did the question name this row of the pack's JSON exactly (key, URL, id or note path)?"""
     return any(lane["name"] == "exact_lookup" for lane in row["retrieval"]["lanes"])

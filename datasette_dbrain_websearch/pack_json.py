@@ -304,3 +304,10 @@ class PackJSON(TypedDict):
     parent_run_id: NotRequired[str]
     refinement: NotRequired[dict[str, Any]]
     feedback: NotRequired[dict[str, Any]]
+
+
+def ranked_row(pack: PackJSON, entry: RankingEntryJSON) -> EvidenceJSON | WebEvidenceJSON:
+    """The row a ranking entry places: ``entry["index"]`` of the list it names."""
+    if entry["list"] == "external_evidence":
+        return pack["external_evidence"][entry["index"]]
+    return pack["evidence"][entry["index"]]

@@ -16,6 +16,7 @@ from .pack_json import PackJSON
 from .promote import promote, promoted_in_run
 from .runs_db import plugin_database
 from .service import actor_id_of
+from .traces import TraceJSON
 
 
 async def promoted_rows(datasette: Any, pack: PackJSON | None) -> dict[str, dict]:
@@ -42,7 +43,7 @@ def source_id(conn: sqlite3.Connection, source_key: str) -> int | None:
     return row[0] if row else None
 
 
-def promotion_brain(datasette: Any, trace: dict[str, Any]) -> Any:
+def promotion_brain(datasette: Any, trace: TraceJSON) -> Any:
     """The brain a run's promotion writes into: attached and the file research read, or the
     ResearchError that refuses it (the endpoint and the tools check alike)."""
     brain = datasette.databases.get(trace["database"])
@@ -60,7 +61,7 @@ async def takes_promotions(datasette: Any, database: str) -> bool:
 async def write_promotion(
     datasette: Any,
     actor: dict | None,
-    trace: dict[str, Any],
+    trace: TraceJSON,
     promotion: Any,
     brain: Any,
     request: Any = None,

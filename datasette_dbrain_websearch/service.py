@@ -40,7 +40,11 @@ from .providers import registered_providers
 from .refinement import refinement
 from .runs_db import plugin_database
 from .saved_runs import marks_on
+from .traces import TraceJSON
 from .web_ranking import registered_rankers
+
+# An actor as Datasette gives it (None: an anonymous visitor).
+Actor = dict[str, Any] | None
 
 log = logging.getLogger("datasette_dbrain_websearch")
 
@@ -69,7 +73,7 @@ ROOT = "root"
 _ACCESS: ContextVar[dict[tuple[Any, ...], Any] | None] = ContextVar("dbrain_access", default=None)
 
 
-async def may(datasette: Any, actor: dict | None, action: str, database: str | None = None) -> bool:
+async def may(datasette: Any, actor: Actor, action: str, database: str | None = None) -> bool:
     """``can``, remembered for the rest of the request inside a ``remembering_access`` view."""
     memo = _ACCESS.get()
     if memo is None:
@@ -77,7 +81,7 @@ async def may(datasette: Any, actor: dict | None, action: str, database: str | N
     key = (json.dumps(actor, sort_keys=True, default=str), action, database)
     if key not in memo:
         memo[key] = await can(datasette, actor, action, database)
-    return memo[key]
+    return bool(memo[key])
 
 
 async def brain_databases(datasette: Any, settings: Settings) -> list[str]:
@@ -106,9 +110,9 @@ async def _is_brain(db: Any) -> bool:
         if isinstance(found, ResearchError):
             raise found
         return bool(found)
-    path = getattr(db, "path", None) if not getattr(db, "is_memory", False) else None
+    path: str | None = getattr(db, "path", None) if not getattr(db, "is_memory", False) else None
     version = file_version(path)
-    seen = _BRAINS.get(path) if version is not None else None
+    seen = _BRAINS.get(path) if path is not None and version is not None else None
     if seen is not None and seen[0] == version:
         return seen[1]
     try:
@@ -119,7 +123,7 @@ async def _is_brain(db: Any) -> bool:
         raise
     if memo is not None:
         memo[key] = found
-    if version is not None:
+    if path is not None and version is not None:
         _BRAINS[path] = (version, found)
     return found
 
@@ -129,13 +133,13 @@ async def _is_brain(db: Any) -> bool:
 _BRAINS: dict[str, tuple[tuple[Any, ...], bool]] = {}
 
 
-async def researchable_brains(datasette: Any, actor: dict | None, settings: Settings) -> list[str]:
+async def researchable_brains(datasette: Any, actor: Actor, settings: Settings) -> list[str]:
     """The brains this actor may research, in attach order."""
     brains = await brain_databases(datasette, settings)
     return [b for b in brains if await may(datasette, actor, RESEARCH, b)]
 
 
-def row_url_for(datasette: Any, database: str):
+def row_url_for(datasette: Any, database: str) -> Callable[[str, int], str]:
     """The Datasette row page of an evidence row (``/brain/sources/12``)."""
 
     def row_url(kind: str, row_id: int) -> str:
@@ -157,7 +161,7 @@ class Access:
     promote: bool
 
 
-async def access_for(datasette: Any, actor: dict | None, cross_site: bool = False) -> Access:
+async def access_for(datasette: Any, actor: Actor, cross_site: bool = False) -> Access:
     """This actor's ``Access`` on this request (``cross_site``: another site sent this browser
     request, ``requesters.cross_site_with_cookie``)."""
     web = WebAccess(
@@ -179,7 +183,7 @@ def index_path(datasette: Any) -> str | None:
 
 
 async def choose_brain(
-    datasette: Any, actor: dict | None, settings: Settings, requested: str | None
+    datasette: Any, actor: Actor, settings: Settings, requested: str | None
 ) -> tuple[str, list[str]]:
     """The brain asked for by name (or the first) and every brain the actor may research; a
     brain the actor may not research reads as unknown. The page, the JSON API and the agent
@@ -220,7 +224,7 @@ class RunOptions:
     ``arrived`` (``views.common.arrived_at``) starts the time limit when the request came in.
     """
 
-    actor: dict | None
+    actor: Actor
     surface: str
     settings: Settings
     access: Access
@@ -273,11 +277,11 @@ async def research(
     return pack
 
 
-def actor_id_of(actor: dict | None) -> str:
+def actor_id_of(actor: Actor) -> str:
     return str((actor or {}).get("id") or "")
 
 
-async def visible_run(datasette: Any, actor: dict | None, run_id: str) -> dict[str, Any]:
+async def visible_run(datasette: Any, actor: Actor, run_id: str) -> TraceJSON:
     """The saved run, or the same 404 whether it does not exist or is not this actor's: a run
     id must not reveal that someone asked something."""
     trace = await seen_run(datasette, actor, run_id)
@@ -295,20 +299,20 @@ async def visible_run(datasette: Any, actor: dict | None, run_id: str) -> dict[s
     return trace
 
 
-async def seen_run(datasette: Any, actor: dict | None, run_id: str) -> dict[str, Any] | None:
+async def seen_run(datasette: Any, actor: Actor, run_id: str) -> TraceJSON | None:
     """The saved run if it exists and this actor may see it (``may_see_run``), else None."""
     db = plugin_database(datasette)
     trace = await traces.load(db, run_id) if db is not None else None
     return trace if trace is not None and await may_see_run(datasette, actor, trace) else None
 
 
-async def may_see_run(datasette: Any, actor: dict | None, trace: dict[str, Any]) -> bool:
+async def may_see_run(datasette: Any, actor: Actor, trace: TraceJSON) -> bool:
     """Runs hold people's questions. A run is for its own actor and for root; a run made by an
     anonymous visitor, for whoever has its link (the run id carries 96 random bits). Always only
     on a brain the actor may research."""
     if not await may(datasette, actor, RESEARCH, trace["database"]):
         return False
-    owner, me = trace.get("actor_id", ""), actor_id_of(actor)
+    owner, me = trace["actor_id"], actor_id_of(actor)
     return not owner or owner == me or me == ROOT
 
 
@@ -318,10 +322,11 @@ def weights_from(settings: Settings) -> RocchioWeights:
 
 async def brain_row(datasette: Any, database: str, key: str) -> Hit | None:
     """A brain's item or source by its key, hydrated (the tools' "read a source")."""
-    return await reader(datasette.get_database(database))(partial(row_by_key, key=key))
+    hit: Hit | None = await reader(datasette.get_database(database))(partial(row_by_key, key=key))
+    return hit
 
 
-async def saved_run(datasette: Any, actor: dict | None, run_id: str) -> dict[str, Any]:
+async def saved_run(datasette: Any, actor: Actor, run_id: str) -> TraceJSON:
     """A saved run the actor may see: permission first (403 for those who may research no brain
     here), then ``visible_run``."""
     settings = Settings.from_datasette(datasette)
@@ -344,9 +349,9 @@ async def with_feedback(
 
 async def refined(
     datasette: Any,
-    actor: dict | None,
+    actor: Actor,
     params: dict[str, list[str]],
-    whole: Callable[[dict[str, Any]], bool] | None = None,
+    whole: Callable[[TraceJSON], bool] | None = None,
 ) -> tuple[dict[str, list[str]], dict[str, Any]]:
     """The parameters a ``refine_from`` request researches, and what to record about it.
     ``whole`` (the surface's owner rule, ``views.own_runs``) says whether the requester sees the
@@ -362,7 +367,7 @@ async def refined(
         raise ResearchError(f"No saved run {parent_id}.", 404, "no_such_run")
     marks = [*carried(parent["pack"]), *await marks_on(datasette, parent_id)]
     refined_by = await refinement(datasette, parent["pack"], marks)
-    params = {**run_params(parent["pack"]), **params}
+    params = {**{k: list(v) for k, v in run_params(parent["pack"]).items()}, **params}
     if not param(params, "q"):
         # The question stays the person's (the judge's and the web's terms); the added words
         # widen the ranking query only, each a chip the page can take away.
@@ -375,9 +380,7 @@ async def refined(
     return params, {**lineage, "feedback": {"marks": dropped}} if dropped else lineage
 
 
-async def mark_rows(
-    datasette: Any, actor: dict | None, trace: dict[str, Any], body: Any
-) -> dict[str, Any]:
+async def mark_rows(datasette: Any, actor: Actor, trace: TraceJSON, body: Any) -> dict[str, Any]:
     """Save marks (👍/👎) on a saved run's rows and say what they do: the run re-ranked, the
     rows that moved, and the refinement they suggest. Marks must name the run's rows."""
     try:

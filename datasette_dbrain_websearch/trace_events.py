@@ -1,12 +1,11 @@
-"""A research trace's shape (``TraceJSON``) and its events: the run's steps, in order and timed,
-read from its pack (pure).
+"""A research trace's events: the run's steps, in order and timed, read from its pack (pure).
 
 Events use dbrain-style names plus the web-stage names ``external_search_skipped``,
 ``external_query_built``, ``external_provider_request``, ``external_provider_response``,
 ``external_result_deduped``, ``external_evidence_selected`` and ``external_merge_completed``, the
 deep rounds' ``deep_*``, and for answered runs ``answer_synthesized`` and ``answer_verified`` (the
 verifier's decisions). Its own module beside ``traces``, which builds, stores and loads the trace
-(``TraceJSON``, below) these events go into.
+(``traces.TraceJSON``) these events go into.
 
 ``EventName`` is the one registry of event kinds: each has its TypedDict here (``name`` its
 literal name, ``data`` its shape), ``TraceEvent`` is their union, ``events_for`` writes them and
@@ -339,54 +338,6 @@ TraceEvent = (
     | AnswerVerified
     | EvidenceSelected
 )
-
-
-class PermissionsJSON(TypedDict):
-    """What the actor was permitted when the run was made."""
-
-    external_search: bool
-
-
-class AnswerMetricsJSON(TypedDict):
-    """The answer, counted."""
-
-    status: str
-    synthesizer: str
-    sentences: int
-    unsupported_sentences: int
-    local_citations: int
-    external_citations: int
-    rejected_citations: int
-
-
-class MetricsJSON(TypedDict):
-    """The run in numbers (what the runs table's columns are made from)."""
-
-    verdict: str
-    evidence_count: int
-    external_evidence_count: int
-    providers: list[str]
-    warnings: list[str]
-    timings_ms: dict[str, float]
-    answer: NotRequired[AnswerMetricsJSON]  # runs saved before the answer stage have none
-
-
-class TraceJSON(TypedDict):
-    """One saved run: ``research_trace.v1``."""
-
-    schema_version: str
-    run_id: str
-    surface: str
-    database: str
-    question: str
-    actor_id: str  # "" for an anonymous visitor
-    started_at: str
-    completed_at: str
-    permissions: PermissionsJSON
-    events: list[TraceEvent]
-    metrics: MetricsJSON
-    pack: PackJSON
-    stop_reason: str
 
 
 def kind_of(event: TraceEvent) -> EventName:

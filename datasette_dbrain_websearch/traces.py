@@ -5,10 +5,10 @@ judge's inputs, whether and why the web was (not) searched, what each provider w
 returned (bounded), every merge decision and the timings. The pack inside is the one the user
 saw, already scrubbed of secrets. This module builds a trace, stores and loads it; its events
 are ``trace_events``'s. Retention keeps the newest 500 runs plus any run younger than 180 days,
-as dbrain's does.A saved run's shape, as ``load`` returns it, is ``trace_events.TraceJSON``.
+as dbrain's does.A saved run's shape, as ``load`` returns it, is ``TraceJSON``; its events are
+``trace_events.TraceEvent``. (No postponed annotations here: ``TypedDict`` reads ``NotRequired``
+when the class is made.)
 """
-
-from __future__ import annotations
 
 import asyncio
 import json
@@ -19,7 +19,7 @@ import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from .errors import is_busy
 from .judge import NO_EVIDENCE
@@ -32,7 +32,7 @@ from .runs_db import (
     plugin_database,
     write_locked,
 )
-from .trace_events import AnswerMetricsJSON, TraceJSON, events_for, iso
+from .trace_events import TraceEvent, events_for, iso
 
 TRACE_SCHEMA = "research_trace.v1"
 PROVIDERS_FAILED = "providers_failed"
@@ -49,6 +49,54 @@ def run_started(run_id: str) -> datetime:
     stamp, fraction = run_id[:15], run_id[16:25]
     moment = datetime.strptime(stamp, "%Y%m%dT%H%M%S").replace(tzinfo=UTC)
     return moment + timedelta(microseconds=int(fraction) // 1000)
+
+
+class PermissionsJSON(TypedDict):
+    """What the actor was permitted when the run was made."""
+
+    external_search: bool
+
+
+class AnswerMetricsJSON(TypedDict):
+    """The answer, counted."""
+
+    status: str
+    synthesizer: str
+    sentences: int
+    unsupported_sentences: int
+    local_citations: int
+    external_citations: int
+    rejected_citations: int
+
+
+class MetricsJSON(TypedDict):
+    """The run in numbers (what the runs table's columns are made from)."""
+
+    verdict: str
+    evidence_count: int
+    external_evidence_count: int
+    providers: list[str]
+    warnings: list[str]
+    timings_ms: dict[str, float]
+    answer: NotRequired[AnswerMetricsJSON]  # runs saved before the answer stage have none
+
+
+class TraceJSON(TypedDict):
+    """One saved run: ``research_trace.v1``."""
+
+    schema_version: str
+    run_id: str
+    surface: str
+    database: str
+    question: str
+    actor_id: str  # "" for an anonymous visitor
+    started_at: str
+    completed_at: str
+    permissions: PermissionsJSON
+    events: list[TraceEvent]
+    metrics: MetricsJSON
+    pack: PackJSON
+    stop_reason: str
 
 
 def answer_metrics(answer: AnswerJSON) -> AnswerMetricsJSON:

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..display import terminal_safe
 from ..pack import row_keys
-from ..pack_json import PackJSON
+from ..pack_json import PackJSON, ranked_row
 from ..query_plan import matched_terms
 from .cases import (
     Case,
@@ -114,7 +114,7 @@ def ranked_ids(pack: PackJSON) -> list[frozenset[str]]:
     for a web row."""
     ids = []
     for entry in pack["ranking"]:
-        row = pack[entry["list"]][entry["index"]]
+        row: Mapping[str, Any] = ranked_row(pack, entry)
         if entry["list"] == "external_evidence":
             ids.append(frozenset((entry["source_key"], row["canonical_url"])))
         else:
@@ -152,7 +152,7 @@ def check_case(case: Case, pack: PackJSON, called: Sequence[str], latency_ms: fl
     """Every failed expectation, worded like dbrain's eval failures; empty when it passes."""
     reasons: list[str] = []
     ranking = pack["ranking"]
-    rows = [pack[e["list"]][e["index"]] for e in ranking]
+    rows = [ranked_row(pack, e) for e in ranking]
     keys = {key for row in rows for key in row_keys(row)}
     if len(ranking) < case.min_evidence:
         reasons.append(

@@ -14,7 +14,7 @@ from ..brain import Hit, excerpt_fields, row_facts
 from ..config import ConfigError, Settings
 from ..errors import ResearchError
 from ..options import ResearchRequest, WebFields, checked_request
-from ..pack_json import LOCAL_ORIGIN, PackJSON
+from ..pack_json import LOCAL_ORIGIN, AnswerJSON, PackJSON, ranked_row
 from ..permissions import PROMOTE, can
 from ..promote import chosen_rows, parse_request
 from ..promotions import promotion_brain, promotion_message
@@ -29,6 +29,7 @@ from ..service import (
     row_url_for,
     visible_run,
 )
+from ..traces import TraceJSON
 
 MCP_SURFACE = "mcp"
 
@@ -179,7 +180,7 @@ SOURCE_DESCRIPTION = (
 )
 
 
-PROMOTE_SCHEMA = {
+PROMOTE_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "run_id": {"type": "string", "description": "The run_id dbrain_research returned."},
@@ -417,7 +418,7 @@ def compact_pack(pack: PackJSON, labels: dict[str, str], link: Link) -> dict[str
     refs = citations.labels(pack)
     rows: dict[str, list[dict[str, Any]]] = {"evidence": [], "external_evidence": []}
     for n, entry in enumerate(pack["ranking"], start=1):
-        row = pack[entry["list"]][entry["index"]]
+        row = ranked_row(pack, entry)
         rows[entry["list"]].append(
             {"ref": refs[row["source_key"]], **compact_row(n, row, labels, link)}
         )
@@ -451,7 +452,9 @@ def compact_pack(pack: PackJSON, labels: dict[str, str], link: Link) -> dict[str
     return compact
 
 
-def compact_row(n: int, row: dict[str, Any], labels: dict[str, str], link: Link) -> dict[str, Any]:
+def compact_row(
+    n: int, row: Mapping[str, Any], labels: dict[str, str], link: Link
+) -> dict[str, Any]:
     """One evidence row as an agent sees it: a brain row with its Datasette row URL, or a web
     row marked outside the brain, ephemeral, with its providers."""
     shown: dict[str, Any] = {
@@ -499,7 +502,7 @@ def compact_row(n: int, row: dict[str, Any], labels: dict[str, str], link: Link)
     return shown
 
 
-def compact_answer(answer: dict[str, Any]) -> dict[str, Any]:
+def compact_answer(answer: AnswerJSON) -> dict[str, Any]:
     """The verified answer sentence by sentence (its text is the sentences in order), each
     with the keys it cites and whether they support it; the keys by origin, and what the
     verifier removed."""
@@ -596,7 +599,7 @@ def trim(text: str, most: int) -> str:
 
 async def checked_promotion(
     datasette: Any, actor: dict | None, run_id: str, keys: list[str], tags: Any, note: Any
-) -> tuple[Any, dict[str, Any], Any, list[dict[str, Any]]]:
+) -> tuple[Any, TraceJSON, Any, list[dict[str, Any]]]:
     """The checks of ``POST /-/research/promote``, in its order (the request, permission, a run
     this actor may use, a brain that can take the rows, keys of that run's web rows): the
     promotion, the run, the brain and the rows, or the ResearchError that refuses it."""
@@ -611,7 +614,7 @@ async def checked_promotion(
 
 
 def promotion_reply(
-    datasette: Any, trace: dict[str, Any], results: list[dict[str, Any]], link: Link = same_path
+    datasette: Any, trace: TraceJSON, results: list[dict[str, Any]], link: Link = same_path
 ) -> dict[str, Any]:
     """What a tool says of a promotion: each row's outcome in words, and where it is now."""
     return {

@@ -9,7 +9,7 @@ import json
 import logging
 import time
 import urllib.parse
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from functools import wraps
 from typing import Any
 
@@ -22,7 +22,7 @@ from ..config import Settings
 from ..errors import ResearchError
 from ..options import param
 from ..pack import row_keys
-from ..pack_json import PackJSON
+from ..pack_json import PackJSON, ranked_row
 from ..permissions import RESEARCH
 from ..service import (
     brain_databases,
@@ -133,7 +133,7 @@ def citation_anchors(pack: PackJSON | None, labels: dict[str, str]) -> dict[str,
     refs = citations.labels(pack)
     anchors: dict[str, dict] = {}
     for n, entry in enumerate(pack["ranking"], start=1):
-        row = pack[entry["list"]][entry["index"]]
+        row: Mapping[str, Any] = ranked_row(pack, entry)  # a web row's providers, not a brain row's
         local = entry["list"] == "evidence"
         providers = " + ".join(labels.get(p, p) for p in row.get("providers", []))
         anchor = {

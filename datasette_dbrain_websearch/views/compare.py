@@ -11,6 +11,7 @@ answer and cited rows, no verdict, counts, time or cost.
 from __future__ import annotations
 
 import urllib.parse
+from collections.abc import Mapping
 from typing import Any
 
 from datasette import Response
@@ -29,6 +30,7 @@ from ..service import (
     research,
     saved_run,
 )
+from ..traces import TraceJSON
 from ..web import CROSS_SITE_WARNING
 from .common import (
     arrived_at,
@@ -78,7 +80,7 @@ def post_to_research() -> ResearchError:
     )
 
 
-async def brain_only(datasette: Any, request: Any, trace: dict[str, Any]) -> dict[str, Any]:
+async def brain_only(datasette: Any, request: Any, trace: TraceJSON) -> TraceJSON:
     """The run's question researched again as it was, but never on the web; saved. Only on a
     POST from this site, within the requester's limits (``admission``), as research is."""
     if cross_site_with_cookie(request):
@@ -146,7 +148,7 @@ async def compare_view(request: Any, datasette: Any) -> Response:
     return Response.html(html)
 
 
-def as_seen(datasette: Any, request: Any, trace: dict[str, Any]) -> dict[str, Any]:
+def as_seen(datasette: Any, request: Any, trace: TraceJSON) -> Mapping[str, Any]:
     """The run as this request may see it: whole for its owner, else what it shares (an
     anonymous run's link), as on its own page."""
     if sees_whole_run(datasette, request, trace):
@@ -163,7 +165,7 @@ def page_context(datasette: Any) -> dict[str, Any]:
     }
 
 
-async def offer(datasette: Any, request: Any, a: dict[str, Any]) -> Response:
+async def offer(datasette: Any, request: Any, a: TraceJSON) -> Response:
     """``b=brain`` on a GET: the run and a button that researches it without the web. A link
     (or another site) never makes a run; the button's POST does."""
     pack = a["pack"]

@@ -20,6 +20,7 @@ from itsdangerous import BadSignature
 
 from ..options import param
 from ..service import ROOT, actor_id_of
+from ..traces import TraceJSON
 
 COOKIE = "dbrain_websearch_runs"
 NAMESPACE = "dbrain-websearch-own-runs"
@@ -40,10 +41,10 @@ def own_runs(datasette: Any, request: Any) -> list[str]:
     return [r for r in runs if isinstance(r, str)] if isinstance(runs, list) else []
 
 
-def sees_whole_run(datasette: Any, request: Any, trace: dict[str, Any]) -> bool:
+def sees_whole_run(datasette: Any, request: Any, trace: TraceJSON) -> bool:
     """Root and the run's owner: the signed-in actor who made it, or for an anonymous run the
     browser that made it."""
-    me, owner = actor_id_of(request.actor), trace.get("actor_id", "")
+    me, owner = actor_id_of(request.actor), trace["actor_id"]
     if me == ROOT or (me and owner == me):
         return True
     return not owner and trace["run_id"] in own_runs(datasette, request)

@@ -70,7 +70,7 @@ def saved_run_url(
 
 async def saved_trace(
     datasette: Any, request: Any, params: dict[str, list[str]]
-) -> dict[str, Any] | None:
+) -> traces.TraceJSON | None:
     """``?run=<run_id>``: the run a streamed search already saved (no second search), when it
     is this question's and the actor may see it; else None, and the page searches anew."""
     run_id = param(params, "run")
@@ -136,6 +136,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
     if as_json:
         if error:
             return error_response(error)
+        assert pack is not None  # asked for JSON, the run was made (or refused, above)
         response = Response.json(pack)
         remember_run(datasette, request, response, pack["run_id"] if pack.get("trace_url") else "")
         return then_settle(datasette, response, pack["run_id"])
@@ -182,7 +183,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
         "did_you_mean_url": research_url(
             datasette, route_db, params, q=pack["did_you_mean"]["question"]
         )
-        if pack and pack.get("did_you_mean")
+        if pack and pack["did_you_mean"]
         else "",
         "expand_fields": expand_fields(params),
         "answer_form": answer_controls(settings, params),
@@ -200,7 +201,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
         "stream_url": stream_path(datasette, route_db),
         "promoted": promoted,
         "refinement": refinement,
-        "marks": {m["key"]: m["value"] for m in (pack or {}).get("feedback", {}).get("marks", [])},
+        "marks": {m["key"]: m["value"] for m in marks_of(pack)},
         "feedback_values": FEEDBACK_VALUES,
         "saved_url": saved_run_url(datasette, params, pack, route_db),
         "is_web_url": is_web_url,
@@ -211,7 +212,13 @@ async def research_view(request: Any, datasette: Any) -> Response:
     response = Response.html(html)
     if pack is not None and trace is None and pack.get("trace_url"):
         remember_run(datasette, request, response, pack["run_id"])  # a visitor's new run
-    return then_settle(datasette, response, (pack or {}).get("run_id", ""))
+    return then_settle(datasette, response, pack["run_id"] if pack else "")
+
+
+def marks_of(pack: PackJSON | None) -> list[dict[str, str]]:
+    """The marks a run was re-ranked by (``feedback.apply_feedback``), none for no run."""
+    marks: list[dict[str, str]] = (pack.get("feedback", {}) if pack else {}).get("marks", [])
+    return marks
 
 
 def then_settle(datasette: Any, response: Response, run_id: str) -> Response:
@@ -225,7 +232,7 @@ def then_settle(datasette: Any, response: Response, run_id: str) -> Response:
         if run_id:
             await settle(datasette, run_id)
 
-    response.asgi_send = asgi_send  # type: ignore[method-assign]
+    response.asgi_send = asgi_send
     return response
 
 

@@ -23,6 +23,7 @@ from ..service import (
     researchable_brains,
     saved_run,
 )
+from ..traces import TraceJSON
 from ..urls import is_web_url
 from .common import (
     MODE_LABELS,
@@ -96,7 +97,7 @@ EXPORT_TYPES = {".md": "text/markdown; charset=utf-8", ".csv": "text/csv; charse
 def export_response(
     datasette: Any,
     request: Any,
-    trace: dict[str, Any],
+    trace: TraceJSON,
     form: str,
     labels: dict[str, str],
     share: bool,
