@@ -248,9 +248,9 @@ class Gate:
         the turn does not come within it."""
         await self.refuse_shed(requester)
         self._refuse_early(requester, cost)
-        counted = requester is not None and cost.heavy
-        if counted:
-            self.in_flight[requester] += 1
+        counted = requester if requester is not None and cost.heavy else None
+        if counted is not None:
+            self.in_flight[counted] += 1
         queued = self.clock()
         try:
             waiter = _Waiter(requester, cost, self.recent_usage(requester), next(self._order))
@@ -266,10 +266,10 @@ class Gate:
                 self._charge(requester, self.clock() - started)
                 self._hand_on()
         finally:
-            if counted:
-                self.in_flight[requester] -= 1
-                if not self.in_flight[requester]:
-                    del self.in_flight[requester]
+            if counted is not None:
+                self.in_flight[counted] -= 1
+                if not self.in_flight[counted]:
+                    del self.in_flight[counted]
 
 
 _IDLE = Gate()  # nothing ever runs through it: a turn taken beside it never yields

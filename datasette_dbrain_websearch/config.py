@@ -566,7 +566,10 @@ class _Block:
 
     def int(self, key: str, high: int | None = None) -> int:
         option = self.option(key)
-        lo, hi = int(option.low or 0), int(option.high if high is None else high)
+        top = option.high if high is None else high
+        if top is None:
+            raise TypeError(f"{option.path} is an integer with no upper limit")
+        lo, hi = int(option.low or 0), int(top)
         value = self.raw.get(key, option.default)
         if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
             raise ConfigError(
@@ -577,6 +580,8 @@ class _Block:
     def number(self, key: str) -> float:
         option = self.option(key)
         lo, hi = option.low or 0, option.high
+        if hi is None:
+            raise TypeError(f"{option.path} is a number with no upper limit")
         value = self.raw.get(key, option.default)
         if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
             raise ConfigError(

@@ -24,7 +24,7 @@ import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from .answer import AnswerAccess, Passage
 from .answer.model import ModelFailure, ask_model, resolve_model
@@ -47,13 +47,15 @@ from .deep_pro import (
 from .display import plural
 from .errors import ResearchError
 from .options import PRO, QUICK, ResearchRequest
-from .pack import Pack, Row, WebRow
+from .pack import LocalRow, Pack, Row, WebRow
 from .pack_json import ConfidenceJSON, ResearchJSON, ResearchRoundJSON, Signal
 from .pipeline import Gathered, Progress, RunContext, WebAccess, answer_gathered, gather
 from .query_plan import matched_terms
 from .web import BUDGET_EXHAUSTED, provider_order
 
 ANSWERED, NO_PROGRESS, BUDGET, TIME = "answered", "no_progress", "budget", "time"
+# A row of either list of a pack, kept to its own kind.
+_R = TypeVar("_R", LocalRow, WebRow)
 DEEP_BUDGET = "deep_budget"  # round 1's web skipped: one search could spend more than it allows
 STOP_MESSAGES = {
     ANSWERED: "every part of the question is covered by your brain's rows or pages read",
@@ -387,19 +389,19 @@ class Loop:
         known = {r.source_key: n for n, r in enumerate(pack.web_rows)}
         fresh = [r for r in new.web_rows if r.source_key not in known and says(r)]
         fresh = sorted(fresh, key=lambda r: r.depth != "page")[:FOLLOW_UP_ROWS]
-        for row in new.web_rows:
-            at = known.get(row.source_key)
+        for page in new.web_rows:
+            at = known.get(page.source_key)
             upgrade = at is not None and pack.web_rows[at].depth != "page"
-            if upgrade and row.depth == "page" and says(row):
-                row.retrieval.signals.append(signal)
-                pack.web_rows[known[row.source_key]] = row
-                self.first.web_passages[row.source_key] = sub.web_passages[row.source_key]
-                added.append(row.source_key)
-        for row in fresh:
-            row.retrieval.signals.append(signal)
-            pack.web_rows.append(row)
-            self.first.web_passages[row.source_key] = sub.web_passages[row.source_key]
-            added.append(row.source_key)
+            if upgrade and page.depth == "page" and says(page):
+                page.retrieval.signals.append(signal)
+                pack.web_rows[known[page.source_key]] = page
+                self.first.web_passages[page.source_key] = sub.web_passages[page.source_key]
+                added.append(page.source_key)
+        for page in fresh:
+            page.retrieval.signals.append(signal)
+            pack.web_rows.append(page)
+            self.first.web_passages[page.source_key] = sub.web_passages[page.source_key]
+            added.append(page.source_key)
         self.first.read_urls |= sub.read_urls
         self._record_web(new, round_no)
         return added
@@ -452,10 +454,8 @@ class Loop:
         """The pack's reading order: round 1's best rows first, then what follow-ups added,
         then round 1's others (a follow-up's find is not left below round 1's weakest)."""
         added = set(self.added_order)
-        for rows in (self.pack.evidence, self.pack.web_rows):
-            first = [r for r in rows if r.source_key not in added]
-            later = [r for r in rows if r.source_key in added]
-            rows[:] = [*first[:KEPT_FIRST], *later, *first[KEPT_FIRST:]]
+        _added_after_the_best(self.pack.evidence, added)
+        _added_after_the_best(self.pack.web_rows, added)
 
 
 def follow_up_options(
@@ -518,7 +518,7 @@ async def run_deep(options: ResearchRequest, run: RunContext) -> Pack:
                     "proposed_by": "runtime",
                 }
             ],
-            "added": [r.source_key for r in [*first.pack.evidence, *first.pack.web_rows]],
+            "added": [r.source_key for r in rows_of(first.pack)],
             "gaps": uncovered(facets(terms, loop.names), loop.evidence_texts(passages)),
         }
     )
@@ -745,13 +745,15 @@ async def _pro_rounds(
             if answering is not None and answering.cross_site
             else "your account may not send evidence to a language model (dbrain-llm-answer)"
         )
-        return _fall_back(loop, why)
+        _fall_back(loop, why)
+        return None
     try:
         resolved = await resolve_model(
             settings.answer.model, settings.answer.api_key, answering.datasette, answering.actor
         )
     except ModelFailure as exc:
-        return _fall_back(loop, str(exc))
+        _fall_back(loop, str(exc))
+        return None
     policy = options.web.domain_policy(settings.web)
     refused, refusals = "", 0
     while True:
@@ -763,10 +765,7 @@ async def _pro_rounds(
         passages = loop.first.passages()
         prompt = step_prompt(
             options.question,
-            [
-                (r.source_key, *_text(r, passages))
-                for r in [*loop.pack.evidence, *loop.pack.web_rows]
-            ],
+            [(r.source_key, *_text(r, passages)) for r in rows_of(loop.pack)],
             _known(loop),
             loop.asked,
             {
@@ -789,7 +788,8 @@ async def _pro_rounds(
             step = parse_step(reply)
         except (ModelFailure, InvalidStep) as exc:
             loop.proposals.append(proposal(turn, None, "invalid", str(exc)))
-            return _fall_back(loop, f"its step {turn} was not usable ({exc})")
+            _fall_back(loop, f"its step {turn} was not usable ({exc})")
+            return None
         loop.model_directed = True
         if step.action not in (SEARCH, READ):
             loop.proposals.append(proposal(turn, step, "stop"))
@@ -813,7 +813,8 @@ async def _pro_rounds(
             await _say_proposal(emit, step, "refused", REFUSALS[why_not])
             refused, refusals = REFUSALS[why_not], refusals + 1
             if refusals >= MAX_REFUSALS:
-                return _fall_back(loop, f"{plural(refusals, 'proposal')} in a row were refused")
+                _fall_back(loop, f"{plural(refusals, 'proposal')} in a row were refused")
+                return None
             continue
         refused, refusals = "", 0
         loop.proposals.append(proposal(turn, step, "accepted"))
@@ -849,6 +850,18 @@ def _known(loop: Loop) -> list[Known]:
         Known(r.source_key, r.canonical_url, r.title, r.depth == "page" or r.canonical_url in read)
         for r in loop.pack.web_rows
     ]
+
+
+def rows_of(pack: Pack) -> list[Row]:
+    """A pack's rows, the brain's then the web's."""
+    return [*pack.evidence, *pack.web_rows]
+
+
+def _added_after_the_best(rows: list[_R], added: set[str]) -> None:
+    """Round 1's best ``KEPT_FIRST`` rows, then the rows follow-ups ``added``, then the rest."""
+    first: list[_R] = [r for r in rows if r.source_key not in added]
+    later: list[_R] = [r for r in rows if r.source_key in added]
+    rows[:] = first[:KEPT_FIRST] + later + first[KEPT_FIRST:]
 
 
 def _fall_back(loop: Loop, why: str) -> None:

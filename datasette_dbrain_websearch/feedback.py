@@ -23,7 +23,7 @@ import copy
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -176,7 +176,7 @@ def _cosine(unit: Vector, query: Vector) -> float:
 class _Space:
     """The pack's rows as unit TF-IDF vectors, with the surface forms behind each stem."""
 
-    rows: dict[Address, dict[str, Any]]
+    rows: dict[Address, Mapping[str, Any]]
     vectors: dict[Address, Vector]
     surfaces: dict[Address, Counter[str]]
     idf: dict[str, float]
@@ -191,7 +191,7 @@ def _idf(rows: int, df: int) -> float:
     return math.log((1 + rows) / (1 + df)) + 1
 
 
-def _row_text(row: dict[str, Any]) -> str:
+def _row_text(row: Mapping[str, Any]) -> str:
     """What a row says: its title and excerpt, without capture metadata ("Safari tab captured
     from iCloud Tabs", "Device: ..."), whose words say nothing of what the row is about."""
     said = [s for s in split_sentences(str(row.get("excerpt") or "")) if not is_boilerplate(s)]
@@ -199,7 +199,11 @@ def _row_text(row: dict[str, Any]) -> str:
 
 
 def _space(pack: PackJSON) -> _Space:
-    rows = {(name, i): row for name in LISTS for i, row in enumerate(pack.get(name) or [])}
+    listed: dict[str, Sequence[Mapping[str, Any]]] = {
+        "evidence": pack["evidence"],
+        "external_evidence": pack["external_evidence"],
+    }
+    rows = {(name, i): row for name in LISTS for i, row in enumerate(listed[name])}
     surfaces = {a: Counter(_surface_tokens(_row_text(row))) for a, row in rows.items()}
     stems: dict[Address, Counter[str]] = {}
     for a, counts in surfaces.items():
@@ -212,7 +216,7 @@ def _space(pack: PackJSON) -> _Space:
 
 
 def _resolve(
-    marks: list[dict[str, str]], rows: dict[Address, dict[str, Any]]
+    marks: list[dict[str, str]], rows: dict[Address, Mapping[str, Any]]
 ) -> tuple[list[dict[str, Any]], dict[Address, str]]:
     """Marks -> rows: a source key names its row, otherwise the key is a URL to match."""
     record: list[dict[str, Any]] = []
@@ -261,12 +265,12 @@ def _isotonic(values: list[float]) -> list[float]:
     return [total / count for total, count in blocks for _ in range(count)]
 
 
-def _is_exact(row: dict[str, Any]) -> bool:
+def _is_exact(row: Mapping[str, Any]) -> bool:
     lanes = (row.get("retrieval") or {}).get("lanes") or []
     return any(lane.get("name") == "exact_lookup" for lane in lanes)
 
 
-def _address(entry: dict[str, Any], rows: dict[Address, dict[str, Any]]) -> Address:
+def _address(entry: Mapping[str, Any], rows: dict[Address, Mapping[str, Any]]) -> Address:
     address: Any = (entry.get("list"), entry.get("index"))
     if address not in rows:
         raise ValueError(f"Ranking entry {entry!r} does not point at a row of the pack.")
@@ -410,7 +414,7 @@ def refine_query(
     prefix = plan.get("syntax") != "raw"
     query_words = _words([*(plan.get("query_terms") or []), *(plan.get("expansion_terms") or [])])
     excluded = _words(plan.get("excluded_terms") or [])
-    weight: dict[int, Counter[str]] = {1: Counter(), -1: Counter()}
+    weight: dict[int, dict[str, float]] = {1: {}, -1: {}}
     surfaces: dict[str, Counter[str]] = {}
     sources: dict[str, list[dict[str, str]]] = {}
     for a, value in by_row.items():
@@ -419,7 +423,7 @@ def refine_query(
             continue
         sign = 1 if strength > 0 else -1
         for t, w in space.vectors[a].items():
-            weight[sign][t] += abs(strength) * w
+            weight[sign][t] = weight[sign].get(t, 0.0) + abs(strength) * w
             sources.setdefault(t, []).append(
                 {"source_key": space.rows[a].get("source_key", ""), "mark": value}
             )
@@ -497,7 +501,7 @@ def carried(pack: PackJSON) -> list[dict[str, str]]:
     return [{"key": m["key"], "value": m["value"]} for m in marks]
 
 
-def row_urls(row: dict[str, Any]) -> tuple[str, ...]:
+def row_urls(row: Mapping[str, Any]) -> tuple[str, ...]:
     """Every URL a mark may name a row by: canonical, and as the provider gave it."""
     return tuple(
         u for u in (row.get("url"), row.get("canonical_url"), row.get("provider_url")) if u

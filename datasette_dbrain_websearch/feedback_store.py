@@ -40,6 +40,6 @@ async def save_feedback(db: Any, run_id: str, marks: list[dict[str, str]], actor
     def write(conn: sqlite3.Connection) -> None:
         # One mark per (run, key): replacing deletes the old mark, so the latest is the newest row.
         with conn:
-            sqlite_database(conn)[FEEDBACK_TABLE].insert_all(rows, replace=True)
+            sqlite_database(conn).table(FEEDBACK_TABLE).insert_all(rows, replace=True)
 
     await bounded_write(db, write)

@@ -484,6 +484,7 @@ def _extract(
         if tree is None:
             return "", "", "", ""
         document = trafilatura.extract_metadata(tree, default_url=url)
+    assert not isinstance(document, dict)  # bare_extraction's as_dict is False: a Document
     return (
         document.title or "",
         document.description or "",

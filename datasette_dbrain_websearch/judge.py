@@ -40,6 +40,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
 from .config import JudgeThresholds
 from .display import plural
@@ -417,11 +418,19 @@ class RunVerdict:
     web's rows judged alone, and the run's verdict over both."""
 
     brain: Verdict
-    web: dict
-    combined: dict
+    web: dict[str, Any]
+    combined: dict[str, Any]
 
     def to_json(self) -> JudgeJSON:
-        return {**self.brain.to_json(), "web": self.web, "combined": self.combined}
+        brain = self.brain.to_json()
+        return {
+            "verdict": brain["verdict"],
+            "reason": brain["reason"],
+            "message": brain["message"],
+            "inputs": brain["inputs"],
+            "web": self.web,
+            "combined": self.combined,
+        }
 
 
 def run_verdict(

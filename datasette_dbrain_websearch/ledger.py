@@ -9,7 +9,7 @@ its cap is skipped before any request is made. ``/-/research/usage`` reads the s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -53,7 +53,7 @@ def over_budget(label: str, budget: Budget | None, spent: Spent) -> str | None:
 
 def rows_for(
     provider: str,
-    calls: list[Mapping[str, Any]],
+    calls: Sequence[Mapping[str, Any]],
     results: int,
     price: float,
     actor_id: str,
@@ -96,7 +96,7 @@ async def record(db: Any, rows: list[dict[str, Any]], release: list[int] | None 
                 [(row_id, RESERVED) for row_id in release or ()],
             )
             if rows:
-                sqlite_database(conn)[LEDGER_TABLE].insert_all(rows)
+                sqlite_database(conn).table(LEDGER_TABLE).insert_all(rows)
 
     await bounded_write(db, write)
 
@@ -127,7 +127,7 @@ async def reserve(
             reason = over_budget(label, budget, _spent(conn, provider, now))
             if reason:
                 return reason
-            table = sqlite_database(conn)[LEDGER_TABLE]
+            table = sqlite_database(conn).table(LEDGER_TABLE)
             table.insert(row)
             return int(table.last_rowid or 0)
 

@@ -24,6 +24,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from itertools import pairwise
 from typing import Any
 
@@ -75,7 +76,7 @@ def prefix_words(
             continue
         held = _remembered(
             (version, fts, "held", word),
-            lambda w=word: int(conn.execute(probe, [quote_word(w)]).fetchone() is not None),
+            partial(_exists, conn, probe, [quote_word(word)]),
         )
         if not held:
             prefixed.add(word)
@@ -138,6 +139,17 @@ def file_version(path: str | None) -> tuple[Any, ...] | None:
     return tuple(version)
 
 
+def _exists(conn: sqlite3.Connection, sql: str, params: list[str]) -> int:
+    """1 when the query returns a row, else 0."""
+    return int(conn.execute(sql, params).fetchone() is not None)
+
+
+def _count(conn: sqlite3.Connection, sql: str, params: list[str]) -> int:
+    """The query's one value (a ``count(*)``)."""
+    found: int = conn.execute(sql, params).fetchone()[0]
+    return found
+
+
 def _remembered(key: tuple[Any, ...], count: Callable[[], int]) -> int:
     """``count()``, remembered under ``key`` while the brain's version (``key[0]``) is known."""
     if key[0] is None:
@@ -158,9 +170,7 @@ def document_frequencies(
     sql = f"select count(*) from [{fts}] where [{fts}] match ?"
     for term in plan.search_terms:
         match = " OR ".join(quote_term(w) if w in prefixed else quote_word(w) for w in term.words)
-        found[term.name] = _remembered(
-            (version, fts, match), lambda m=match: conn.execute(sql, [m]).fetchone()[0]
-        )
+        found[term.name] = _remembered((version, fts, match), partial(_count, conn, sql, [match]))
     return found
 
 

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .pack import LocalRow, Signal, WebRow
+from .pack import LocalRow, WebRow
+from .pack_json import Signal
 from .urls import try_normalize_url
 
 STRONG = 0.004
@@ -167,7 +168,7 @@ def boosts(
     url = try_normalize_url(page_url)
     domain = url.domain if url else domain
     path = (url.canonical_url.split(domain, 1)[-1] if url else "").lower()
-    signals = [
+    signals: list[Signal] = [
         {
             "name": rule.signal,
             "detail": f"{profile.name} profile: {rule.detail}",

@@ -342,6 +342,7 @@ def _insert_or_find(
                 ) from None
         else:
             row_id = sources.last_rowid
+            assert row_id is not None  # the insert above succeeded
             sync_source_fts(conn, row_id)
             return row_id, "created", columns["source_key"]
     return existing[0], "exists", existing[1]

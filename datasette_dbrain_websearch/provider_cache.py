@@ -63,6 +63,6 @@ async def cache_put(
     def write(conn: sqlite3.Connection) -> None:
         with conn:
             conn.execute(f"delete from {CACHE_TABLE} where expires_at <= ?", [utc(now)])
-            sqlite_database(conn)[CACHE_TABLE].insert(row, replace=True)
+            sqlite_database(conn).table(CACHE_TABLE).insert(row, replace=True)
 
     await bounded_write(db, write)

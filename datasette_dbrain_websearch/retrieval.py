@@ -444,7 +444,8 @@ def _signals_of(
     names = [t.name for t in plan.question_terms]
     texts = (searchable_texts(kind, part.row) for part in parts)
     found = lexical.rows_signals(plan, paced(texts, checkpoint, every=8))
-    for part, (held, part.phrase) in zip(parts, found, strict=True):
+    for part, (held, phrase) in zip(parts, found, strict=True):
+        part.phrase = phrase
         part.matched = [t for t in plan.query_terms if t in held]
         part.coverage = lexical.coverage(held, names, idf)
         part.held = sum(1 for name in names if name in held)

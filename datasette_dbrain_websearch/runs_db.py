@@ -257,7 +257,7 @@ def migrate(db: sqlite_utils.Database) -> None:
     """Create missing tables, add missing columns (with empty defaults) and indexes."""
     for name, spec in TABLES.items():
         columns: dict[str, Any] = spec["columns"]
-        table = db[name]
+        table = db.table(name)
         if not table.exists():
             table.create(
                 columns,

@@ -49,7 +49,9 @@ class WordLlamaEmbedding(llm.EmbeddingModel):
                 )
         return WordLlamaEmbedding._model
 
-    def embed_batch(self, items: Iterable[str | bytes]) -> Iterator[list[float]]:
+    def embed_batch(
+        self, items: Iterable[str | bytes], *, key: str | None = None
+    ) -> Iterator[list[float]]:
         texts = [i.decode("utf-8", "replace") if isinstance(i, bytes) else i for i in items]
         if not texts:
             return iter(())

@@ -97,7 +97,7 @@ CURRENCIES = {"$": "USD", "€": "EUR", "£": "GBP", "usd": "USD", "eur": "EUR",
 def _units() -> dict[str, tuple[str, float]]:
     """Unit words and symbols: (family, factor to the family's base)."""
     table: dict[str, tuple[str, float]] = {"%": ("%", 1), "percent": ("%", 1), "pct": ("%", 1)}
-    families = {
+    families: dict[str, dict[str, float]] = {
         "USD": {"dollar dollars": 1},
         "EUR": {"euro euros": 1},
         "m": {
@@ -200,8 +200,8 @@ def quantities(sentence: str) -> list[Quantity]:
             continue
         number = _number_at(sentence, tokens, i)
         if number is not None:
-            (unit, value, step), start, end = number
-            found.append(_quantity("number", unit, (value,), step, sentence, tokens, start, end))
+            (unit, amount, step), start, end = number
+            found.append(_quantity("number", unit, (amount,), step, sentence, tokens, start, end))
             i = end
             continue
         i += 1

@@ -109,7 +109,8 @@ def build_prompt(
 
 def split_reply(reply: str) -> tuple[str, list[str]]:
     """The answer part of a model's reply and its conflict lines (``none`` gives none)."""
-    answer, conflicts = [], []
+    answer: list[str] = []
+    conflicts: list[str] = []
     target = answer
     for line in reply.splitlines():
         stripped = line.strip().lstrip("#*").strip()

@@ -201,19 +201,29 @@ def rate_limit_reset(headers: Mapping[str, str]) -> float | None:
     return resets[0] if resets else None
 
 
+def _mapping(value: Any) -> Mapping[str, Any]:
+    """An object of the body, or an empty one when it is anything else."""
+    return value if isinstance(value, Mapping) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    """An array of the body, or an empty one when it is anything else."""
+    return value if isinstance(value, list) else []
+
+
 def parse_llm_context(body: Any) -> list[WebResult]:
     """``grounding.generic[]`` joined with ``sources[url]`` (either may be missing or partial)."""
     body = body if isinstance(body, Mapping) else {}
-    grounding = body.get("grounding") if isinstance(body.get("grounding"), Mapping) else {}
-    sources = body.get("sources") if isinstance(body.get("sources"), Mapping) else {}
+    grounding = _mapping(body.get("grounding"))
+    sources = _mapping(body.get("sources"))
     results: list[WebResult] = []
     for item in grounding.get("generic") or []:
         if not isinstance(item, Mapping) or not item.get("url"):
             continue
         url = str(item["url"])
-        meta = sources.get(url) if isinstance(sources.get(url), Mapping) else {}
+        meta = _mapping(sources.get(url))
         snippets = tuple(str(s) for s in item.get("snippets") or [] if isinstance(s, str) and s)
-        age = meta.get("age") if isinstance(meta.get("age"), list) else []
+        age = _list(meta.get("age"))
         results.append(
             WebResult(
                 url=url,
@@ -232,12 +242,12 @@ def parse_llm_context(body: Any) -> list[WebResult]:
 def parse_web_search(body: Any) -> list[WebResult]:
     """``web.results[]``: markup stripped from descriptions, extra snippets as highlights."""
     body = body if isinstance(body, Mapping) else {}
-    web = body.get("web") if isinstance(body.get("web"), Mapping) else {}
+    web = _mapping(body.get("web"))
     results: list[WebResult] = []
     for item in web.get("results") or []:
         if not isinstance(item, Mapping) or not item.get("url"):
             continue
-        meta_url = item.get("meta_url") if isinstance(item.get("meta_url"), Mapping) else {}
+        meta_url = _mapping(item.get("meta_url"))
         extra = tuple(plain_text(s) for s in item.get("extra_snippets") or [] if s)
         description = plain_text(item.get("description"))
         results.append(

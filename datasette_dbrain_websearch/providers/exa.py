@@ -162,8 +162,8 @@ def published_window(freshness: str, now: datetime | None = None) -> dict[str, s
             "endPublishedDate": f"{end}T23:59:59.999Z",
         }
     now = now or datetime.now(UTC)
-    start = now - timedelta(days=FRESHNESS_DAYS[freshness])
-    return {"startPublishedDate": start.strftime("%Y-%m-%dT%H:%M:%S.000Z")}
+    since = now - timedelta(days=FRESHNESS_DAYS[freshness])
+    return {"startPublishedDate": since.strftime("%Y-%m-%dT%H:%M:%S.000Z")}
 
 
 def parse_results(body: Any) -> list[WebResult]:

@@ -104,8 +104,10 @@ class ReplayProvider(Provider):
         label: str = "",
         error: ProviderError | None = None,
     ) -> None:
-        self.name = name
-        self.label = label or name
+        # A replay stands in for the provider it recorded, under that provider's name: the one
+        # provider whose name is its instance's, not its class's.
+        self.name = name  # type: ignore[misc]
+        self.label = label or name  # type: ignore[misc]
         self.results = [web_result(r, n) for n, r in enumerate(recorded, start=1)]
         self.error = error
         self.calls: list[SearchRequest] = []

@@ -19,6 +19,7 @@ from .common import (
     _MONTH_WINDOW,
     PLANS,
     BravePlan,
+    FakeState,
     _clip,
     _decorate,
     _freshness_window,
@@ -276,7 +277,7 @@ def _llm_snippets(
     return snippets, spent
 
 
-class BraveFake:
+class BraveFake(FakeState):
     """FakeWeb's Brave routes (a mixin: ``self`` is the server)."""
 
     def _brave_headers(

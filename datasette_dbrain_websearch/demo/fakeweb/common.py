@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, date, datetime, timedelta
@@ -459,3 +460,34 @@ _EXA_ENDPOINT_MODES = frozenset(
 def _site_name(host: str) -> str:
     labels = [label for label in host.split(".") if label not in ("www", "docs", "blog")]
     return labels[0].replace("-", " ").title() if labels else host
+
+
+class FakeState:
+    """What the fake providers (``BraveFake``, ``ExaFake``, ``SearxngFake``) read of the server
+    they are parts of: ``server.FakeWeb`` sets these attributes and defines these methods."""
+
+    brave_keys: frozenset[str]
+    exa_keys: frozenset[str]
+    brave_plan: str
+    now: datetime
+    _lock: threading.Lock
+    _billed: int
+    _window_start: float
+    _window_count: int
+
+    def _claim(
+        self, provider: str, names: Iterable[str], endpoint: str | None = None
+    ) -> _Mode | None:
+        raise NotImplementedError
+
+    def _option(self, provider: str, name: str, default: Any) -> Any:
+        raise NotImplementedError
+
+    def _epoch(self) -> int:
+        raise NotImplementedError
+
+    def _search(self, q: str) -> list[_Hit]:
+        raise NotImplementedError
+
+    def _lookup(self, url: str) -> Page | None:
+        raise NotImplementedError

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .common import (
+    FakeState,
     _clip,
     _domain_matches,
     _Hit,
@@ -211,7 +212,7 @@ def _add_contents_cost(cost: dict[str, Any], contents: _ExaContents, pages: int)
     cost["total"] = round(search + sum(parts.values()), 6)
 
 
-class ExaFake:
+class ExaFake(FakeState):
     """FakeWeb's Exa routes (a mixin: ``self`` is the server)."""
 
     def _exa_error(self, status: int, tag: str | None, message: str) -> _Reply:
@@ -232,8 +233,8 @@ class ExaFake:
                 "You have exceeded your credits limit. "
                 "Please top up to keep using Exa at dashboard.exa.ai"
             )
-            payload = {"error": message, "tag": "NO_MORE_CREDITS"}
-            return _json_reply(402, payload, content_type=_EXA_JSON)
+            refusal = {"error": message, "tag": "NO_MORE_CREDITS"}
+            return _json_reply(402, refusal, content_type=_EXA_JSON)
         limited = self._claim("exa", {"rate_limited"}, endpoint)
         if limited is not None:
             return self._exa_limited(limited)

@@ -12,6 +12,7 @@ from urllib.parse import parse_qs, urlparse
 from ..corpus import Page
 from .common import (
     _HTML,
+    FakeState,
     _Hit,
     _html_error,
     _Incoming,
@@ -72,7 +73,7 @@ def _searxng_html(q: str, results: list[dict[str, Any]]) -> str:
     )
 
 
-class SearxngFake:
+class SearxngFake(FakeState):
     """FakeWeb's SearXNG routes (a mixin: ``self`` is the server)."""
 
     def _searxng(self, req: _Incoming) -> _Reply:
