@@ -98,6 +98,7 @@ lint: $(VENV)/.installed
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/cog --check -I scripts $(GENERATED_DOCS)
+	$(VENV)/bin/mypy
 
 test-stable: $(VENV)/.installed
 	@$(VENV)/bin/python -c "import datasette.version as v; print('== Datasette', v.__version__)"
