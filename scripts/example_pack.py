@@ -1,7 +1,7 @@
 """The example pack in docs/json-api.md, generated from a pinned pack (``tests/data/packs``),
-which ``tests/test_pack_json.py`` checks is what the JSON API returns, byte for byte: so the
-example is a real response and cannot drift. Abridged to be read: one row of each evidence
-list, a few items of every other list, long text cut.
+which ``tests/research/test_pack_json.py`` checks is what the JSON API returns, byte for byte:
+so the example is a real response and cannot drift. Abridged to be read: one row of each
+evidence list, a few items of every other list, long text cut.
 
     python scripts/example_pack.py   # print the block
     make docs                        # write it into docs/json-api.md (cog)

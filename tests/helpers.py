@@ -37,6 +37,11 @@ from datasette_dbrain_websearch.pack import LocalRow, Retrieval, WebRow
 from datasette_dbrain_websearch.schema import create_brain_schema
 from datasette_dbrain_websearch.urls import normalize_url
 
+# The test folders sit one level below tests/; these name what they read, wherever they are.
+TESTS = Path(__file__).resolve().parent
+REPO = TESTS.parent
+DATA = TESTS / "data"
+
 NOW = "2026-07-18T00:00:00Z"
 SOURCE_URLS = {
     "src_fts5": "https://sqlite.org/fts5.html",
@@ -305,7 +310,7 @@ def web_config(fake: FakeWeb, **external: Any) -> dict[str, Any]:
         else:
             block[key] = value
     # These configs test the web: no semantic lane (its warnings would join every pack's;
-    # tests/test_semantic.py tests them).
+    # tests/research/test_semantic.py tests them).
     return {"external_search": block, "semantic": {"model": ""}}
 
 

@@ -16,7 +16,7 @@ import pytest
 
 from datasette_dbrain_websearch.permissions import PROMOTE, RESEARCH
 
-from .helpers import DATASETTE_1, actor_cookies, db_rows, make_datasette, web_config
+from ..helpers import DATASETTE_1, actor_cookies, db_rows, make_datasette, web_config
 
 pytestmark = pytest.mark.skipif(not DATASETTE_1, reason="datasette-agent needs Datasette 1.0a")
 agent_tools = pytest.importorskip("datasette_agent.tools")

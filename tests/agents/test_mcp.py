@@ -24,8 +24,8 @@ from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.tools.shared import PARAMETERS, trimmed_texts
 from datasette_dbrain_websearch.urls import normalize_url
 
-from .browser import SECRET, serve
-from .helpers import (
+from ..browser import SECRET, serve
+from ..helpers import (
     BRAVE_KEY,
     SOURCE_URLS,
     build_fixture_brain,

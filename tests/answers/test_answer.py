@@ -12,7 +12,7 @@ from datasette_dbrain_websearch.answer.verify import RunKeys, verify
 from datasette_dbrain_websearch.judge import RunVerdict, Verdict
 from datasette_dbrain_websearch.pack import WebSearch
 
-from .helpers import typed_local_row, typed_web_row
+from ..helpers import typed_local_row, typed_web_row
 
 LOCAL = "src:0123456789ab"
 NOTE = "apple-note:espresso-1"

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from datasette.cli import cli
 from datasette.utils import StartupError
 
-from .fake_models import INVENTED, KEY_ENV, FakeKeyModelAsync, fake_models
-from .helpers import (
+from ..fake_models import INVENTED, KEY_ENV, FakeKeyModelAsync, fake_models
+from ..helpers import (
     DATASETTE_1,
     actor_cookies,
     add_item,

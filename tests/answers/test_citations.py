@@ -12,7 +12,7 @@ from datasette_dbrain_websearch import citations, exports
 from datasette_dbrain_websearch.cli import render_text
 from datasette_dbrain_websearch.tools.shared import compact_pack
 
-from .helpers import actor_cookies, csrf, web_datasette, web_pack
+from ..helpers import actor_cookies, csrf, web_datasette, web_pack
 
 QUESTION = "sqlite fts5 bm25"
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from .helpers import actor_cookies, add_source, ask, csrf, empty_brain, make_datasette, web_ds
+from ..helpers import (
+    actor_cookies,
+    add_source,
+    ask,
+    csrf,
+    empty_brain,
+    make_datasette,
+    web_config,
+    web_ds,
+)
 
 
 async def mark(ds, run_id, feedback, actor="root"):
@@ -231,3 +240,27 @@ async def test_expand_keeps_the_filters_drawer_as_it_was(brain, fake):
         assert await drawer(**parent) is opened
         await mark(ds, pack["run_id"], [{"key": order(pack)[0], "value": "relevant"}])
         assert await drawer(refine_from=pack["run_id"]) is opened
+
+
+async def test_refined_runs_keep_the_parent_brain_and_filters(brain, tmp_path, fake):
+    from ..helpers import build_fixture_brain
+
+    first = tmp_path / "aaa.db"
+    build_fixture_brain(first)
+    ds = make_datasette([str(first), str(brain[0])], plugin_config=web_config(fake))
+    root = actor_cookies(ds, "root")
+    parent = (
+        await ds.client.get(
+            "/brain/-/research.json",
+            params={"q": "espresso", "kind": "source", "tag": "espresso"},
+            cookies=root,
+        )
+    ).json()
+    child = (
+        await ds.client.get(
+            "/-/research.json", params={"refine_from": parent["run_id"]}, cookies=root
+        )
+    ).json()
+    assert child["database"] == "brain"
+    assert child["query_plan"]["filters"] == {"tag": ["espresso"], "kind": "source"}
+    assert child["parent_run_id"] == parent["run_id"]

@@ -20,8 +20,8 @@ from datasette_dbrain_websearch.answer import stage
 from datasette_dbrain_websearch.runs_db import RUNS_TABLE
 from datasette_dbrain_websearch.web import CROSS_SITE_WARNING
 
-from .fake_models import fake_models
-from .helpers import (
+from ..fake_models import fake_models
+from ..helpers import (
     actor_cookies,
     csrf,
     db_rows,

@@ -19,7 +19,7 @@ from datasette_dbrain_websearch import exports
 from datasette_dbrain_websearch.demo.corpus import PAGES, Page
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 
-from .helpers import (
+from ..helpers import (
     BRAVE_KEY,
     EXA_KEY,
     actor_cookies,

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 
-from .helpers import actor_cookies, build_fixture_brain, make_datasette
+from ..helpers import actor_cookies, build_fixture_brain, make_datasette
 
 FTS_NOISE = st.sampled_from(
     [

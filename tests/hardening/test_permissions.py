@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers import DATASETTE_1, actor_cookies, make_datasette
+from ..helpers import DATASETTE_1, actor_cookies, make_datasette
 
 ROUTES = ["/-/research", "/-/research.json", "/brain/-/research", "/brain/-/research.json"]
 

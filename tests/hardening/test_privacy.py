@@ -16,7 +16,7 @@ from datasette_dbrain_websearch import runs_db, traces
 from datasette_dbrain_websearch.pack import new_run_id
 from datasette_dbrain_websearch.views import own_runs
 
-from .helpers import actor_cookies, attr, csrf, make_datasette, promoting_ds, web_config
+from ..helpers import actor_cookies, attr, csrf, make_datasette, promoting_ds, web_config
 
 INSERT_RUN = (
     f"insert into {runs_db.RUNS_TABLE} values (?, ?, ?, 'json', 'brain', ?, ?, 'never', 0, 0, "
@@ -251,3 +251,15 @@ async def test_the_plugin_database_is_root_only_even_for_web_searchers(brain, fa
         f"/research_runs/{runs_db.RUNS_TABLE}.json", cookies=actor_cookies(ds, "root")
     )
     assert root.status_code == 200 and "a private question" in root.text
+
+
+async def test_runs_are_private_to_their_actor(ds):
+    alice, bob = actor_cookies(ds, "alice"), actor_cookies(ds, "bob")
+    pack = (await ds.client.get("/-/research.json?q=espresso", cookies=alice)).json()
+    assert (await ds.client.get(pack["trace_url"] + ".json", cookies=alice)).status_code == 200
+    assert (await ds.client.get(pack["trace_url"] + ".json", cookies=bob)).status_code == 404
+    assert (await ds.client.get(pack["trace_url"])).status_code == 404
+    assert pack["run_id"] not in (await ds.client.get("/-/research/runs", cookies=bob)).text
+    assert pack["run_id"] in (await ds.client.get("/-/research/runs", cookies=alice)).text
+    root = actor_cookies(ds, "root")
+    assert pack["run_id"] in (await ds.client.get("/-/research/runs", cookies=root)).text

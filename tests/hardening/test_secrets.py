@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from .helpers import BRAVE_KEY, actor_cookies, make_datasette, web_config
+from ..helpers import BRAVE_KEY, actor_cookies, make_datasette, web_config
 
 secrets_plugin = pytest.importorskip("datasette_secrets")
 ENCRYPTION_KEY = "0Lc5Uv3_1yN9E0dD1zQp7mJcWk2rJmX3uFhQn6h5o7k="

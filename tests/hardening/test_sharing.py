@@ -16,7 +16,7 @@ from datasette.plugins import pm
 from datasette_dbrain_websearch import exports
 from datasette_dbrain_websearch.views import own_runs
 
-from .helpers import actor_cookies, make_datasette, post_json, web_config, web_datasette
+from ..helpers import actor_cookies, make_datasette, post_json, web_config, web_datasette
 
 QUESTION = "sqlite fts5 bm25"
 

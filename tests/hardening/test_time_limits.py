@@ -31,7 +31,7 @@ from datasette_dbrain_websearch.cost import MAX_QUESTION_WORDS, Cost
 from datasette_dbrain_websearch.errors import ResearchError
 from datasette_dbrain_websearch.views import research as research_view
 
-from .helpers import actor_cookies, add_item, make_datasette, web_config
+from ..helpers import actor_cookies, add_item, make_datasette, web_config
 
 LIMIT_MS = 5000
 LIMIT_S = LIMIT_MS / 1000

@@ -9,15 +9,13 @@ by a plugin file in ``--plugins-dir``). Sync Playwright only.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
-from .browser import no_horizontal_overflow, serve_with_fake_web, shot
-from .fake_models import INVENTED
-from .helpers import build_fixture_brain
+from ..browser import no_horizontal_overflow, serve_with_fake_web, shot
+from ..fake_models import INVENTED
+from ..helpers import REPO, build_fixture_brain
 
-REPO = Path(__file__).resolve().parent.parent
 FAKE_MODEL_PLUGIN = f"""
 import sys
 sys.path.insert(0, {str(REPO)!r})

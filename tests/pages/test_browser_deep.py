@@ -12,14 +12,14 @@ import urllib.parse
 
 import pytest
 
-from .browser import (
+from ..browser import (
     no_horizontal_overflow,
     root_page,
     serve_with_fake_web,
     shot,
     small_targets,
 )
-from .test_deep import PAGES, QUESTION, make_film_brain
+from ..research.deep.film import PAGES, QUESTION, make_film_brain
 
 ODUYA = "Marguerite Oduya"
 

@@ -1,7 +1,8 @@
-"""Issue 33 in a real browser (headless Chromium, sync Playwright): Expand keeps a 👎 row below
-the rest and the Filters drawer as it was; a mixed answer leads with the sentence that answers;
-a shared run's page holds the question, the answer and the rows it cites. At 1280 and 375 px,
-with screenshots in ``screenshots/`` for people to look at. Keep async tests out of this module.
+"""Expand, the answer's lead and a shared run in a real browser (issue 33; headless Chromium,
+sync Playwright): Expand keeps a 👎 row below the rest and the Filters drawer as it was; a mixed
+answer leads with the sentence that answers; a shared run's page holds the question, the answer
+and the rows it cites. At 1280 and 375 px, with screenshots in ``screenshots/`` for people to
+look at. Keep async tests out of this module.
 """
 
 from __future__ import annotations
@@ -12,13 +13,13 @@ import urllib.request
 
 import pytest
 
-from .browser import (
+from ..browser import (
     no_horizontal_overflow,
     root_page,
     serve_with_fake_web,
     shot,
 )
-from .helpers import add_lattice_rows, build_fixture_brain
+from ..helpers import add_lattice_rows, build_fixture_brain
 
 WIDTHS = [1280, 375]
 

@@ -1,7 +1,8 @@
 """The whole flow in a real browser: headless Chromium (Debian) driven by Playwright.
 
-A real ``datasette serve`` runs the plugin over the test brain, with web search pointed at the
-fake provider server on loopback. Sync Playwright only: keep async tests out of this module.
+A real ``datasette serve`` (the ``server`` fixture in ``conftest.py``) runs the plugin over the
+test brain, with web search pointed at the fake provider server on loopback. Sync Playwright
+only: keep async tests out of this module.
 Screenshots go to ``screenshots/`` (git-ignored) for people to look at.
 """
 
@@ -13,23 +14,7 @@ import sqlite3
 
 import pytest
 
-from .browser import no_horizontal_overflow, serve_with_fake_web, shot
-from .helpers import build_fixture_brain
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("browser")
-    brain = tmp / "brain.db"
-    build_fixture_brain(brain)
-    web = {
-        "providers": ["brave", "exa"],
-        "allow": {"id": "root"},
-        "budgets": {"brave": {"daily_calls": 1000, "monthly_usd": 5}},
-    }
-    grants = {"dbrain-promote": {"id": "root"}, "dbrain-view-usage": {"id": "root"}}
-    with serve_with_fake_web(brain, tmp, web, permissions=grants) as running:
-        yield running
+from ..browser import no_horizontal_overflow, shot
 
 
 def saved_runs(server) -> int:

@@ -7,8 +7,7 @@ Sync Playwright only: keep async tests out of this module.
 
 from __future__ import annotations
 
-from .browser import no_horizontal_overflow, root_page, shot
-from .test_browser_flow import server  # noqa: F401 (the module's server fixture)
+from ..browser import no_horizontal_overflow, root_page, shot
 
 WIDTH, HEIGHT = 375, 812
 QUESTION = "/-/research?q=sqlite+fts5+bm25&external=always&provider=all&answer=1"
@@ -20,7 +19,7 @@ def bottom(page, selector: str) -> float:
     return box["y"] + box["height"]
 
 
-def test_first_screen_holds_verdict_answer_and_switch(browser, server):  # noqa: F811
+def test_first_screen_holds_verdict_answer_and_switch(browser, server):
     page = root_page(browser, server, width=WIDTH, height=HEIGHT)
     try:
         page.goto(server["url"] + QUESTION)
@@ -33,7 +32,7 @@ def test_first_screen_holds_verdict_answer_and_switch(browser, server):  # noqa:
         page.context.close()
 
 
-def test_switch_stays_on_screen_down_the_list(browser, server):  # noqa: F811
+def test_switch_stays_on_screen_down_the_list(browser, server):
     page = root_page(browser, server, width=WIDTH, height=HEIGHT)
     try:
         page.goto(server["url"] + QUESTION)

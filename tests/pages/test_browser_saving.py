@@ -11,8 +11,8 @@ import sqlite3
 
 import pytest
 
-from .browser import root_page, serve_with_fake_web, shot
-from .helpers import build_fixture_brain
+from ..browser import root_page, serve_with_fake_web, shot
+from ..helpers import build_fixture_brain
 
 QUESTION = "/-/research?q=lattice+qcd&external=always"
 

@@ -11,13 +11,13 @@ import urllib.parse
 
 import pytest
 
-from .browser import (
+from ..browser import (
     no_horizontal_overflow,
     root_page,
     serve_with_fake_web,
     shot,
 )
-from .helpers import build_fixture_brain
+from ..helpers import build_fixture_brain
 
 WIDTHS = [1280, 375]
 QUESTION = "sqlite fts5 bm25"

@@ -11,8 +11,7 @@ import urllib.request
 
 import pytest
 
-from .browser import root_page, small_targets
-from .test_browser_flow import server  # noqa: F401 (the module's server fixture)
+from ..browser import root_page, small_targets
 
 PAGES = (
     "/-/research",
@@ -25,14 +24,14 @@ PAGES = (
 
 
 @pytest.fixture(scope="module")
-def saved_run(server):  # noqa: F811
+def saved_run(server):
     """A saved run's page (its trace), from a research run answered with the web."""
     url = server["url"] + "/-/research.json?q=lattice+qcd&answer=1"
     with urllib.request.urlopen(url) as response:
         return json.load(response)["trace_url"]
 
 
-def test_every_control_is_at_least_24px(browser, server, saved_run):  # noqa: F811
+def test_every_control_is_at_least_24px(browser, server, saved_run):
     """Each page is loaded once and measured at both widths (the layout follows the window)."""
     page = root_page(browser, server, width=1280)
     try:

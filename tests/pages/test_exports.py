@@ -12,7 +12,7 @@ from datasette.cli import cli
 
 from datasette_dbrain_websearch import exports
 
-from .helpers import actor_cookies, web_datasette, web_pack
+from ..helpers import actor_cookies, web_datasette, web_pack
 
 QUESTION = "espresso extraction"
 

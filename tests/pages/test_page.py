@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from .helpers import make_datasette
+from ..helpers import make_datasette
 
 
 async def test_empty_page_shows_labelled_form(ds):
@@ -122,7 +122,7 @@ async def test_a_brain_row_says_what_it_is_in_words_never_bare_web(ds):
 async def test_mark_buttons_are_named_as_they_read(brain):
     """Issue 19: an accessible name says what the label says ("More like this", not
     "Somewhat relevant"); an emoji button is named by what it means."""
-    from .helpers import actor_cookies
+    from ..helpers import actor_cookies
 
     ds = make_datasette([str(brain[0])])
     await ds.invoke_startup()
@@ -142,7 +142,7 @@ async def test_mark_buttons_are_named_as_they_read(brain):
 
 async def test_research_is_first_in_datasettes_menu(brain):
     """Issue 19: Research was item 13 of 15 in the menu; it comes first."""
-    from .helpers import actor_cookies
+    from ..helpers import actor_cookies
 
     ds = make_datasette([str(brain[0])])
     await ds.invoke_startup()

@@ -8,7 +8,7 @@ import html
 import re
 import urllib.parse
 
-from .helpers import (
+from ..helpers import (
     actor_cookies,
     ask,
     attr,

@@ -17,7 +17,7 @@ from datasette_dbrain_websearch.providers import Provider, WebResult
 from datasette_dbrain_websearch.triggers import create_retrieval_triggers
 from datasette_dbrain_websearch.urls import normalize_url
 
-from .helpers import (
+from ..helpers import (
     DATASETTE_1,
     GRANT_PROMOTE,
     actor_cookies,
@@ -465,3 +465,30 @@ async def test_a_brain_sqlite_cannot_write_answers_409():
             ReadOnlyBrain(), None, trace, PromotionRequest("r", ("ext:brave:1",), False), "root"
         )
     assert info.value.status == 409 and info.value.code == "brain_read_only"
+
+
+async def test_promoting_into_a_brain_without_sources_is_409(tmp_path, fake):
+    from ..helpers import build_fixture_brain
+
+    path = tmp_path / "items_only.db"
+    build_fixture_brain(path)
+    conn = sqlite3.connect(path)
+    conn.execute("drop table sources_fts")
+    conn.execute("drop table item_source_links")
+    conn.execute("drop table sources")
+    conn.commit()
+    conn.close()
+    ds = make_datasette(
+        [str(path)], plugin_config=web_config(fake), permissions={"dbrain-promote": {"id": "root"}}
+    )
+    await ds.invoke_startup()
+    pack = await web_run(ds)
+    page = await ds.client.get(
+        "/-/research",
+        params={"q": "lattice qcd", "external": "always"},
+        cookies=actor_cookies(ds, "root"),
+    )
+    assert 'name="promote_one"' not in page.text
+    body = {"run_id": pack["run_id"], "source_keys": [pack["external_evidence"][0]["source_key"]]}
+    response = await post_json(ds, body)
+    assert response.status_code == 409 and response.json()["code"] == "no_sources_table"

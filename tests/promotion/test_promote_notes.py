@@ -16,7 +16,7 @@ from datasette_dbrain_websearch.pack import row_keys
 from datasette_dbrain_websearch.promote import dbrain_tags, merged_tags
 from datasette_dbrain_websearch.schema import item_content_hash
 
-from .helpers import DATASETTE_1, actor_cookies, db_rows, post_json, promoting_ds, web_run
+from ..helpers import DATASETTE_1, actor_cookies, db_rows, post_json, promoting_ds, web_run
 
 NOTES = "select * from items where source_type = 'manual' and text like '%Saved from research%'"
 NOTE = "For Thursday's reading group: <b>skim</b> the methods & the error budget."

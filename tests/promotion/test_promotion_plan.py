@@ -20,7 +20,7 @@ from datasette_dbrain_websearch.providers import Provider, WebResult
 from datasette_dbrain_websearch.schema import SOURCE_COLUMNS
 from datasette_dbrain_websearch.urls import normalize_url
 
-from .helpers import (
+from ..helpers import (
     SOURCE_URLS,
     actor_cookies,
     add_source,

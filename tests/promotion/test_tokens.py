@@ -8,7 +8,7 @@ from datasette.cli import cli
 
 from datasette_dbrain_websearch.tokens import create_token
 
-from .helpers import db_rows, make_datasette, web_config, web_pack
+from ..helpers import db_rows, make_datasette, web_config, web_pack
 
 SECRET = "the-servers-secret"
 GRANT_ROOT = {"dbrain-promote": {"id": "root"}}

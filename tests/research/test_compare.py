@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from markupsafe import escape
 
-from .helpers import actor_cookies, csrf, web_datasette, web_pack
+from ..helpers import actor_cookies, csrf, web_datasette, web_pack
 
 QUESTION = "espresso extraction"
 

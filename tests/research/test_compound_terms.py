@@ -29,7 +29,7 @@ from datasette_dbrain_websearch.query_plan import (
 )
 from datasette_dbrain_websearch.stemming import Form, TermMatcher, forms_of
 
-from .helpers import add_item, make_datasette
+from ..helpers import add_item, make_datasette
 
 COMPOUNDS = [
     ("muon g-2 anomaly lattice", "g-2", ["muon", "g-2", "anomaly", "lattice"]),

@@ -13,7 +13,7 @@ import pytest
 from datasette_dbrain_websearch.brain import dbrain_snippet, relaxed_texts
 from datasette_dbrain_websearch.fts_rows import FTSWriteError, sync_item_fts, sync_source_fts
 
-from .helpers import (
+from ..helpers import (
     add_item,
     add_source,
     db_rows,

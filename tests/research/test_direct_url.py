@@ -7,7 +7,7 @@ import sqlite3
 
 from datasette_dbrain_websearch.urls import normalize_url
 
-from .helpers import (
+from ..helpers import (
     GRANT_PROMOTE,
     SOURCE_URLS,
     actor_cookies,

@@ -12,7 +12,7 @@ from datasette_dbrain_websearch.brain import excerpt_fields
 from datasette_dbrain_websearch.excerpts import _window, best_excerpt, find_matches, mark
 from datasette_dbrain_websearch.fts_rows import sync_item_fts
 
-from .helpers import NOW, add_item, make_datasette
+from ..helpers import NOW, add_item, make_datasette
 
 
 def test_mark_escapes_text_and_marks_terms():

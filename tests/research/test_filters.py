@@ -18,7 +18,7 @@ from datasette_dbrain_websearch.config import DEFAULT_EMBEDDING_MODEL
 from datasette_dbrain_websearch.demo import build_demo_brain
 from datasette_dbrain_websearch.semantic import index_brain
 
-from .helpers import make_datasette
+from ..helpers import make_datasette
 
 FILTERS = {
     "tag espresso": {"tag": "espresso"},

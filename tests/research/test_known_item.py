@@ -25,7 +25,7 @@ from datasette_dbrain_websearch.providers import Provider, WebResult
 from datasette_dbrain_websearch.tools import shared as tools
 from datasette_dbrain_websearch.urls import normalize_url
 
-from .helpers import (
+from ..helpers import (
     NOW,
     actor_cookies,
     add_item,
@@ -35,7 +35,7 @@ from .helpers import (
     make_datasette,
     registered,
 )
-from .helpers import web_config as base_web_config
+from ..helpers import web_config as base_web_config
 
 PAGE_URL = "https://tokio.rs/blog/2019-10-scheduler"
 PAGE_KEY = normalize_url(PAGE_URL).source_key

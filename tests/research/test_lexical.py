@@ -11,7 +11,7 @@ from datasette_dbrain_websearch.brain import Filters
 from datasette_dbrain_websearch.query_plan import plan_query
 from datasette_dbrain_websearch.retrieval import retrieve
 
-from .helpers import add_item, empty_brain
+from ..helpers import add_item, empty_brain
 
 
 def test_document_frequencies_are_counted_again_after_any_write(tmp_path):

@@ -7,7 +7,7 @@ pack that moves, renames, adds or drops a field fails here. Only what differs fr
 is set aside first: the run id and the measured milliseconds.
 
 After a deliberate change to the JSON, rewrite the files with
-``DBRAIN_UPDATE_PACKS=1 pytest tests/test_pack_json.py`` and read the diff.
+``DBRAIN_UPDATE_PACKS=1 pytest tests/research/test_pack_json.py`` and read the diff.
 
 The same files check ``pack_json.PackJSON``, the type every reader of a run takes: each pinned
 pack must have its keys and value types.
@@ -19,7 +19,6 @@ import json
 import os
 import types
 import typing
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,7 +28,8 @@ from datasette_dbrain_websearch.feedback import apply_feedback
 from datasette_dbrain_websearch.pack_json import PackJSON
 from datasette_dbrain_websearch.providers import Provider, WebResult
 
-from .helpers import (
+from ..helpers import (
+    DATA,
     SOURCE_URLS,
     actor_cookies,
     make_datasette,
@@ -37,7 +37,7 @@ from .helpers import (
     web_config,
 )
 
-PACKS = Path(__file__).parent / "data" / "packs"
+PACKS = DATA / "packs"
 CASES = {
     # Local rows, an exact hit, no web: the most common pack.
     "local": {"q": "sqlite fts5 bm25", "answer": "1"},

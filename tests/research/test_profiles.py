@@ -9,7 +9,7 @@ import pytest
 from datasette_dbrain_websearch.config import ConfigError, Settings
 from datasette_dbrain_websearch.profiles import apply_profile, boosts, profile_for
 
-from .helpers import ask, typed_local_row, typed_web_row, web_ds
+from ..helpers import ask, typed_local_row, typed_web_row, web_ds
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 

@@ -20,7 +20,7 @@ from datasette_dbrain_websearch.query_plan import (
     trim_token,
 )
 
-from .helpers import add_item, make_datasette
+from ..helpers import add_item, make_datasette
 
 
 def test_trim_token_strips_only_the_ends():

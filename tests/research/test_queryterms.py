@@ -23,7 +23,7 @@ from datasette_dbrain_websearch.query_plan import (
     search_text,
 )
 
-from .helpers import add_item, make_datasette
+from ..helpers import add_item, make_datasette
 
 TANKA_CHAT = """Current question: other alternatives like Tanka?
 

@@ -12,7 +12,7 @@ import pytest
 
 from datasette_dbrain_websearch import traces
 
-from .helpers import actor_cookies, make_datasette
+from ..helpers import actor_cookies, make_datasette
 
 
 async def get(ds, path, **params):
@@ -554,3 +554,23 @@ async def test_the_answer_is_sent_before_its_trace_is_written(ds, monkeypatch):
     assert written.is_set() and trace.status_code == 200
     assert trace.json()["pack"] == pack
     await request
+
+
+async def test_per_database_stream_searches_that_brain(brain, tmp_path, fake):
+    from ..helpers import build_fixture_brain
+
+    other = tmp_path / "other.db"
+    build_fixture_brain(other)
+    conn = sqlite3.connect(other)
+    conn.execute("delete from items_fts")
+    conn.execute("delete from sources_fts")
+    conn.commit()
+    conn.close()
+    ds = make_datasette([str(brain[0]), str(other)])
+    response = await ds.client.get("/other/-/research/stream", params={"q": "espresso"})
+    events = [json.loads(line) for line in response.text.splitlines() if line]
+    local = next(e for e in events if e["stage"] == "local" and e["status"] == "done")
+    assert local["count"] == 0
+    assert events[-1]["url"].startswith("/other/-/research?")
+    page = await ds.client.get("/other/-/research")
+    assert 'data-stream-url="/other/-/research/stream"' in page.text

@@ -17,7 +17,7 @@ from datasette_dbrain_websearch import semantic
 from datasette_dbrain_websearch.lexical import Remembered
 from datasette_dbrain_websearch.triggers import create_retrieval_triggers
 
-from .helpers import (
+from ..helpers import (
     GRANT_PROMOTE,
     add_item,
     add_source,

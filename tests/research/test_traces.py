@@ -12,7 +12,7 @@ from datasette.cli import cli
 
 from datasette_dbrain_websearch import runs_db, traces
 
-from .helpers import BRAVE_KEY, EXA_KEY, INSERT_RUN, actor_cookies, ask, make_datasette, web_ds
+from ..helpers import BRAVE_KEY, EXA_KEY, INSERT_RUN, actor_cookies, ask, make_datasette, web_ds
 
 
 def plugin_db_rows(brain_path, sql, params=()):
@@ -193,3 +193,21 @@ def test_retention_keeps_every_run_younger_than_180_days(tmp_path, recent_count)
         traces.prune(conn, "2026-06-03T00:00:00.000Z")
     assert conn.execute(f"select count(*) from {runs_db.RUNS_TABLE}").fetchone()[0] == recent_count
     conn.close()
+
+
+def test_retention_has_a_hard_ceiling(tmp_path, monkeypatch):
+    from datasette_dbrain_websearch import runs_db
+
+    from ..helpers import INSERT_RUN
+
+    monkeypatch.setattr(traces, "MAX_RUNS", 3)
+    path = tmp_path / "runs.db"
+    runs_db.create(path)
+    conn = sqlite3.connect(path)
+    for n in range(5):
+        started = f"2026-11-2{n}T00:00:00.000Z"
+        conn.execute(INSERT_RUN, [f"run-{n}", started, started])
+    with conn:
+        traces.prune(conn, "2026-06-03T00:00:00.000Z")
+    kept = [r[0] for r in conn.execute(f"select run_id from {runs_db.RUNS_TABLE} order by run_id")]
+    assert kept == ["run-2", "run-3", "run-4"]

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .bench_runs import BENCH
+from ..bench_runs import BENCH
 
 
 @pytest.mark.bench("research")

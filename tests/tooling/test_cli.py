@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
 
-from .helpers import provider_requests, web_config
+from ..helpers import provider_requests, web_config
 
 
 def test_research_json_is_the_pack(brain):

@@ -1,7 +1,5 @@
 """Config validation: defaults, bounds, unknown keys."""
 
-from pathlib import Path
-
 import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
@@ -9,7 +7,7 @@ from datasette.cli import cli
 from datasette_dbrain_websearch.config import OPTIONS, ConfigError, Settings, parse_web
 from datasette_dbrain_websearch.config_reference import reference_markdown
 
-from .helpers import make_datasette
+from ..helpers import REPO, make_datasette
 
 
 def test_defaults():
@@ -84,7 +82,7 @@ def test_invalid_answer_config_names_the_key(raw, fragment):
     assert fragment in str(info.value)
 
 
-CONFIG_DOCS = Path(__file__).resolve().parent.parent / "docs" / "configuration.md"
+CONFIG_DOCS = REPO / "docs" / "configuration.md"
 
 
 def test_the_configuration_reference_documents_every_option():

@@ -10,7 +10,7 @@ from datasette_dbrain_websearch.demo import DEMO_QUESTIONS, build_demo_brain
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.demo.links import demo_links, main, request_params
 
-from .helpers import BRAVE_KEY, EXA_KEY, actor_cookies, make_datasette, web_config
+from ..helpers import BRAVE_KEY, EXA_KEY, REPO, actor_cookies, make_datasette, web_config
 
 VERDICTS = {
     "enough": "enough_evidence",
@@ -111,7 +111,7 @@ async def test_the_deep_demo_question_needs_its_second_round(demo_web, depth):
 
 
 def test_the_readme_links_are_the_demo_questions_on_the_default_port():
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    readme = (REPO / "README.md").read_text()
     for _, page, as_json in demo_links():
         assert f"[page]({page}) · [JSON]({as_json})" in readme
 

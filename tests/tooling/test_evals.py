@@ -26,10 +26,10 @@ from datasette_dbrain_websearch.evals import (
 from datasette_dbrain_websearch.providers.base import SearchRequest
 from datasette_dbrain_websearch.providers.replay import ReplayError, ReplayProvider
 
-from .fake_models import fake_models
-from .helpers import actor_cookies, ask, csrf, web_ds
+from ..fake_models import fake_models
+from ..helpers import REPO, actor_cookies, ask, csrf, web_ds
 
-SHIPPED = Path(__file__).resolve().parent.parent / "evals" / "demo.json"
+SHIPPED = REPO / "evals" / "demo.json"
 LATTICE = "https://en.wikipedia.org/wiki/Lattice_QCD"
 ARXIV = "https://arxiv.org/abs/2611.01234"
 

@@ -7,7 +7,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parent.parent / "datasette_dbrain_websearch"
+from ..helpers import REPO
+
+PACKAGE = REPO / "datasette_dbrain_websearch"
 SURFACES = {"views", "cli", "tools", "startup"}
 CALLERS = SURFACES | {"evals"}  # the evals run research as a surface does; the CLI calls them
 

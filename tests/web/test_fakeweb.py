@@ -216,7 +216,7 @@ def test_brave_llm_context_enum_and_body_errors(client, web):
 
 
 def test_brave_web_search_answers_the_question(client, web):
-    """What the fake puts in Brave's shape (tests/test_provider_bodies.py checks the shape)."""
+    """What the fake puts in Brave's shape (tests/web/test_provider_bodies.py checks the shape)."""
     body = brave(client, web, q="sqlite fts5 bm25", count="3").json()
     assert body["query"]["original"] == "sqlite fts5 bm25"
     assert body["query"]["more_results_available"] is True

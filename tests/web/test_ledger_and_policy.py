@@ -14,7 +14,7 @@ from datasette_dbrain_websearch.config import ConfigError, Settings
 from datasette_dbrain_websearch.demo.corpus import PAGES, Page
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 
-from .helpers import BRAVE_KEY, EXA_KEY, actor_cookies, make_datasette, web_config
+from ..helpers import BRAVE_KEY, EXA_KEY, actor_cookies, make_datasette, web_config
 
 NO_LOCAL = "lattice chromodynamics gluon"  # the fixture brain holds nothing about it
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -24,7 +23,9 @@ from datasette_dbrain_websearch.providers.brave import (
 )
 from datasette_dbrain_websearch.providers.exa import identified_results
 
-BODIES = Path(__file__).parent / "data" / "provider_bodies"
+from ..helpers import DATA
+
+BODIES = DATA / "provider_bodies"
 
 
 def body(name: str) -> Any:

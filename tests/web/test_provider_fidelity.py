@@ -38,7 +38,7 @@ from datasette_dbrain_websearch.providers.base import DEFAULT_TIMEOUT, TIMEOUT
 from datasette_dbrain_websearch.providers.brave import FALLBACK, clear_plan_memo
 from datasette_dbrain_websearch.providers.exa import PARTIAL_CONTENTS
 
-from .helpers import BRAVE_KEY, EXA_KEY, actor_cookies, make_datasette, web_config
+from ..helpers import BRAVE_KEY, EXA_KEY, actor_cookies, make_datasette, web_config
 
 PROVIDERS: dict[str, type[Provider]] = {
     "brave": BraveProvider,

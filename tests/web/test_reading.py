@@ -8,7 +8,7 @@ import sqlite3
 
 from datasette_dbrain_websearch.providers import Provider, WebResult
 
-from .helpers import actor_cookies, registered, web_datasette, web_pack
+from ..helpers import actor_cookies, registered, web_datasette, web_pack
 
 QUESTION = "lattice qcd"
 

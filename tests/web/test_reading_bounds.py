@@ -33,7 +33,7 @@ from datasette_dbrain_websearch.fetch import (
 from datasette_dbrain_websearch.providers import Provider, WebResult
 from datasette_dbrain_websearch.reading import MAX_READ, PageReader
 
-from .helpers import registered, web_datasette, web_pack
+from ..helpers import registered, web_datasette, web_pack
 
 PAGE_HOST = "127.0.0.2"
 ALLOW = (f"{PAGE_HOST}/32",)

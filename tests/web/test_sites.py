@@ -10,7 +10,7 @@ from datasette.cli import cli
 
 from datasette_dbrain_websearch.providers import Provider, WebResult
 
-from .helpers import actor_cookies, registered, web_config, web_datasette, web_pack
+from ..helpers import actor_cookies, registered, web_config, web_datasette, web_pack
 
 QUESTION = "espresso extraction"
 SITE = "espressoscience.org"

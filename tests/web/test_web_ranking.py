@@ -25,7 +25,7 @@ from datasette_dbrain_websearch.web_ranking import (
     ranked_order,
 )
 
-from .helpers import BRAVE_KEY, EXA_KEY, actor_cookies, ask, registered, web_ds
+from ..helpers import BRAVE_KEY, EXA_KEY, actor_cookies, ask, registered, web_ds
 
 PROSE = "how does the gluon propagator behave under confinement in lattice simulations"
 

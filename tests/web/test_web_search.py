@@ -15,7 +15,7 @@ from datasette.utils import StartupError
 from datasette_dbrain_websearch.providers import Provider, WebResult
 from datasette_dbrain_websearch.web import WebStage
 
-from .helpers import (
+from ..helpers import (
     BRAVE_KEY,
     DATASETTE_1,
     EXA_KEY,
@@ -641,7 +641,7 @@ async def test_only_providers_that_answered_get_credit(brain, fake):
 async def test_a_brain_named_research_runs_never_receives_plugin_tables(tmp_path, fake):
     import sqlite3
 
-    from .helpers import build_fixture_brain
+    from ..helpers import build_fixture_brain
 
     path = tmp_path / "research_runs.db"
     build_fixture_brain(path)

@@ -38,7 +38,7 @@ from datasette_dbrain_websearch.web import (
     web_query,
 )
 
-from .helpers import typed_local_row, typed_web_row
+from ..helpers import typed_local_row, typed_web_row
 
 ENABLED = Settings.from_config({"external_search": {"enabled": True}}).web
 

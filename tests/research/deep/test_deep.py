@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sqlite3
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,109 +33,21 @@ from datasette_dbrain_websearch.deep import (
     stop_reason,
     uncovered,
 )
-from datasette_dbrain_websearch.demo.corpus import Page
-from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
-from datasette_dbrain_websearch.providers.brave import clear_plan_memo
 from datasette_dbrain_websearch.tools.agent import agent_research
 from datasette_dbrain_websearch.web import BUDGET_EXHAUSTED, CROSS_SITE_WARNING
 
-from .helpers import (
-    BRAVE_KEY,
-    EXA_KEY,
-    SOURCE_URLS,
-    actor_cookies,
-    add_source,
-    empty_brain,
-    make_datasette,
+from ...helpers import SOURCE_URLS, actor_cookies, make_datasette
+from ...helpers import web_config as base_web_config
+from .film import (
+    CROSS_SITE,
+    ODUYA_URL,
+    QUESTION,
+    film_ds,
+    reads,
+    searches,
+    web_config,
+    web_row,
 )
-from .helpers import web_config as base_web_config
-
-QUESTION = "Where was the director of Lighthouse Keepers born?"
-FILM_URL = "https://films.example.org/lighthouse-keepers"
-ODUYA_URL = "https://people.example.net/marguerite-oduya"
-# The second part of the question is only on the web, and only a search for the name the
-# brain's row gives finds it: pages that share more of the question's words rank above it.
-PAGES = (
-    Page(
-        ODUYA_URL,
-        "Marguerite Oduya",
-        "Marguerite Oduya is a Kenyan film director, born in Mombasa on the Kenyan coast. She "
-        "studied cinema in Nairobi before she moved to Paris.",
-        "article",
-    ),
-    Page(
-        "https://coast.example.com/island-keepers",
-        "Lighthouse keepers born on the islands",
-        "Many lighthouse keepers were born on the islands they served, and their children "
-        "often became keepers too.",
-        "article",
-    ),
-    Page(
-        "https://history.example.com/keepers-of-the-light",
-        "Keepers of the light",
-        "Lighthouse keepers born in the nineteenth century kept a log of every storm.",
-        "article",
-    ),
-    Page(
-        "https://maine.example.org/keepers",
-        "Maine's lighthouse keepers",
-        "Maine's lighthouse keepers, most of them born nearby, tended the lamps for two centuries.",
-        "article",
-    ),
-)
-CROSS_SITE = {"sec-fetch-site": "cross-site"}
-
-
-@pytest.fixture(scope="module")
-def bridge_web():
-    with FakeWeb(brave_keys=(BRAVE_KEY,), exa_keys=(EXA_KEY,), pages=PAGES) as server:
-        yield server
-
-
-@pytest.fixture
-def web(bridge_web, monkeypatch):
-    monkeypatch.setenv("TEST_BRAVE_KEY", BRAVE_KEY)
-    monkeypatch.setenv("TEST_EXA_KEY", EXA_KEY)
-    bridge_web.reset()
-    clear_plan_memo()
-    yield bridge_web
-    bridge_web.reset()
-
-
-@pytest.fixture
-def film_brain(tmp_path: Path) -> Path:
-    return make_film_brain(tmp_path / "brain.db")
-
-
-def make_film_brain(path: Path) -> Path:
-    """A brain that holds the film, whose row names its director, and nothing about her."""
-    empty_brain(path)
-    conn = sqlite3.connect(path)
-    with conn:
-        add_source(
-            conn,
-            FILM_URL,
-            title="Lighthouse Keepers (film)",
-            extracted_text="Lighthouse Keepers is a 2019 drama film written and directed by "
-            "Marguerite Oduya. The film follows two brothers who tend a lighthouse on a "
-            "storm-battered island.",
-            extract_status="ok",
-        )
-    conn.close()
-    return path
-
-
-def web_config(fake: FakeWeb, deep_budgets: dict[str, int] | None = None, **external: Any):
-    config = base_web_config(fake, read_via=f"{fake.url}/reader/", count=2, **external)
-    if deep_budgets:
-        config["deep"] = deep_budgets
-    return config
-
-
-async def film_ds(brain: Path, fake: FakeWeb, **config: Any):
-    ds = make_datasette([str(brain)], plugin_config=web_config(fake, **config))
-    await ds.invoke_startup()
-    return ds
 
 
 async def research(ds, headers: dict[str, str] | None = None, **params: str) -> dict[str, Any]:
@@ -149,18 +59,6 @@ async def research(ds, headers: dict[str, str] | None = None, **params: str) -> 
     )
     assert response.status_code == 200, response.text
     return response.json()
-
-
-def searches(fake: FakeWeb) -> list[Any]:
-    return [r for r in fake.requests if r.provider != "reader"]
-
-
-def reads(fake: FakeWeb) -> list[Any]:
-    return [r for r in fake.requests if r.provider == "reader"]
-
-
-def web_row(pack: dict[str, Any], url: str) -> dict[str, Any] | None:
-    return next((r for r in pack["external_evidence"] if r["url"] == url), None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -30,23 +29,12 @@ from datasette_dbrain_websearch.deep_pro import (
     parse_step,
     refusal,
 )
-from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.merge import DomainPolicy
-from datasette_dbrain_websearch.providers.brave import clear_plan_memo
 from datasette_dbrain_websearch.tools.agent import agent_research
 
-from .fake_models import INVENTED, FakeAsync, fake_models, step
-from .helpers import BRAVE_KEY, EXA_KEY, actor_cookies, make_datasette
-from .test_deep import (
-    CROSS_SITE,
-    ODUYA_URL,
-    PAGES,
-    QUESTION,
-    make_film_brain,
-    reads,
-    web_config,
-    web_row,
-)
+from ...fake_models import INVENTED, FakeAsync, fake_models, step
+from ...helpers import actor_cookies, make_datasette
+from .film import CROSS_SITE, ODUYA_URL, QUESTION, reads, web_config, web_row
 
 ODUYA = "Marguerite Oduya"
 NOT_READ = re.compile(r"^- (\S+) \(not read\)", re.M)
@@ -56,27 +44,6 @@ NOT_READ = re.compile(r"^- (\S+) \(not read\)", re.M)
 def models():
     with fake_models():
         yield
-
-
-@pytest.fixture(scope="module")
-def pro_web():
-    with FakeWeb(brave_keys=(BRAVE_KEY,), exa_keys=(EXA_KEY,), pages=PAGES) as server:
-        yield server
-
-
-@pytest.fixture
-def web(pro_web, monkeypatch):
-    monkeypatch.setenv("TEST_BRAVE_KEY", BRAVE_KEY)
-    monkeypatch.setenv("TEST_EXA_KEY", EXA_KEY)
-    pro_web.reset()
-    clear_plan_memo()
-    yield pro_web
-    pro_web.reset()
-
-
-@pytest.fixture
-def film_brain(tmp_path: Path) -> Path:
-    return make_film_brain(tmp_path / "brain.db")
 
 
 def pro_config(

@@ -1,0 +1,1 @@
+"""The research tools as agents reach them: datasette-agent and MCP."""

@@ -1,0 +1,1 @@
+"""Relevance feedback: marks, re-ranking and refinement."""

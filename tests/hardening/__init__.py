@@ -1,0 +1,1 @@
+"""Hostile requests and environments, limits, privacy, secrets and cross-site spending."""

@@ -1,0 +1,1 @@
+"""The HTML pages, through HTTP and in a real browser (headless Chromium)."""

@@ -1,0 +1,1 @@
+"""Promotion: web results written into the brain, with tags, notes and tokens."""

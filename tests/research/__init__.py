@@ -1,0 +1,1 @@
+"""Research: planning, the lanes, ranking, the judge, the pack and saved runs."""

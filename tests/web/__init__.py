@@ -1,0 +1,1 @@
+"""The web stage: the providers, the fake provider server, fetching and reading pages, ranking."""
