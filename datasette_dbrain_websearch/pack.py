@@ -2,7 +2,8 @@
 
 Research builds these values stage by stage (``pipeline``); ``Pack.to_json()`` is the one
 place their JSON is written, in dbrain's field names (``internal/brainresearch/types.go``;
-additions never rename dbrain's fields) and key order (``tests/test_pack_json.py`` pins it).
+additions never rename dbrain's fields) and key order (pinned by
+``tests/research/test_pack_json.py``).
 Surfaces and saved runs read that JSON, typed as ``pack_json.PackJSON``; ``row_keys`` and
 ``is_exact`` read a row of it.
 """

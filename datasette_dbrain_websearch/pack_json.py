@@ -3,7 +3,7 @@
 ``pack.Pack`` builds a run and writes this JSON once (``Pack.to_json``); everything that reads a
 run afterwards (the page, saved runs and traces, exports, comparisons, the agent tools, evals,
 the CLI) reads this shape, whether the run is fresh or loaded from the runs database. Deeper
-parts that only one reader looks into stay ``dict[str, Any]``. ``tests/test_pack_json.py``
+parts that only one reader looks into stay ``dict[str, Any]``. ``tests/research/test_pack_json.py``
 checks the pinned packs against these types, so they cannot drift from the JSON.
 
 (No postponed annotations here: ``TypedDict`` reads ``NotRequired`` when the class is made.)

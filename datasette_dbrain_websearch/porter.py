@@ -4,8 +4,8 @@ A port of the reference C implementation (tartarus.org ``porter.c``), which SQLi
 ``fts5_porter.c`` follows, with its two departures from the 1980 paper: step 2 maps "bli" to
 "ble" (not only "abli" to "able") and "logi" to "log". Snowball's ``porter`` stemmer keeps the
 paper's rules and also undoubles fewer final consonants, so it parts from FTS5 on about one word
-in 500 ("analogy", "audibly", "trekking"); ``tests/test_stemming.py`` holds this port against
-FTS5's own tokens for an English dictionary.
+in 500 ("analogy", "audibly", "trekking"); ``tests/research/test_stemming.py`` holds this
+port against FTS5's own tokens for an English dictionary.
 
 Works on lowercase ASCII; ``stemming.stem`` hands other tokens to SQLite itself.
 """

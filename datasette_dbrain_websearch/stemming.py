@@ -8,8 +8,9 @@ feedback) reads words through this module, so what the page marks is what FTS5 f
 
 The stemmer is ``porter.porter_stem``, a port of the reference implementation FTS5 follows
 (Snowball's ``porter`` parts from it on about one English word in 500). FTS5 stems UTF-8 bytes, so
-a token with a letter outside ASCII is stemmed by SQLite itself. ``tests/test_stemming.py`` holds
-both against FTS5's own tokens (``fts5vocab``) for a word list.
+a token with a letter outside ASCII is stemmed by SQLite itself.
+``tests/research/test_stemming.py`` holds both against FTS5's own tokens (``fts5vocab``) for a
+word list.
 """
 
 from __future__ import annotations

@@ -57,7 +57,10 @@ def test_a_shared_run_keeps_each_rows_full_run_label():
             {"list": "external_evidence", "index": 0, "source_key": "ext:1"},
             {"list": "external_evidence", "index": 1, "source_key": "ext:2"},
         ],
-        "answer": {"sentences": [{"text": "t", "citations": ["b", "ext:2"]}]},
+        "answer": {
+            "sentences": [{"text": "t", "citations": ["b", "ext:2"]}],
+            "conflicts": {"status": "not_assessed", "items": []},
+        },
     }
     shared = exports.shared(pack)
     assert [r["source_key"] for r in shared["evidence"]] == ["b"]

@@ -193,10 +193,19 @@ def test_only_web_addresses_become_links_in_markdown():
     pack = {
         "question": "q",
         "database": "brain",
-        "judge": {"verdict": "no_evidence", "message": f"Nothing mentions {PAYLOADS[0]}."},
+        "judge": {
+            "verdict": "no_evidence",
+            "message": f"Nothing mentions {PAYLOADS[0]}.",
+            "combined": {},
+        },
         "evidence": rows,
         "external_evidence": [],
-        "answer": {"status": "error", "message": f"No answer: {PAYLOADS[3]}"},
+        "answer": {
+            "status": "error",
+            "message": f"No answer: {PAYLOADS[3]}",
+            "sentences": [],
+            "conflicts": {"status": "not_assessed", "items": []},
+        },
     }
     text = exports.markdown(pack, "2026-12-02T10:00:00", {}, str)
     bare = unescaped(text)

@@ -102,7 +102,12 @@ def test_spreadsheet_formulas_in_web_text_stay_text():
                 "excerpt": "@SUM(1+1)",
             }
         ],
-        "answer": None,
+        "answer": {
+            "status": "not_requested",
+            "message": "",
+            "sentences": [],
+            "conflicts": {"status": "not_assessed", "items": []},
+        },
     }
     (row,) = csv.DictReader(io.StringIO(exports.csv_text(pack, {"brave": "Brave"}, str)))
     assert row["title"] == '\'=HYPERLINK("https://evil.example","click")'
@@ -114,7 +119,11 @@ def test_markdown_in_a_title_is_shown_not_applied():
         "question": "what is [x](javascript:alert(1))",
         "database": "brain",
         "run_id": "r",
-        "judge": {"verdict": "no_evidence", "message": "Nothing in the top rows mentions x."},
+        "judge": {
+            "verdict": "no_evidence",
+            "message": "Nothing in the top rows mentions x.",
+            "combined": {},
+        },
         "evidence": [],
         "external_evidence": [
             {
@@ -127,6 +136,12 @@ def test_markdown_in_a_title_is_shown_not_applied():
                 "excerpt": "",
             }
         ],
+        "answer": {
+            "status": "not_requested",
+            "message": "",
+            "sentences": [],
+            "conflicts": {"status": "not_assessed", "items": []},
+        },
     }
     text = exports.markdown(pack, "2026-12-02T10:00:00", {}, str)
     assert not re.search(r"(?<!\\)\]\(", text)  # no link syntax left unescaped
