@@ -42,7 +42,8 @@ from pathlib import Path
 import corpora
 
 from datasette_dbrain_websearch.brain import Filters
-from datasette_dbrain_websearch.config import DEFAULT_EMBEDDING_MODEL, SemanticSettings
+from datasette_dbrain_websearch.config import SemanticSettings
+from datasette_dbrain_websearch.config_keys import DEFAULT_EMBEDDING_MODEL
 from datasette_dbrain_websearch.query_plan import plan_query
 from datasette_dbrain_websearch.retrieval import retrieve
 from datasette_dbrain_websearch.semantic import SemanticLane, SemanticUnavailable, semantic_question

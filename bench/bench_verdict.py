@@ -38,7 +38,8 @@ from typing import Any
 
 import corpora
 
-from datasette_dbrain_websearch.config import DEFAULT_EMBEDDING_MODEL, Settings
+from datasette_dbrain_websearch.config import Settings
+from datasette_dbrain_websearch.config_keys import DEFAULT_EMBEDDING_MODEL
 from datasette_dbrain_websearch.judge import (
     ENOUGH_EVIDENCE,
     NO_EVIDENCE,

@@ -20,7 +20,8 @@ import click
 from datasette.utils import StartupError
 
 from . import citations, exports
-from .config import PLUGIN_NAME, ConfigError, Settings
+from .config import Settings
+from .config_keys import PLUGIN_NAME, ConfigError
 from .display import terminal_safe
 from .errors import ResearchError
 from .evals import (

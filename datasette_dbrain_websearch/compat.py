@@ -10,7 +10,8 @@ import inspect
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from .config import PLUGIN_NAME, Settings
+from .config import Settings
+from .config_keys import PLUGIN_NAME
 
 if TYPE_CHECKING:  # traces imports the runs database, which imports this module
     from .traces import TraceJSON

@@ -1,15 +1,15 @@
 """The configuration reference as Markdown: every key with its type, default and limits.
 
-Read from ``config.OPTIONS`` (which the parser reads too), so it cannot drift. Its own module, out
-of ``config`` (which reads and checks the config): ``datasette dbrain-websearch config-reference``
-prints it and ``make docs`` writes it into docs/configuration.md (cog).
+Read from ``config_keys.CONFIG_KEYS`` (which the parser reads too), so it cannot drift. It stays in
+the package, not in scripts/, because the command line prints it at run time (``datasette
+dbrain-websearch config-reference``); ``make docs`` writes it into docs/configuration.md (cog).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from .config import OPTIONS, Option
+from .config_keys import CONFIG_KEYS, ConfigKey
 
 _KINDS = {
     "integer": "integer",
@@ -39,11 +39,11 @@ def _shown(value: Any) -> str:
     )
 
 
-def _allowed(option: Option) -> str:
-    if option.choices:
-        return ", ".join(f"`{c}`" for c in option.choices)
-    if option.low is not None and option.high is not None:
-        return f"{_shown(option.low)} to {_shown(option.high)}"
+def _allowed(key: ConfigKey) -> str:
+    if key.choices:
+        return ", ".join(f"`{c}`" for c in key.choices)
+    if key.low is not None and key.high is not None:
+        return f"{_shown(key.low)} to {_shown(key.high)}"
     return ""
 
 
@@ -53,10 +53,10 @@ def reference_markdown() -> str:
         "| key | type | default | allowed | what it does |",
         "|---|---|---|---|---|",
     ]
-    for option in OPTIONS:
-        doc = option.doc + (" (checked by the provider)" if option.checked_by == "provider" else "")
+    for key in CONFIG_KEYS:
+        doc = key.doc + (" (checked by the provider)" if key.checked_by == "provider" else "")
         lines.append(
-            f"| `{option.path}` | {_KINDS[option.kind]} | {_shown(option.default)} | "
-            f"{_allowed(option)} | {doc} |"
+            f"| `{key.path}` | {_KINDS[key.kind]} | {_shown(key.default)} | "
+            f"{_allowed(key)} | {doc} |"
         )
     return "\n".join(lines)

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from datetime import date
 
 from .brain import Filters
-from .config import FRESHNESS_RE, MODES, RANKINGS, Settings, web_mode
+from .config import FRESHNESS_RE, Settings
+from .config_keys import MODES, RANKINGS, web_mode
 from .errors import ResearchError
 from .pack_json import PackJSON
 from .profiles import PROFILE_NAMES

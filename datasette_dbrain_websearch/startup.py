@@ -17,7 +17,8 @@ from typing import Any
 from datasette.utils import StartupError
 
 from . import compat, runs_db
-from .config import ConfigError, Settings, literal_secrets
+from .config import Settings, literal_secrets
+from .config_keys import ConfigError
 from .providers import registered_providers
 from .semantic import SemanticUnavailable, embedding_model
 

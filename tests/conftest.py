@@ -15,7 +15,7 @@ import pytest_asyncio
 from datasette.app import Datasette
 from datasette.plugins import pm
 
-from datasette_dbrain_websearch.config import DBRAIN_VARIABLES
+from datasette_dbrain_websearch.dbrain_env import DBRAIN_VARIABLES
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.providers.brave import clear_plan_memo
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from ..config import MODES
+from ..config_keys import MODES
 from ..judge import VERDICTS
 from ..providers.replay import ReplayError, ReplayProvider
 from ..urls import UnsupportedURL, normalize_url

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import PLUGIN_NAME, ConfigError, Settings
+from ..config import Settings
+from ..config_keys import PLUGIN_NAME, ConfigError
 from ..errors import ResearchError
 from ..options import ResearchRequest, request_from_params
 from ..pipeline import WebAccess

@@ -11,7 +11,8 @@ from typing import Any
 from .. import citations, display, exports, traces
 from ..admission import requester_key
 from ..brain import Hit, excerpt_fields, row_facts
-from ..config import ConfigError, Settings
+from ..config import Settings
+from ..config_keys import ConfigError
 from ..errors import ResearchError
 from ..options import ResearchRequest, WebFields, checked_request
 from ..pack_json import LOCAL_ORIGIN, AnswerJSON, PackJSON, ranked_row

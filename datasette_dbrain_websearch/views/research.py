@@ -10,7 +10,8 @@ from typing import Any
 from datasette import Response
 
 from .. import display, traces
-from ..config import MODES, Settings
+from ..config import Settings
+from ..config_keys import MODES
 from ..errors import ResearchError
 from ..feedback import (
     FEEDBACK_VALUES,

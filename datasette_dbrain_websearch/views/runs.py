@@ -9,7 +9,8 @@ from typing import Any
 from datasette import Response
 
 from .. import display, exports, traces
-from ..config import MODES, Settings
+from ..config import Settings
+from ..config_keys import MODES
 from ..errors import ResearchError
 from ..judge import VERDICTS
 from ..options import is_date, param

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from datasette_dbrain_websearch.config import DEFAULT_EMBEDDING_MODEL
+from datasette_dbrain_websearch.config_keys import DEFAULT_EMBEDDING_MODEL
 from datasette_dbrain_websearch.demo import build_demo_brain
 from datasette_dbrain_websearch.semantic import index_brain
 

@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from datasette_dbrain_websearch.config import ConfigError, Settings
+from datasette_dbrain_websearch.config import Settings
+from datasette_dbrain_websearch.config_keys import ConfigError
 from datasette_dbrain_websearch.profiles import apply_profile, boosts, profile_for
 
 from ..helpers import ask, typed_local_row, typed_web_row, web_ds

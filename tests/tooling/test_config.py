@@ -4,7 +4,8 @@ import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
 
-from datasette_dbrain_websearch.config import OPTIONS, ConfigError, Settings, parse_web
+from datasette_dbrain_websearch.config import Settings, parse_web
+from datasette_dbrain_websearch.config_keys import CONFIG_KEYS, ConfigError
 from datasette_dbrain_websearch.config_reference import reference_markdown
 
 from ..helpers import REPO, make_datasette
@@ -87,7 +88,7 @@ CONFIG_DOCS = REPO / "docs" / "configuration.md"
 
 def test_the_configuration_reference_documents_every_option():
     text = CONFIG_DOCS.read_text()
-    for option in OPTIONS:
+    for option in CONFIG_KEYS:
         assert f"| `{option.path}` |" in text
 
 
@@ -105,7 +106,7 @@ def _nested(path: str, value: object) -> dict:
 
 
 CHECKED_BOUNDS = [
-    o for o in OPTIONS if o.checked_by == "config" and o.kind in ("integer", "number")
+    o for o in CONFIG_KEYS if o.checked_by == "config" and o.kind in ("integer", "number")
 ]
 # Bounds that depend on another key: that key is set so only the option under test can fail.
 PARTNERS = {

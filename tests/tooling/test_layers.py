@@ -21,6 +21,7 @@ COMMON = {
     "pack_json",
     "errors",
     "config",
+    "config_keys",
     "permissions",
     "providers",
     "display",

@@ -10,7 +10,8 @@ import time
 import pytest
 from datasette.app import Datasette
 
-from datasette_dbrain_websearch.config import ConfigError, Settings
+from datasette_dbrain_websearch.config import Settings
+from datasette_dbrain_websearch.config_keys import ConfigError
 from datasette_dbrain_websearch.demo.corpus import PAGES, Page
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 

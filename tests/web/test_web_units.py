@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from datasette_dbrain_websearch.config import ConfigError, Settings, literal_secrets
+from datasette_dbrain_websearch.config import Settings, literal_secrets
+from datasette_dbrain_websearch.config_keys import ConfigError
 from datasette_dbrain_websearch.evidence import web_key
 from datasette_dbrain_websearch.merge import DomainPolicy, merge_web
 from datasette_dbrain_websearch.pack import reading_order
