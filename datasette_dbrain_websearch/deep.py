@@ -47,8 +47,9 @@ from .deep_pro import (
 from .display import plural
 from .errors import ResearchError
 from .options import PRO, QUICK, ResearchRequest
-from .pack import LocalRow, Pack, Row, WebRow
+from .pack import Pack
 from .pack_json import ConfidenceJSON, ResearchJSON, ResearchRoundJSON, Signal
+from .pack_rows import LocalRow, Row, WebRow
 from .pipeline import Gathered, Progress, RunContext, WebAccess, answer_gathered, gather
 from .query_plan import matched_terms
 from .web import BUDGET_EXHAUSTED, provider_order

@@ -15,8 +15,8 @@ from .brain import FTS_TABLE, TABLE, Facts, Hit, excerpt_fields
 from .display import plural
 from .excerpts import best_excerpt
 from .merge import RRF_K, MergedResult, provider_excerpt, rrf_contribution, web_score
-from .pack import Lane, LinkedPage, LocalRow, Retrieval, WebRow
 from .pack_json import Signal
+from .pack_rows import Lane, LinkedPage, LocalRow, Retrieval, WebRow
 from .providers import DIRECT
 from .query_plan import QueryPlan
 from .web import WebHit

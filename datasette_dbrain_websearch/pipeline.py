@@ -32,8 +32,9 @@ from .evidence import RowUrl, credit_local, extraction_warning, local_row, web_r
 from .judge import CALIBRATED, DBRAIN, WEAK_EVIDENCE, Evidence, Rule, run_verdict, term_weights
 from .merge import MergedResult, MergeOutcome, merge_web, web_score
 from .options import ResearchRequest
-from .pack import LocalRow, Pack, Row, WebRow, WebSearch, new_run_id
+from .pack import Pack, WebSearch, new_run_id
 from .pack_json import DidYouMeanJSON, Signal
+from .pack_rows import LocalRow, Row, WebRow
 from .profiles import apply_profile, profile_for
 from .providers import DIRECT, provider_labels
 from .providers.base import Provider, WebResult

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from .pack import LocalRow, WebRow
 from .pack_json import Signal
+from .pack_rows import LocalRow, WebRow
 from .urls import try_normalize_url
 
 STRONG = 0.004

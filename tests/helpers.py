@@ -33,7 +33,7 @@ from datasette_dbrain_websearch.brain import Facts
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.excerpts import Excerpt
 from datasette_dbrain_websearch.fts_rows import sync_item_fts, sync_source_fts
-from datasette_dbrain_websearch.pack import LocalRow, Retrieval, WebRow
+from datasette_dbrain_websearch.pack_rows import LocalRow, Retrieval, WebRow
 from datasette_dbrain_websearch.schema import create_brain_schema
 from datasette_dbrain_websearch.urls import normalize_url
 

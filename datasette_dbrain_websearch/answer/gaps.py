@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..judge import ENOUGH_EVIDENCE, RunVerdict
-from ..pack import LocalRow, Row, WebRow, WebSearch
+from ..pack import WebSearch
+from ..pack_rows import LocalRow, Row, WebRow
 
 SKIPPED = {
     "disabled": "web search is turned off in this Datasette's config",

@@ -14,7 +14,8 @@ from typing import Any
 from ..brain_access import TimeBudget
 from ..config import AnswerSettings
 from ..display import plural
-from ..pack import Answer, LocalRow, Pack, Row, WebRow
+from ..pack import Answer, Pack
+from ..pack_rows import LocalRow, Row, WebRow
 from ..query_plan import matched_terms
 from ..web import CROSS_SITE_WARNING
 from .claims import ask_claims

@@ -10,7 +10,7 @@ from datasette_dbrain_websearch.config import Settings, literal_secrets
 from datasette_dbrain_websearch.config_keys import ConfigError
 from datasette_dbrain_websearch.evidence import web_key
 from datasette_dbrain_websearch.merge import DomainPolicy, merge_web
-from datasette_dbrain_websearch.pack import reading_order
+from datasette_dbrain_websearch.pack_rows import reading_order
 from datasette_dbrain_websearch.providers.base import (
     SearchRequest,
     WebResult,
