@@ -1,5 +1,6 @@
 """Research as tools for agents: MCP clients (datasette-mcp, ``mcp.py``) and Datasette's own
-agent (datasette-agent, ``agent.py``), over what both share (``shared.py``).
+agent (datasette-agent, ``agent.py``), over what both share: the calls (``calls.py``), their
+schemas and descriptions (``schemas.py``) and what they return (``shapes.py``).
 
 Every tool takes the path the research page takes (``service.research``: the same checks,
 evidence, verdict, answer verifier and saved run, recorded with surface ``mcp`` or ``agent``)

@@ -8,21 +8,23 @@ from typing import Any
 from ..errors import ResearchError
 from ..permissions import PROMOTE, RESEARCH
 from ..promotions import write_promotion
-from .shared import (
+from .calls import (
     AGENT_SURFACE,
+    ResearchQuery,
+    checked_promotion,
+    get_source,
+    tool_research,
+)
+from .schemas import (
     PROMOTE_DESCRIPTION,
     PROMOTE_SCHEMA,
     RESEARCH_SCHEMA,
     SOURCE_DESCRIPTION,
     SOURCE_SCHEMA,
-    ResearchQuery,
-    checked_promotion,
-    get_source,
-    promotion_reply,
     provider_labels,
     research_description,
-    tool_research,
 )
+from .shapes import promotion_reply
 
 
 def agent_tools(datasette: Any) -> list[Any]:

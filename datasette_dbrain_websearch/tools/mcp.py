@@ -10,23 +10,23 @@ from typing import Annotated, Any, Literal
 from ..errors import ResearchError
 from ..promotions import write_promotion
 from ..requesters import cross_site_with_cookie, requester_of
-from .shared import (
-    KEY_DESCRIPTION,
-    MCP_PROMOTE_DESCRIPTION,
+from .calls import (
     MCP_SURFACE,
-    PARAMETERS,
-    PROMOTE_SCHEMA,
-    SOURCE_DESCRIPTION,
-    Link,
     ResearchQuery,
     checked_promotion,
     get_source,
-    may_reach_web,
-    promotion_reply,
-    research_description,
-    same_path,
     tool_research,
 )
+from .schemas import (
+    KEY_DESCRIPTION,
+    MCP_PROMOTE_DESCRIPTION,
+    PARAMETERS,
+    PROMOTE_SCHEMA,
+    SOURCE_DESCRIPTION,
+    may_reach_web,
+    research_description,
+)
+from .shapes import Link, promotion_reply, same_path
 
 
 def register_mcp(datasette: Any, mcp: Any) -> None:

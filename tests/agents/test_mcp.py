@@ -21,7 +21,8 @@ import pytest
 from datasette.app import Datasette
 
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
-from datasette_dbrain_websearch.tools.shared import PARAMETERS, trimmed_texts
+from datasette_dbrain_websearch.tools.schemas import PARAMETERS
+from datasette_dbrain_websearch.tools.shapes import trimmed_texts
 from datasette_dbrain_websearch.urls import normalize_url
 
 from ..browser import SECRET, serve
@@ -380,7 +381,7 @@ def test_the_plugin_imports_without_mcp_or_the_agent():
         "import sys\n"
         "for name in ('mcp', 'datasette_mcp', 'datasette_agent'):\n"
         "    sys.modules[name] = None\n"
-        "import datasette_dbrain_websearch, datasette_dbrain_websearch.tools.shared as t\n"
+        "import datasette_dbrain_websearch, datasette_dbrain_websearch.tools.schemas as t\n"
         "import datasette_dbrain_websearch.tools.mcp, datasette_dbrain_websearch.tools.agent\n"
         "print(t.RESEARCH_SCHEMA['required'])\n"
     )
@@ -412,7 +413,7 @@ def test_both_tools_build_the_query_from_their_arguments():
     """MCP's and the agent's research tools hand their arguments (``locals()``) to one
     constructor: lists left out are empty, names that are not the query's are ignored."""
     from datasette_dbrain_websearch.config import Settings
-    from datasette_dbrain_websearch.tools.shared import ResearchQuery
+    from datasette_dbrain_websearch.tools.calls import ResearchQuery
 
     query = ResearchQuery.from_call(
         {"ctx": object(), "question": "tokio", "tags": None, "sites": ["a.example"], "limit": 3}
@@ -434,7 +435,7 @@ def test_a_tool_call_is_the_request_the_page_would_make():
     from datasette_dbrain_websearch.config import Settings
     from datasette_dbrain_websearch.errors import ResearchError
     from datasette_dbrain_websearch.options import request_from_params
-    from datasette_dbrain_websearch.tools.shared import ResearchQuery
+    from datasette_dbrain_websearch.tools.calls import ResearchQuery
 
     settings = Settings.from_config({"external_search": {"providers": ["exa"]}})
     query = ResearchQuery(

@@ -22,7 +22,7 @@ from datasette.cli import cli
 from datasette_dbrain_websearch import display
 from datasette_dbrain_websearch.merge import rrf_contribution
 from datasette_dbrain_websearch.providers import Provider, WebResult
-from datasette_dbrain_websearch.tools import shared as tools
+from datasette_dbrain_websearch.tools import calls as tools
 from datasette_dbrain_websearch.urls import normalize_url
 
 from ..helpers import (
