@@ -45,8 +45,8 @@ $(VENV_ALPHA)/.installed: pyproject.toml
 
 # Rebuilt when the demo's builder or text changes, so an updated checkout shows the new demo.
 demo/brain.db: $(VENV)/.installed datasette_dbrain_websearch/demo/builder.py \
-    datasette_dbrain_websearch/demo/rows.py datasette_dbrain_websearch/demo/topics.py \
-    datasette_dbrain_websearch/demo/corpus.py
+    datasette_dbrain_websearch/demo/curated.py datasette_dbrain_websearch/demo/rows.py \
+    datasette_dbrain_websearch/demo/topics.py datasette_dbrain_websearch/demo/corpus.py
 	mkdir -p demo
 	$(VENV)/bin/datasette dbrain-demo demo/brain.db --force
 	$(VENV)/bin/datasette dbrain-websearch index demo/brain.db

@@ -7,6 +7,7 @@ tests never call a real provider. The dbrain schema and FTS row writers both use
 ``schema.py`` and ``fts_rows.py``, with promotion, which writes real rows.
 """
 
-from .builder import DEMO_QUESTIONS, build_demo_brain
+from .builder import build_demo_brain
+from .questions import DEMO_QUESTIONS
 
 __all__ = ["DEMO_QUESTIONS", "build_demo_brain"]

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 from urllib.parse import urlencode
 
-from .builder import DEMO_QUESTIONS
+from .questions import DEMO_QUESTIONS
 
 # The parameters of a demo question that go into its request (the rest describe it).
 REQUEST_KEYS = (
