@@ -11,7 +11,7 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
-from .brain import FTS_TABLE, TABLE, Facts, Hit, excerpt_fields
+from .brain import FTS_TABLE, TABLE, Facts, Hit
 from .display import plural
 from .excerpts import best_excerpt
 from .merge import RRF_K, MergedResult, provider_excerpt, rrf_contribution, web_score
@@ -19,6 +19,7 @@ from .pack_json import Signal
 from .pack_rows import Lane, LinkedPage, LocalRow, Retrieval, WebRow
 from .providers import DIRECT
 from .query_plan import QueryPlan
+from .row_texts import excerpt_fields
 from .web import WebHit
 from .web_ranking import RowRank
 

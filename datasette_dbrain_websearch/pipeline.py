@@ -16,7 +16,7 @@ from typing import Any
 
 from .admission import Gate, ungated
 from .answer import AnswerAccess, Passage, answer_stage
-from .brain import FTS_TABLE, Hit, passage_text, sources_by_url
+from .brain import FTS_TABLE, Hit, sources_by_url
 from .brain_access import (
     LIGHT_PROGRESS_OPS,
     PROGRESS_OPS,
@@ -49,6 +49,7 @@ from .retrieval import (
     retrieve,
     survey,
 )
+from .row_texts import passage_text
 from .semantic import (
     SemanticLane,
     SemanticUnavailable,

@@ -36,13 +36,12 @@ from .brain import (
     brain_shape,
     filter_sql,
     hydrate,
-    relaxed_texts,
-    searchable_texts,
 )
 from .brain_access import Checkpoint, paced, unbounded
 from .errors import ResearchError, is_busy
 from .merge import rrf_contribution
 from .query_plan import QueryPlan, matches_relaxed_terms, min_relaxed_coverage, relaxed_terms
+from .row_texts import relaxed_texts, searchable_texts
 from .urls import source_key, try_normalize_url
 
 

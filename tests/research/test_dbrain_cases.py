@@ -10,8 +10,8 @@ import sqlite3
 
 import pytest
 
-from datasette_dbrain_websearch.brain import dbrain_snippet, relaxed_texts
 from datasette_dbrain_websearch.fts_rows import FTSWriteError, sync_item_fts, sync_source_fts
+from datasette_dbrain_websearch.row_texts import dbrain_snippet, relaxed_texts
 
 from ..helpers import (
     add_item,

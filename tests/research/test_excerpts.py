@@ -8,9 +8,9 @@ import random
 import sqlite3
 from collections import Counter
 
-from datasette_dbrain_websearch.brain import excerpt_fields
 from datasette_dbrain_websearch.excerpts import _window, best_excerpt, find_matches, mark
 from datasette_dbrain_websearch.fts_rows import sync_item_fts
+from datasette_dbrain_websearch.row_texts import excerpt_fields
 
 from ..helpers import NOW, add_item, make_datasette
 

@@ -45,7 +45,8 @@ ALLOWED = {
         "usage_report",
         "web",
     },
-    "tools": COMMON | {"admission", "brain", "promote", "promotions", "requesters", "traces"},
+    "tools": COMMON
+    | {"admission", "brain", "promote", "promotions", "requesters", "row_texts", "traces"},
     "cli": COMMON
     | {"config_reference", "demo", "evals", "pipeline", "runs_db", "semantic", "tokens"},
     "evals": COMMON | {"brain", "judge", "pack", "pipeline", "query_plan", "runs_db", "urls"},
