@@ -54,7 +54,7 @@ def actor_from_request(datasette: Any, request: Any) -> Any:
 
 @hookimpl
 def register_commands(cli: Any) -> None:
-    from .cli import register
+    from .cli.commands import register
 
     register(cli)
 

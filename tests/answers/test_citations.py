@@ -9,7 +9,7 @@ import io
 import re
 
 from datasette_dbrain_websearch import citations, exports
-from datasette_dbrain_websearch.cli import render_text
+from datasette_dbrain_websearch.cli.render import render_text
 from datasette_dbrain_websearch.tools.shapes import compact_pack
 
 from ..helpers import actor_cookies, csrf, web_datasette, web_pack

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
 
-from datasette_dbrain_websearch.cli import eval_group
+from datasette_dbrain_websearch.cli.eval_commands import eval_group
 from datasette_dbrain_websearch.demo import build_demo_brain
 from datasette_dbrain_websearch.evals import (
     CaseResult,

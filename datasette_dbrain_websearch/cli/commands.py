@@ -1,6 +1,6 @@
-"""Command-line surfaces: ``datasette dbrain-research``, ``datasette dbrain-demo`` and the
-``datasette dbrain-websearch`` group (``index``, ``eval``, ``purge-cache``, ``config-reference``,
-``token``).
+"""The plugin's commands, attached to Datasette's CLI: ``datasette dbrain-research``, ``datasette
+dbrain-demo`` and the ``datasette dbrain-websearch`` group (``index``, ``eval``, ``purge-cache``,
+``config-reference``, ``token``).
 
 ``dbrain-research`` runs exactly the research the JSON API runs, through an in-process Datasette
 (no server), so ``--json`` prints the same pack ``/-/research.json`` returns.
@@ -10,35 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import textwrap
-from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import click
 from datasette.utils import StartupError
 
-from . import citations, exports
-from .config import Settings
-from .config_keys import PLUGIN_NAME, ConfigError
-from .display import terminal_safe
-from .errors import ResearchError
-from .evals import (
-    HELP,
-    EvalInputError,
-    check_brain,
-    load_cases,
-    load_run,
-    plugin_database_path,
-    propose_case,
-    render_table,
-    run_cases,
-    summarize,
-)
-from .pack_json import PackJSON, ranked_row
-from .providers import DIRECT_LABEL
-from .runs_db import DEFAULT_FILENAME
+from .. import exports
+from ..config import Settings
+from ..config_keys import PLUGIN_NAME, ConfigError
+from ..errors import ResearchError
+from ..pack_json import PackJSON
+from .eval_commands import eval_group
+from .render import render_text
 
 
 async def _run(
@@ -48,9 +32,9 @@ async def _run(
     from datasette.app import Datasette
     from datasette.utils import parse_metadata
 
-    from .options import request_from_params
-    from .pipeline import WebAccess
-    from .service import Access, RunOptions, access_for, research
+    from ..options import request_from_params
+    from ..pipeline import WebAccess
+    from ..service import Access, RunOptions, access_for, research
 
     config = parse_metadata(Path(metadata).read_text()) if metadata else {}
     datasette = Datasette([brain], metadata=config)
@@ -68,119 +52,6 @@ async def _run(
     return pack, web.labels
 
 
-def render_answer(pack: PackJSON) -> list[str]:
-    """The answer, each sentence with its citations by label (``[3]``, ``[W2]``, as on the page
-    and in the exports) and its marks."""
-    answer = pack.get("answer") or {}
-    if answer.get("status", "disabled") == "disabled":
-        return []
-    refs = citations.labels(pack)
-    by = answer["synthesizer"]
-    lines = ["", f"Answer ({by}; every citation checked against this run):"]
-    for n, sentence in enumerate(answer["sentences"], start=1):
-        cited = "".join(citations.cite(refs[k]) for k in sentence["citations"] if k in refs)
-        mark = "" if sentence["supported"] else "  << UNSUPPORTED"
-        text = f"{n}. {sentence['text']} {cited}".rstrip() + mark
-        lines += textwrap.wrap(text, 96, initial_indent="  ", subsequent_indent="     ")
-    if answer["status"] != "ok":
-        lines.append(f"  {answer['message']}")
-    if answer["rejected_citations"]:
-        keys = ", ".join(r["key"] for r in answer["rejected_citations"])
-        lines.append(f"  Removed citations to keys this run never retrieved: {keys}")
-    for conflict in answer["conflicts"]["items"]:
-        cited = "".join(citations.cite(refs[k]) for k in conflict["citations"] if k in refs)
-        lines.append(f"  Sources disagree: {conflict['text']} {cited}")
-    lines += [f"  Gap: {gap['message']}" for gap in answer["gaps"]]
-    return lines
-
-
-def render_research(pack: PackJSON) -> list[str]:
-    """A deep run's rounds (each query and why it was asked), why it stopped, and how far to
-    trust it."""
-    research = pack.get("research")
-    if not research:
-        return []
-    lines = [""]
-    for done in research["rounds"]:
-        for query in done["queries"]:
-            text = f"Round {done['round']}: {query['query']} ({query['why']}; {query['added']} new)"
-            lines += _wrapped(text, "  ")
-    confidence = research["confidence"]
-    lines.append(
-        f"Stopped: {research['stop_reason']} ({research['stop_message']}); confidence "
-        f"{confidence['level']} ({confidence['score']:.2f})"
-    )
-    return lines
-
-
-def _wrapped(text: str, indent: str) -> list[str]:
-    return textwrap.wrap(text, 96, initial_indent=indent, subsequent_indent=indent)
-
-
-def _provider_text(page: Mapping[str, Any], indent: str) -> list[str]:
-    """A held page dbrain has not extracted: the provider's text, said to be the provider's."""
-    found = page.get("provider_excerpt")
-    if not found:
-        return []
-    return _wrapped(f"[{found['excerpt_from']}'s text, not your brain's] {found['text']}", indent)
-
-
-def render_text(pack: PackJSON) -> str:
-    """A readable terminal rendering of a pack (control characters removed)."""
-    verdict = pack["judge"]["combined"]
-    plan = pack["query_plan"]
-    lines = [
-        f"Verdict: {verdict['verdict']} ({verdict['reason']}) - {verdict['message']}",
-        f"Local dbrain evidence: {len(pack['evidence'])} rows   "
-        f"[{plan['query_mode']}: {plan['match_query']}]",
-    ]
-    if pack["external_search"]["ran"]:
-        providers = ", ".join(pack["external_search"]["providers"])
-        lines.append(
-            f"Outside dbrain corpus: {len(pack['external_evidence'])} rows from {providers} "
-            "(ephemeral)"
-        )
-    elif pack["external_evidence"]:  # no search: the page the question named, read directly
-        lines.append(
-            f"Outside dbrain corpus: {DIRECT_LABEL}, read directly "
-            f"({pack['external_evidence'][0]['url']}, ephemeral)"
-        )
-    lines += [
-        f"Warning: {w['provider'] + ': ' if w.get('provider') else ''}{w['message']}"
-        for w in pack["warnings"]
-    ]
-    lines += render_research(pack)
-    lines += render_answer(pack)
-    refs = citations.labels(pack)
-    for entry in pack["ranking"]:
-        row: Mapping[str, Any] = ranked_row(pack, entry)
-        ref = f"{citations.cite(refs[row['source_key']]):>5}"
-        lines.append("")
-        if entry["list"] == "external_evidence":
-            badge = f"OUTSIDE DBRAIN CORPUS / {' + '.join(row['providers'])} / ephemeral"
-            lines.append(f"{ref} [{badge}] {row['title']}")
-        else:
-            found_by = ", ".join(row.get("also_found_by", []))
-            lines.append(
-                f"{ref} [{row['kind']}/{row['source_type']}] {row['title']}"
-                + (f"  (also found by {found_by})" if found_by else "")
-            )
-        lines.append(f"    {row['source_key']}  {row['url']}".rstrip())
-        lines += _wrapped(row["excerpt"], "    ")
-        lines += _provider_text(row, "    ")
-        if row.get("linked_source"):
-            page = row["linked_source"]
-            lines.append(f"    linked page in your brain: {page['title']}")
-            lines.append(f"      {page['source_key']}  {page['url']}".rstrip())
-            lines += _wrapped(page["excerpt"], "      ")
-            lines += _provider_text(page, "      ")
-        if row.get("user_tags"):
-            lines.append(f"    tags: {', '.join(row['user_tags'])}")
-        signals = "; ".join(s["name"] for s in row["retrieval"]["signals"])
-        lines.append(f"    signals: {signals}   score {row['retrieval']['score']}")
-    return terminal_safe("\n".join(lines))
-
-
 def _settings(metadata: str | None) -> Settings:
     """The plugin's settings from a Datasette config file (defaults without one)."""
     from datasette.utils import parse_metadata
@@ -191,7 +62,7 @@ def _settings(metadata: str | None) -> Settings:
 
 
 def default_index(brain: str) -> Path:
-    from .runs_db import default_path
+    from ..runs_db import default_path
 
     return default_path([brain]) or Path(brain).with_name("research_runs.db")
 
@@ -346,7 +217,7 @@ def register(cli: click.Group) -> None:
     @click.option("--expired", is_flag=True, help="Only delete entries past their TTL")
     def purge_cache(database: str, expired: bool) -> None:
         """Delete cached provider responses from DATABASE (research_runs.db)."""
-        from .runs_db import purge_cache as purge
+        from ..runs_db import purge_cache as purge
 
         count = purge(Path(database), expired_only=expired)
         click.echo(f"Deleted {count} cached provider response(s) from {database}")
@@ -365,8 +236,9 @@ def register(cli: click.Group) -> None:
     def index(brain: str, index_db: str | None, model: str | None, metadata: str | None) -> None:
         """Build or refresh the semantic lane's index of BRAIN (only changed rows are
         embedded)."""
-        from .runs_db import create
-        from .semantic import SemanticUnavailable, brain_rows, embedding_model, index_brain
+        from ..embeddings import SemanticUnavailable, embedding_model
+        from ..runs_db import create
+        from ..semantic_index import brain_rows, index_brain
 
         settings = _settings(metadata)
         model_id = model if model is not None else settings.semantic.model
@@ -388,7 +260,7 @@ def register(cli: click.Group) -> None:
     @dbrain_websearch.command(name="config-reference")
     def config_reference() -> None:
         """Print every configuration key with its type, default and limits (Markdown)."""
-        from .config_reference import reference_markdown
+        from ..config_reference import reference_markdown
 
         click.echo(reference_markdown())
 
@@ -407,7 +279,7 @@ def register(cli: click.Group) -> None:
         for scripts: send it as ``Authorization: Bearer <token>``."""
         from datasette.app import Datasette
 
-        from .tokens import check_actor_id, create_token
+        from ..tokens import check_actor_id, create_token
 
         try:
             check_actor_id(actor_id)
@@ -430,7 +302,7 @@ def register(cli: click.Group) -> None:
     @click.option("--force", is_flag=True, help="Replace PATH if it exists")
     def dbrain_demo(path: str, size: int | None, force: bool) -> None:
         """Build a demo dbrain brain (schema v20) at PATH."""
-        from .demo import build_demo_brain
+        from ..demo import build_demo_brain
 
         try:
             counts = build_demo_brain(path, size=size, overwrite=force)
@@ -440,87 +312,3 @@ def register(cli: click.Group) -> None:
             f"Built {path}: {counts['items']} items, {counts['sources']} sources "
             f"in {counts['seconds']:.1f}s"
         )
-
-
-# ---------------------------------------------------------------------------------------------
-# eval: research eval cases (evals.py runs and scores them)
-
-
-class _EvalGroup(click.Group):
-    """``eval CASES BRAIN`` runs cases (``eval run`` spelled out); ``eval propose`` proposes."""
-
-    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
-        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
-            args = ["run", *args]
-        return super().parse_args(ctx, args)
-
-
-def _read_metadata(path: str | None) -> dict[str, Any]:
-    if not path:
-        return {}
-    from datasette.utils import parse_metadata
-
-    try:
-        return parse_metadata(Path(path).read_text(encoding="utf-8"))
-    except Exception as exc:  # parse_metadata raises BadMetadataError, yaml or JSON errors
-        raise EvalInputError(f"{path}: not a readable metadata/config file ({exc})") from exc
-
-
-@click.command(name="run", help=HELP)
-@click.argument("cases_path", metavar="CASES.json", type=click.Path(dir_okay=False))
-@click.argument("brain", metavar="BRAIN.db", type=click.Path(exists=True, dir_okay=False))
-@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON")
-@click.option(
-    "-m",
-    "--metadata",
-    type=click.Path(exists=True, dir_okay=False),
-    help="Datasette metadata/config file with the plugin's settings (judge thresholds ...)",
-)
-def run_command(cases_path: str, brain: str, as_json: bool, metadata: str | None) -> None:
-    cases = load_cases(Path(cases_path))
-    check_brain(Path(brain))
-    results = asyncio.run(run_cases(Path(brain), cases, _read_metadata(metadata)))
-    totals = summarize(results)
-    if as_json:
-        report = {
-            "ok": totals["failed"] == 0,
-            "cases": [r.as_dict() for r in results],
-            "metrics": totals,
-        }
-        click.echo(json.dumps(report, indent=2, ensure_ascii=False))
-    else:
-        click.echo(render_table(results))
-    if totals["failed"]:
-        raise click.exceptions.Exit(1)
-
-
-@click.command(name="propose")
-@click.argument("brain", metavar="[BRAIN.db]", required=False, type=click.Path(dir_okay=False))
-@click.option("--run", "run_id", required=True, help="The run_id of a saved run")
-@click.option(
-    "--database",
-    type=click.Path(dir_okay=False),
-    help=f"The plugin database (default: {DEFAULT_FILENAME} next to BRAIN, else in the cwd)",
-)
-def propose_command(brain: str | None, run_id: str, database: str | None) -> None:
-    """Print a case for a saved run: "relevant"/"more" feedback becomes expected keys,
-    "irrelevant"/"less" forbidden ones (the run's top evidence when there is no feedback).
-    Web answers are recorded as fixtures, so the case replays offline."""
-    trace, feedback = load_run(plugin_database_path(database, brain), run_id)
-    case, note = propose_case(trace, feedback)
-    click.echo(f"Note: {note}.", err=True)
-    click.echo(json.dumps(case, indent=2, ensure_ascii=False))
-
-
-@click.group(
-    name="eval",
-    cls=_EvalGroup,
-    help=HELP,
-    subcommand_metavar="CASES.json BRAIN.db [--json] | propose --run RUN_ID",
-)
-def eval_group() -> None:
-    """Research evals (the help text is HELP)."""
-
-
-eval_group.add_command(run_command)
-eval_group.add_command(propose_command)
