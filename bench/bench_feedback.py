@@ -12,7 +12,7 @@ folder ``DBRAIN_IR_DATA`` names), builds its brain, and for every judged questio
 
 Prints nDCG@10 and R@10 of the three, how many expanded runs returned fewer rows than the
 original (Expand must never narrow), and what Expand added: the share of its words that are
-filler (``feedback.filler_kind``: stop words, numbers, generic verbs, the filler list; the goal
+filler (``expansion.filler_kind``: stop words, numbers, generic verbs, the filler list; the goal
 is at most 0.05), and the share held by at least a tenth of the collection's documents (common
 in this brain, a second look that no list decides). Prints; never fails.
 
@@ -37,7 +37,8 @@ from corpora import build_brain
 from datasette.app import Datasette
 from datasette.version import __version__ as datasette_version
 
-from datasette_dbrain_websearch.feedback import apply_feedback, filler_kind
+from datasette_dbrain_websearch.expansion import filler_kind
+from datasette_dbrain_websearch.feedback import apply_feedback
 from datasette_dbrain_websearch.refinement import refinement
 from datasette_dbrain_websearch.stemming import fold, stem
 

@@ -1,4 +1,4 @@
-"""Expand's words, with the brain's own counts: ``feedback.refine_query`` gives a tie between
+"""Expand's words, with the brain's own counts: ``expansion.refine_query`` gives a tie between
 words to the one fewer of the brain's rows hold, read from FTS5's vocabulary."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 from .brain import FTS_TABLE
 from .brain_access import reader, table_names
 from .errors import ResearchError
-from .feedback import refine_query
+from .expansion import refine_query
 from .pack_json import PackJSON
 from .spelling import vocab_table
 

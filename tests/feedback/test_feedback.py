@@ -6,13 +6,11 @@ import copy
 
 import pytest
 
+from datasette_dbrain_websearch.expansion import MAX_ADDED_TERMS, filler_kind, refine_query
 from datasette_dbrain_websearch.feedback import (
     FEEDBACK_VALUES,
-    MAX_ADDED_TERMS,
     RocchioWeights,
     apply_feedback,
-    filler_kind,
-    refine_query,
     validate_marks,
 )
 
