@@ -15,8 +15,8 @@ from typing import Any
 from sqlite_utils.db import NotFoundError
 
 from .errors import is_busy
+from .go_stdlib import go_trim_space
 from .schema import X_MEDIA_TRANSCRIPT_ARTICLE_TITLE, sqlite_database
-from .urls import go_trim_space
 
 __all__ = [
     "ITEMS_FTS_INSERT",
