@@ -10,9 +10,9 @@ from datasette_dbrain_websearch.answer.conflicts import (
     claim,
     conflict,
     find_conflicts,
-    quantities,
 )
 from datasette_dbrain_websearch.answer.extractive import Passage
+from datasette_dbrain_websearch.answer.quantities import quantities
 from datasette_dbrain_websearch.stemming import TermMatcher
 
 
