@@ -138,7 +138,7 @@ def render_cell(value: Any, column: str, table: str, database: str, datasette: A
 def asgi_wrapper(datasette: Any) -> Any:
     """Bodies over the cap refused before anyone reads them (outermost), unreadable forms
     answered as 400s, and signing in returning to research."""
-    from .views.common import capped_bodies, forms_never_500
+    from .views.guards import capped_bodies, forms_never_500
     from .views.sign_in import return_after_sign_in
 
     return lambda app: capped_bodies(forms_never_500(return_after_sign_in(app)))

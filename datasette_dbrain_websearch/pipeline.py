@@ -151,7 +151,7 @@ async def run_pipeline(options: ResearchRequest, run: RunContext) -> Pack:
     the plugin database holding the semantic lane's vectors (``semantic.py``). ``run.gate``
     admits the local search when it is heavy (``admission``), counting it against
     ``run.requester``. ``run.arrived``: when the request came in (``time.perf_counter``), so
-    the limit covers the wait before the run (``views.common.arrived_at``).
+    the limit covers the wait before the run (``views.guards.arrived_at``).
 
     The run's ``time_limit_ms`` (``TimeBudget``) bounds every stage but the web's and a model's
     replies (which have their own timeouts): each runs as a ``phase``, its loops paced.

@@ -221,7 +221,7 @@ class RunOptions:
     run's parent and refinement. ``requester`` (``requester_of``) is who a heavy question counts
     against (None: no per-requester limit; ``admission``). ``wait_for_trace=False`` returns
     before the trace is written (see ``then_settle``); ``save=False`` writes none (the evals).
-    ``arrived`` (``views.common.arrived_at``) starts the time limit when the request came in.
+    ``arrived`` (``views.guards.arrived_at``) starts the time limit when the request came in.
     """
 
     actor: Actor

@@ -33,10 +33,10 @@ from ..service import (
 from ..traces import TraceJSON
 from ..web import CROSS_SITE_WARNING
 from .common import (
-    arrived_at,
     refusal,
     remembering_access,
 )
+from .guards import arrived_at
 from .own_runs import remember_run, sees_whole_run
 
 TEMPLATE = "dbrain_websearch_compare.html"

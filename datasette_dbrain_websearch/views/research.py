@@ -40,7 +40,6 @@ from ..urls import is_web_url
 from .common import (
     MODE_LABELS,
     Stream,
-    arrived_at,
     citation_anchors,
     error_response,
     page_error,
@@ -50,6 +49,7 @@ from .common import (
     resolve_brain,
     stream_path,
 )
+from .guards import arrived_at
 from .own_runs import claim_token, claimed, remember_run, sees_whole_run
 from .sign_in import HOW_TO_SIGN_IN
 
