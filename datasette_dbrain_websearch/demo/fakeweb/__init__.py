@@ -14,8 +14,8 @@ localized dates are a mode; Exa rejects retired search types, sends no ``score``
 errors in the reference pages' ``errors`` array form and refuse LLM Context with 403
 ``RESOURCE_NOT_ALLOWED``.
 
-One server (``server``) plays all three providers (``brave``, ``exa``, ``searxng``, over
-``common``), at these paths::
+One server (``server``, over ``loopback``) plays all three providers (``brave`` with
+``brave_params``, ``exa``, ``searxng``, over what they share, ``common``), at these paths::
 
     /brave/res/v1/web/search   GET (and POST with a JSON body)
     /brave/res/v1/llm/context  GET and POST

@@ -1,254 +1,43 @@
-"""The fake Brave Search: Web Search and LLM Context, its plans, rate limits and validation."""
+"""The fake Brave Search: Web Search and LLM Context, its plans, rate limits and errors (its
+request parameters and their validation: ``brave_params``)."""
 
 from __future__ import annotations
 
 import json
-import re
 import time
 import uuid
 import zlib
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..corpus import Page
+from .brave_params import THRESHOLD_COVERAGE, VALIDATION_DETAIL, pyd_error, read_params
 from .common import (
-    _BRAVE_REFUSALS,
-    _FRESHNESS,
-    _MONTH_WINDOW,
+    BRAVE_REFUSALS,
+    MONTH_WINDOW,
     PLANS,
     BravePlan,
     FakeState,
-    _clip,
-    _decorate,
-    _freshness_window,
-    _Hit,
-    _hits_in,
-    _host,
-    _Incoming,
-    _json_reply,
-    _Mode,
-    _parse_query,
-    _relative_age,
-    _Reply,
-    _sentences,
-    _site_name,
-    _snippet,
-    _tokens,
-    _utc,
-    _within,
+    Hit,
+    Incoming,
+    Mode,
+    Reply,
+    clip,
+    decorate,
+    hits_in,
+    hostname,
+    json_reply,
+    parse_query,
+    relative_age,
+    site_name,
+    snippet,
+    split_sentences,
+    tokens,
+    utc,
+    within,
 )
-
-_VALIDATION_DETAIL = "Unable to validate request parameter(s)"
-
-
-_STR_MSG = "Input should be a valid string"
-
-
-_INT_MSG = "Input should be a valid integer"
-
-
-_INT_PARSE_MSG = "Input should be a valid integer, unable to parse string as an integer"
-
-
-_WEB_INTS = {"count": (20, 1, 20), "offset": (0, 0, 9)}
-
-
-_WEB_BOOLS = {
-    "text_decorations": True,
-    "spellcheck": True,
-    "extra_snippets": False,
-    "summary": False,
-    "enable_rich_callback": False,
-    "include_fetch_metadata": False,
-    "operators": True,
-}
-
-
-_LLM_INTS = {
-    "count": (20, 1, 50),
-    "maximum_number_of_urls": (20, 1, 50),
-    "maximum_number_of_tokens": (8192, 1024, 32768),
-    "maximum_number_of_snippets": (50, 1, 100),
-    "maximum_number_of_tokens_per_url": (4096, 512, 8192),
-    "maximum_number_of_snippets_per_url": (50, 1, 100),
-}
-
-
-_LLM_BOOLS = {"enable_source_metadata": False, "spellcheck": True}
-
-
-_SAFESEARCH = ("off", "moderate", "strict")
-
-
-_THRESHOLDS = ("strict", "balanced", "lenient", "disabled")
-
-
-_THRESHOLD_COVERAGE = {"strict": 0.5, "balanced": 0.25, "lenient": 0.0, "disabled": 0.0}
-
-
-def _pyd_error(
-    kind: str, loc: list[Any], msg: str, value: Any, ctx: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """One entry of ``meta.errors``, shaped like the pydantic errors Brave returns."""
-    entry: dict[str, Any] = {"type": kind, "loc": loc, "msg": msg, "input": value}
-    if ctx is not None:
-        entry["ctx"] = ctx
-    return entry
-
-
-def _choices(options: Sequence[str]) -> str:
-    quoted = [f"'{o}'" for o in options]
-    return ", ".join(quoted[:-1]) + f" or {quoted[-1]}"
-
-
-class _BraveParams:
-    """Validates query-string (GET) or JSON-body (POST) parameters, collecting every error."""
-
-    def __init__(self, source: dict[str, Any], where: str) -> None:
-        self.source = source
-        self.where = where
-        self.errors: list[dict[str, Any]] = []
-        self.values: dict[str, Any] = {}
-
-    def _loc(self, name: str) -> list[Any]:
-        return [self.where, name]
-
-    def query(self) -> None:
-        if "q" not in self.source:
-            self.errors.append(_pyd_error("missing", self._loc("q"), "Field required", None))
-            return
-        q = self.source["q"]
-        if not isinstance(q, str):
-            self.errors.append(_pyd_error("string_type", self._loc("q"), _STR_MSG, q))
-        elif not q:
-            self.errors.append(
-                _pyd_error(
-                    "string_too_short",
-                    self._loc("q"),
-                    "String should have at least 1 character",
-                    q,
-                    {"min_length": 1},
-                )
-            )
-        elif len(q) > 400:
-            self.errors.append(
-                _pyd_error(
-                    "string_too_long",
-                    self._loc("q"),
-                    "String should have at most 400 characters",
-                    q,
-                    {"max_length": 400},
-                )
-            )
-        elif len(q.split()) > 50:
-            problem = "the query must not have more than 50 words"
-            self.errors.append(
-                _pyd_error(
-                    "value_error", self._loc("q"), f"Value error, {problem}", q, {"error": problem}
-                )
-            )
-        else:
-            self.values["q"] = q
-
-    def integer(self, name: str, default: int, low: int, high: int) -> None:
-        self.values[name] = default
-        if name not in self.source:
-            return
-        raw = self.source[name]
-        if isinstance(raw, bool) or not isinstance(raw, int | float | str):
-            self.errors.append(_pyd_error("int_type", self._loc(name), _INT_MSG, raw))
-            return
-        if isinstance(raw, str) and not re.fullmatch(r"[+-]?\d+", raw.strip()):
-            self.errors.append(_pyd_error("int_parsing", self._loc(name), _INT_PARSE_MSG, raw))
-            return
-        if isinstance(raw, float) and not raw.is_integer():
-            msg = "Input should be a valid integer, got a number with a fractional part"
-            self.errors.append(_pyd_error("int_from_float", self._loc(name), msg, raw))
-            return
-        value = int(raw)
-        if value < low:
-            msg = f"Input should be greater than or equal to {low}"
-            self.errors.append(
-                _pyd_error("greater_than_equal", self._loc(name), msg, raw, {"ge": low})
-            )
-        elif value > high:
-            msg = f"Input should be less than or equal to {high}"
-            self.errors.append(
-                _pyd_error("less_than_equal", self._loc(name), msg, raw, {"le": high})
-            )
-        else:
-            self.values[name] = value
-
-    def boolean(self, name: str, default: bool | None) -> None:
-        """Only ``true``/``false``: the documented wire form, so a client sending ``True`` fails."""
-        self.values[name] = default
-        if name not in self.source:
-            return
-        raw = self.source[name]
-        if isinstance(raw, bool):
-            self.values[name] = raw
-        elif raw in ("true", "false"):
-            self.values[name] = raw == "true"
-        else:
-            msg = "Input should be a valid boolean, unable to interpret input"
-            self.errors.append(_pyd_error("bool_parsing", self._loc(name), msg, raw))
-
-    def enum(self, name: str, default: str | None, options: Sequence[str]) -> None:
-        self.values[name] = default
-        if name not in self.source:
-            return
-        raw = self.source[name]
-        if raw in options:
-            self.values[name] = raw
-        else:
-            expected = _choices(options)
-            self.errors.append(
-                _pyd_error(
-                    "enum",
-                    self._loc(name),
-                    f"Input should be {expected}",
-                    raw,
-                    {"expected": expected},
-                )
-            )
-
-    def freshness(self, now: datetime) -> None:
-        self.values["freshness"] = None
-        raw = self.source.get("freshness")
-        if raw in (None, ""):
-            return
-        if not isinstance(raw, str) or not _FRESHNESS.match(raw):
-            pattern = _FRESHNESS.pattern
-            self.errors.append(
-                _pyd_error(
-                    "string_pattern_mismatch",
-                    self._loc("freshness"),
-                    f"String should match pattern '{pattern}'",
-                    raw,
-                    {"pattern": pattern},
-                )
-            )
-            return
-        try:
-            self.values["freshness"] = _freshness_window(raw, now)
-        except ValueError:
-            problem = "invalid date in the freshness range"
-            self.errors.append(
-                _pyd_error(
-                    "value_error",
-                    self._loc("freshness"),
-                    f"Value error, {problem}",
-                    raw,
-                    {"error": problem},
-                )
-            )
-
-    def text(self, name: str, default: str | None = None) -> None:
-        raw = self.source.get(name, default)
-        self.values[name] = raw if isinstance(raw, str) else default
-
 
 _MIN_SNIPPET_TOKENS = 16
 
@@ -258,7 +47,7 @@ def _llm_snippets(
 ) -> tuple[list[str], int]:
     """Paragraphs most relevant first (a table as a JSON string second), cut to the token budget."""
     paragraphs = page.text.split("\n\n")
-    order = sorted(range(len(paragraphs)), key=lambda i: (-_hits_in(paragraphs[i], terms), i))
+    order = sorted(range(len(paragraphs)), key=lambda i: (-hits_in(paragraphs[i], terms), i))
     chunks = [paragraphs[i] for i in order]
     if page.table is not None:
         chunks.insert(1, json.dumps(page.table, ensure_ascii=False))
@@ -268,12 +57,12 @@ def _llm_snippets(
         if len(snippets) >= most:
             break
         left = budget - spent
-        if _tokens(chunk) > left:
+        if tokens(chunk) > left:
             if chunk.startswith("{") or left < _MIN_SNIPPET_TOKENS:
                 break
-            chunk = _clip(chunk, left * 4)
+            chunk = clip(chunk, left * 4)
         snippets.append(chunk)
-        spent += _tokens(chunk)
+        spent += tokens(chunk)
     return snippets, spent
 
 
@@ -297,7 +86,7 @@ class BraveFake(FakeState):
         reset = reset or (1, self._month_reset())
         return [
             ("X-RateLimit-Limit", f"{plan.per_second}, {plan.per_month}"),
-            ("X-RateLimit-Policy", f"{plan.per_second};w=1, {plan.per_month};w={_MONTH_WINDOW}"),
+            ("X-RateLimit-Policy", f"{plan.per_second};w=1, {plan.per_month};w={MONTH_WINDOW}"),
             ("X-RateLimit-Remaining", f"{remaining[0]}, {remaining[1]}"),
             ("X-RateLimit-Reset", f"{reset[0]}, {reset[1]}"),
         ]
@@ -315,7 +104,7 @@ class BraveFake(FakeState):
         meta: dict[str, Any],
         headers: Sequence[tuple[str, str]] = (),
         form: str | None = None,
-    ) -> _Reply:
+    ) -> Reply:
         """Brave's error body: live answers carry one ``error`` object; with ``form="array"``
         (the mode's option when not given) the reference pages' ``errors`` list instead."""
         error: dict[str, Any] = {
@@ -333,9 +122,9 @@ class BraveFake(FakeState):
         if tolerant is not None:
             for name in tolerant.options.get("drop", ("id", "time", "code")):
                 (payload if name == "time" else error).pop(name, None)
-        return _json_reply(status, payload, headers)
+        return json_reply(status, payload, headers)
 
-    def _brave_limited(self, mode: _Mode) -> _Reply:
+    def _brave_limited(self, mode: Mode) -> Reply:
         default_plan = self.brave_plan if mode.name == "rate_limited" else "free"
         plan = PLANS[mode.options.get("plan", default_plan)]
         with self._lock:
@@ -377,7 +166,7 @@ class BraveFake(FakeState):
             form=mode.options.get("form"),
         )
 
-    def _brave_admit(self) -> _Reply | None:
+    def _brave_admit(self) -> Reply | None:
         """The real limiter: the plan's per-second window, and its monthly quota when capped."""
         plan = PLANS[self.brave_plan]
         with self._lock:
@@ -392,16 +181,16 @@ class BraveFake(FakeState):
                     self._window_count += 1
                     return None
         if over_quota:
-            return self._brave_limited(_Mode("quota_limited", {"plan": self.brave_plan}))
-        return self._brave_limited(_Mode("rate_limited"))
+            return self._brave_limited(Mode("quota_limited", {"plan": self.brave_plan}))
+        return self._brave_limited(Mode("rate_limited"))
 
-    def _brave(self, endpoint: str, req: _Incoming) -> _Reply:
+    def _brave(self, endpoint: str, req: Incoming) -> Reply:
         token = req.headers.get("x-subscription-token")
         if token is None:
-            missing = _pyd_error(
+            missing = pyd_error(
                 "missing", ["header", "x-subscription-token"], "Field required", None
             )
-            return self._brave_error(422, "VALIDATION", _VALIDATION_DETAIL, {"errors": [missing]})
+            return self._brave_error(422, "VALIDATION", VALIDATION_DETAIL, {"errors": [missing]})
         if token not in self.brave_keys:
             return self._brave_error(
                 422,
@@ -414,7 +203,7 @@ class BraveFake(FakeState):
             # A plan without LLM Context: 400 OPTION_NOT_IN_PLAN as reported live, or the
             # reference's 403 RESOURCE_NOT_ALLOWED; Web Search keeps working either way.
             code = refusal.options.get("code", "OPTION_NOT_IN_PLAN")
-            status, detail, component = _BRAVE_REFUSALS[code]
+            status, detail, component = BRAVE_REFUSALS[code]
             return self._brave_error(
                 status, code, detail, {"component": component}, form=refusal.options.get("form")
             )
@@ -424,69 +213,29 @@ class BraveFake(FakeState):
         refused = self._brave_admit()
         if refused is not None:
             return refused
-        params = self._brave_params(endpoint, req)
+        params = read_params(endpoint, req, self.now)
         if params.errors:
             return self._brave_error(
-                422, "VALIDATION", _VALIDATION_DETAIL, {"errors": params.errors}
+                422, "VALIDATION", VALIDATION_DETAIL, {"errors": params.errors}
             )
         values = params.values
         hits = [] if self._claim("brave", {"empty"}) else self._search(values["q"])
         window = values["freshness"]
         if window is not None:
-            hits = [h for h in hits if _within(h.page.published_at, *window)]
+            hits = [h for h in hits if within(h.page.published_at, *window)]
         if endpoint == "web/search":
             payload = self._brave_web(values, hits)
         else:
             payload = self._brave_llm(values, hits)
         with self._lock:
             self._billed += 1
-        return _json_reply(200, payload, self._brave_headers())
+        return json_reply(200, payload, self._brave_headers())
 
-    def _brave_params(self, endpoint: str, req: _Incoming) -> _BraveParams:
-        if req.method == "GET":
-            params = _BraveParams({k: v[-1] for k, v in req.query.items()}, "query")
-        else:
-            try:
-                source = req.json_body() if req.body else {}
-            except ValueError as exc:
-                params = _BraveParams({}, "body")
-                params.errors.append(
-                    _pyd_error(
-                        "json_invalid", ["body", 0], "JSON decode error", {}, {"error": str(exc)}
-                    )
-                )
-                return params
-            if not isinstance(source, dict):
-                params = _BraveParams({}, "body")
-                msg = "Input should be a valid dictionary or object to extract fields from"
-                params.errors.append(_pyd_error("model_attributes_type", ["body"], msg, source))
-                return params
-            params = _BraveParams(source, "body")
-        params.query()
-        params.text("country", "US")
-        params.text("search_lang", "en")
-        ints, bools = (
-            (_WEB_INTS, _WEB_BOOLS) if endpoint == "web/search" else (_LLM_INTS, _LLM_BOOLS)
-        )
-        for name, (default, low, high) in ints.items():
-            params.integer(name, default, low, high)
-        for name, flag in bools.items():
-            params.boolean(name, flag)
-        params.enum("safesearch", "moderate", _SAFESEARCH)
-        params.freshness(self.now)
-        if endpoint == "web/search":
-            params.enum("units", None, ("metric", "imperial"))
-            params.text("result_filter")
-        else:
-            params.enum("context_threshold_mode", "balanced", _THRESHOLDS)
-            params.boolean("enable_local", None)
-        return params
-
-    def _brave_web(self, values: dict[str, Any], hits: list[_Hit]) -> dict[str, Any]:
+    def _brave_web(self, values: dict[str, Any], hits: list[Hit]) -> dict[str, Any]:
         count, offset = values["count"], values["offset"]
         start = offset * count
         shown = hits[start : start + count]
-        query = _parse_query(values["q"])
+        query = parse_query(values["q"])
         summary: dict[str, Any] = {
             "original": values["q"],
             "show_strict_warning": False,
@@ -524,14 +273,14 @@ class BraveFake(FakeState):
             payload["web"] = {"type": "search", "results": results, "family_friendly": True}
         return payload
 
-    def _brave_result(self, hit: _Hit, values: dict[str, Any]) -> dict[str, Any]:
+    def _brave_result(self, hit: Hit, values: dict[str, Any]) -> dict[str, Any]:
         page = hit.page
         parts = urlsplit(page.url)
         host = parts.hostname or ""
         favicon = f"https://imgs.search.brave.com/fakeweb/favicon/{host or 'none'}.png"
-        description = _snippet(page.text, hit.terms)
+        description = snippet(page.text, hit.terms)
         if values["text_decorations"]:
-            description = _decorate(description, hit.terms)
+            description = decorate(description, hit.terms)
         segments = [s for s in parts.path.split("/") if s]
         result: dict[str, Any] = {
             "title": page.title or host or page.url,
@@ -542,11 +291,11 @@ class BraveFake(FakeState):
         }
         published = page.published_at
         if published is not None:
-            result["page_age"] = _utc(published).strftime("%Y-%m-%dT%H:%M:%S")
+            result["page_age"] = utc(published).strftime("%Y-%m-%dT%H:%M:%S")
         result.update(
             {
                 "profile": {
-                    "name": _site_name(host),
+                    "name": site_name(host),
                     "url": page.url,
                     "long_name": host,
                     "img": favicon,
@@ -573,12 +322,12 @@ class BraveFake(FakeState):
                 "logo": False,
             }
         if published is not None:
-            result["age"] = _relative_age(published, self.now)
+            result["age"] = relative_age(published, self.now)
         if values["extra_snippets"]:
             extras = [
-                _clip(s, 200)
-                for s in _sentences(page.text)
-                if s not in description and _hits_in(s, hit.terms)
+                clip(s, 200)
+                for s in split_sentences(page.text)
+                if s not in description and hits_in(s, hit.terms)
             ][:5]
             if extras:
                 result["extra_snippets"] = extras
@@ -586,8 +335,8 @@ class BraveFake(FakeState):
             result["fetched_content_timestamp"] = int(self.now.timestamp()) - 86_400
         return result
 
-    def _brave_llm(self, values: dict[str, Any], hits: list[_Hit]) -> dict[str, Any]:
-        floor = _THRESHOLD_COVERAGE[values["context_threshold_mode"]]
+    def _brave_llm(self, values: dict[str, Any], hits: list[Hit]) -> dict[str, Any]:
+        floor = THRESHOLD_COVERAGE[values["context_threshold_mode"]]
         chosen = [h for h in hits[: values["count"]] if h.coverage >= floor]
         chosen = chosen[: values["maximum_number_of_urls"]]
         tokens_left = values["maximum_number_of_tokens"]
@@ -611,11 +360,11 @@ class BraveFake(FakeState):
         return {"grounding": {"generic": generic, "map": []}, "sources": sources}
 
     def _llm_source(self, page: Page, metadata: bool) -> dict[str, Any]:
-        host = _host(page.url)
+        host = hostname(page.url)
         published = page.published_at
         age = None
         if published is not None:
-            day = _utc(published)
+            day = utc(published)
             days = (self.now.date() - day.date()).days
             age = [
                 f"{day:%A}, {day:%B} {day.day}, {day.year}",
@@ -624,7 +373,7 @@ class BraveFake(FakeState):
             ]
         source: dict[str, Any] = {"title": page.title or "", "hostname": host, "age": age}
         if metadata:
-            source["site_name"] = _site_name(host)
+            source["site_name"] = site_name(host)
             source["favicon"] = f"https://imgs.search.brave.com/fakeweb/favicon/{host}.png"
             if page.image:
                 source["thumbnail"] = {"src": page.image, "original": page.image}

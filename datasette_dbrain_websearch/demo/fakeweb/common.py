@@ -57,7 +57,7 @@ _PROVIDER_OPTIONS: dict[str, frozenset[str]] = {"brave": frozenset({"form"})}
 _AUTH_HEADERS = frozenset({"x-subscription-token", "x-api-key", "authorization"})
 
 
-_ROUTES: dict[tuple[str, str], tuple[str, str]] = {
+ROUTES: dict[tuple[str, str], tuple[str, str]] = {
     ("GET", "/brave/res/v1/web/search"): ("brave", "web/search"),
     ("POST", "/brave/res/v1/web/search"): ("brave", "web/search"),
     ("GET", "/brave/res/v1/llm/context"): ("brave", "llm/context"),
@@ -69,19 +69,19 @@ _ROUTES: dict[tuple[str, str], tuple[str, str]] = {
 }
 
 
-_KNOWN_PATHS = frozenset(path for _, path in _ROUTES)
+KNOWN_PATHS = frozenset(path for _, path in ROUTES)
 
 
 READER_PREFIX = "/reader/"  # a page reader: GET /reader/<page URL> answers with the page
 
 
-_JSON = "application/json"
+JSON = "application/json"
 
 
-_HTML = "text/html; charset=utf-8"
+HTML = "text/html; charset=utf-8"
 
 
-_MONTH_WINDOW = 2_592_000
+MONTH_WINDOW = 2_592_000
 
 
 _WORD = re.compile(r"\w+")
@@ -107,19 +107,19 @@ _STOPWORDS = frozenset(
 )
 
 
-def _words(text: str) -> set[str]:
+def words_in(text: str) -> set[str]:
     return {_norm(w) for w in _WORD.findall(text)}
 
 
 @dataclass(frozen=True)
-class _Query:
+class Query:
     terms: tuple[str, ...]
     sites: tuple[str, ...]
     excluded: tuple[str, ...]
     excluded_sites: tuple[str, ...] = ()
 
 
-def _parse_query(q: str) -> _Query:
+def parse_query(q: str) -> Query:
     """Terms for term-overlap ranking, plus the ``site:`` (several are alternatives),
     ``-site:`` and ``-term`` operators."""
     terms: list[str] = []
@@ -137,35 +137,35 @@ def _parse_query(q: str) -> _Query:
         else:
             terms.extend(_norm(w) for w in _WORD.findall(token))
     kept = [t for t in terms if t not in _STOPWORDS and len(t) > 1] or terms
-    return _Query(tuple(dict.fromkeys(kept)), tuple(sites), tuple(excluded), tuple(excluded_sites))
+    return Query(tuple(dict.fromkeys(kept)), tuple(sites), tuple(excluded), tuple(excluded_sites))
 
 
-def _host(url: str) -> str:
+def hostname(url: str) -> str:
     return urlsplit(url).hostname or ""
 
 
-def _same_page(a: str, b: str) -> bool:
+def same_page(a: str, b: str) -> bool:
     """Two addresses of one page: the scheme, ``www.`` / ``m.`` and a trailing slash aside."""
 
     def key(url: str) -> tuple[str, str, str]:
         parts = urlsplit(url)
-        host = _host(url).removeprefix("www.").removeprefix("m.")
+        host = hostname(url).removeprefix("www.").removeprefix("m.")
         return host, parts.path.rstrip("/"), parts.query
 
     return key(a) == key(b)
 
 
-def _domain_matches(host: str, domain: str) -> bool:
+def domain_matches(host: str, domain: str) -> bool:
     """A domain matches itself and its subdomains; a URL is reduced to its host first."""
     domain = domain.strip().lower()
     if "//" in domain:
-        domain = _host(domain)
+        domain = hostname(domain)
     domain = domain.split("/", 1)[0]
     return bool(domain) and (host == domain or host.endswith("." + domain))
 
 
 @dataclass(frozen=True)
-class _Hit:
+class Hit:
     page: Page
     matched: tuple[str, ...]
     terms: tuple[str, ...]
@@ -175,16 +175,16 @@ class _Hit:
         return len(self.matched) / len(self.terms) if self.terms else 1.0
 
 
-def _rank(pages: Sequence[Page], query: _Query) -> list[_Hit]:
+def rank(pages: Sequence[Page], query: Query) -> list[Hit]:
     """Term overlap on title + text: most terms, then most title terms, then corpus order."""
-    scored: list[tuple[tuple[int, int, int], _Hit]] = []
+    scored: list[tuple[tuple[int, int, int], Hit]] = []
     for index, page in enumerate(pages):
-        host = _host(page.url)
-        if query.sites and not any(_domain_matches(host, s) for s in query.sites):
+        host = hostname(page.url)
+        if query.sites and not any(domain_matches(host, s) for s in query.sites):
             continue
-        if any(_domain_matches(host, s) for s in query.excluded_sites):
+        if any(domain_matches(host, s) for s in query.excluded_sites):
             continue
-        words = _words(f"{page.title or ''} {page.text}")
+        words = words_in(f"{page.title or ''} {page.text}")
         if any(t in words for t in query.excluded):
             continue
         matched = tuple(t for t in query.terms if t in words)
@@ -192,54 +192,54 @@ def _rank(pages: Sequence[Page], query: _Query) -> list[_Hit]:
             continue
         if not query.terms and not query.sites:
             continue
-        title_words = _words(page.title or "")
+        title_words = words_in(page.title or "")
         title_hits = sum(1 for t in matched if t in title_words)
-        scored.append(((-len(matched), -title_hits, index), _Hit(page, matched, query.terms)))
+        scored.append(((-len(matched), -title_hits, index), Hit(page, matched, query.terms)))
     scored.sort(key=lambda item: item[0])
     return [hit for _, hit in scored]
 
 
-def _sentences(text: str) -> list[str]:
+def split_sentences(text: str) -> list[str]:
     return [s for para in text.split("\n\n") for s in _SENTENCE_END.split(para) if s]
 
 
-def _hits_in(text: str, terms: Iterable[str]) -> int:
-    words = _words(text)
+def hits_in(text: str, terms: Iterable[str]) -> int:
+    words = words_in(text)
     return sum(1 for t in terms if t in words)
 
 
-def _clip(text: str, limit: int) -> str:
+def clip(text: str, limit: int) -> str:
     """Cut at a word boundary, marking the cut the way search engines do."""
     if len(text) <= limit:
         return text
     return text[: limit - 3].rsplit(" ", 1)[0] + "..."
 
 
-def _snippet(text: str, terms: Sequence[str], target: int = 160, limit: int = 300) -> str:
+def snippet(text: str, terms: Sequence[str], target: int = 160, limit: int = 300) -> str:
     """The best-matching sentence, extended with the following ones up to ``target`` characters."""
-    sentences = _sentences(text)
+    sentences = split_sentences(text)
     if not sentences:
         return ""
-    best = max(range(len(sentences)), key=lambda i: (_hits_in(sentences[i], terms), -i))
+    best = max(range(len(sentences)), key=lambda i: (hits_in(sentences[i], terms), -i))
     out = sentences[best]
     for following in sentences[best + 1 :]:
         if len(out) >= target:
             break
         out = f"{out} {following}"
-    return _clip(out, limit)
+    return clip(out, limit)
 
 
-def _decorate(text: str, terms: Sequence[str]) -> str:
+def decorate(text: str, terms: Sequence[str]) -> str:
     """Wrap matched words in ``<strong>``, as Brave's text decorations do."""
     wanted = set(terms)
     return _WORD.sub(lambda m: f"<strong>{m[0]}</strong>" if _norm(m[0]) in wanted else m[0], text)
 
 
-def _utc(value: datetime) -> datetime:
+def utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
-def _relative_age(published: datetime, now: datetime) -> str:
+def relative_age(published: datetime, now: datetime) -> str:
     delta = now - published
     if delta < timedelta(hours=1):
         minutes = max(int(delta.total_seconds() // 60), 1)
@@ -252,17 +252,17 @@ def _relative_age(published: datetime, now: datetime) -> str:
     return f"{published:%B} {published.day}, {published.year}"
 
 
-def _within(published: datetime | None, start: datetime, end: datetime) -> bool:
+def within(published: datetime | None, start: datetime, end: datetime) -> bool:
     return published is not None and start <= published <= end
 
 
 _FRESHNESS_DAYS = {"pd": 1, "pw": 7, "pm": 31, "py": 365}
 
 
-_FRESHNESS = re.compile(r"^(pd|pw|pm|py|\d{4}-\d{2}-\d{2}to\d{4}-\d{2}-\d{2})$")
+FRESHNESS = re.compile(r"^(pd|pw|pm|py|\d{4}-\d{2}-\d{2}to\d{4}-\d{2}-\d{2})$")
 
 
-def _freshness_window(value: str, now: datetime) -> tuple[datetime, datetime]:
+def freshness_window(value: str, now: datetime) -> tuple[datetime, datetime]:
     """Brave ``freshness`` as an inclusive UTC window; a date range covers whole days."""
     if value in _FRESHNESS_DAYS:
         return now - timedelta(days=_FRESHNESS_DAYS[value]), now
@@ -296,7 +296,7 @@ class RecordedRequest:
 
 
 @dataclass(frozen=True)
-class _Incoming:
+class Incoming:
     method: str
     path: str
     query: dict[str, list[str]]
@@ -309,7 +309,7 @@ class _Incoming:
 
 
 @dataclass
-class _Reply:
+class Reply:
     status: int
     body: bytes = b""
     headers: list[tuple[str, str]] = field(default_factory=list)
@@ -319,40 +319,44 @@ class _Reply:
         return next((v for k, v in self.headers if k.lower() == name.lower()), None)
 
 
-def _json_reply(
-    status: int, payload: Any, headers: Sequence[tuple[str, str]] = (), content_type: str = _JSON
-) -> _Reply:
+def json_reply(
+    status: int, payload: Any, headers: Sequence[tuple[str, str]] = (), content_type: str = JSON
+) -> Reply:
     body = json.dumps(payload, ensure_ascii=False).encode("utf-8")
-    return _Reply(status, body, [("Content-Type", content_type), *headers])
+    return Reply(status, body, [("Content-Type", content_type), *headers])
 
 
-def _text_reply(status: int, text: str, content_type: str = "text/plain; charset=utf-8") -> _Reply:
-    return _Reply(status, text.encode("utf-8"), [("Content-Type", content_type)])
+def text_reply(status: int, text: str, content_type: str = "text/plain; charset=utf-8") -> Reply:
+    return Reply(status, text.encode("utf-8"), [("Content-Type", content_type)])
 
 
-def _html_error(status: int, title: str, message: str) -> _Reply:
+def html_error(status: int, title: str, message: str) -> Reply:
     """Werkzeug's default error page, which SearXNG (Flask) sends for aborts."""
     page = (
         f"<!doctype html>\n<html lang=en>\n<title>{status} {title}</title>\n"
         f"<h1>{title}</h1>\n<p>{message}</p>\n"
     )
-    return _text_reply(status, page, _HTML)
+    return text_reply(status, page, HTML)
 
 
-_HOLE = "\x00items\x00"
+# The reason phrases of the error pages a 5xx fault sends (Werkzeug's, as SearXNG's are).
+REASONS = {500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable"}
 
 
-_HOLE_JSON = json.dumps(_HOLE)
+HOLE = "\x00items\x00"
 
 
-def _split_hole(payload: dict[str, Any]) -> tuple[bytes, bytes]:
-    """Serialise ``payload`` around the one list holding ``[_HOLE]`` (for streamed bodies)."""
+_HOLE_JSON = json.dumps(HOLE)
+
+
+def split_hole(payload: dict[str, Any]) -> tuple[bytes, bytes]:
+    """Serialise ``payload`` around the one list holding ``[HOLE]`` (for streamed bodies)."""
     text = json.dumps(payload, ensure_ascii=False)
     before, after = text.split(_HOLE_JSON)
     return before.encode(), after.encode()
 
 
-def _padded_stream(prefix: bytes, item: bytes, suffix: bytes, total: int) -> Iterator[bytes]:
+def padded_stream(prefix: bytes, item: bytes, suffix: bytes, total: int) -> Iterator[bytes]:
     """A valid JSON document of at least ``total`` bytes, in 64 KiB chunks."""
     yield prefix
     per_chunk = max(1, 65_536 // (len(item) + 1))
@@ -368,13 +372,13 @@ def _padded_stream(prefix: bytes, item: bytes, suffix: bytes, total: int) -> Ite
 
 
 @dataclass
-class _Mode:
+class Mode:
     name: str = "normal"
     options: dict[str, Any] = field(default_factory=dict)
     remaining: int | None = None
 
 
-def _check_options(provider: str, mode: str, options: dict[str, Any]) -> None:
+def check_options(provider: str, mode: str, options: dict[str, Any]) -> None:
     """Reject unknown modes and options early: a typo must not silently mean "normal"."""
     if provider not in PROVIDERS:
         raise ValueError(f"unknown provider {provider!r}; expected one of {', '.join(PROVIDERS)}")
@@ -404,7 +408,7 @@ def _check_options(provider: str, mode: str, options: dict[str, Any]) -> None:
         "mb": lambda v: isinstance(v, int | float) and not isinstance(v, bool) and v > 0,
         "drop": lambda v: isinstance(v, list | tuple) and set(v) <= {"id", "time", "code"},
         "form": lambda v: v in ("object", "array"),
-        "code": lambda v: v in _BRAVE_REFUSALS,
+        "code": lambda v: v in BRAVE_REFUSALS,
         "endpoint": lambda v: v in ("search", "contents"),
     }
     for name, value in options.items():
@@ -412,12 +416,12 @@ def _check_options(provider: str, mode: str, options: dict[str, Any]) -> None:
             raise ValueError(f"bad value for option {name!r}: {value!r}")
 
 
-def _tokens(text: str) -> int:
+def tokens(text: str) -> int:
     """Brave's budgets are in tokens; roughly four characters each."""
     return math.ceil(len(text) / 4)
 
 
-def _query_text(req: _Incoming) -> str:
+def query_text(req: Incoming) -> str:
     if "q" in req.query:
         return req.query["q"][-1]
     try:
@@ -430,7 +434,7 @@ def _query_text(req: _Incoming) -> str:
     return ""
 
 
-_BRAVE_REFUSALS = {
+BRAVE_REFUSALS = {
     "OPTION_NOT_IN_PLAN": (400, "The option is not subscribed in the plan.", "authentication"),
     "RESOURCE_NOT_ALLOWED": (403, "The user is not authorized to access this resource.", "api"),
 }
@@ -457,7 +461,7 @@ _EXA_ENDPOINT_MODES = frozenset(
 )
 
 
-def _site_name(host: str) -> str:
+def site_name(host: str) -> str:
     labels = [label for label in host.split(".") if label not in ("www", "docs", "blog")]
     return labels[0].replace("-", " ").title() if labels else host
 
@@ -477,7 +481,7 @@ class FakeState:
 
     def _claim(
         self, provider: str, names: Iterable[str], endpoint: str | None = None
-    ) -> _Mode | None:
+    ) -> Mode | None:
         raise NotImplementedError
 
     def _option(self, provider: str, name: str, default: Any) -> Any:
@@ -486,7 +490,7 @@ class FakeState:
     def _epoch(self) -> int:
         raise NotImplementedError
 
-    def _search(self, q: str) -> list[_Hit]:
+    def _search(self, q: str) -> list[Hit]:
         raise NotImplementedError
 
     def _lookup(self, url: str) -> Page | None:

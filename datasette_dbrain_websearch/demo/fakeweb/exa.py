@@ -14,24 +14,24 @@ from typing import Any
 
 from .common import (
     FakeState,
-    _clip,
-    _domain_matches,
-    _Hit,
-    _hits_in,
-    _host,
-    _Incoming,
-    _json_reply,
-    _Mode,
-    _parse_query,
-    _Reply,
-    _sentences,
-    _text_reply,
-    _utc,
-    _within,
-    _words,
+    Hit,
+    Incoming,
+    Mode,
+    Reply,
+    clip,
+    domain_matches,
+    hits_in,
+    hostname,
+    json_reply,
+    parse_query,
+    split_sentences,
+    text_reply,
+    utc,
+    within,
+    words_in,
 )
 
-_EXA_JSON = "application/json; charset=utf-8"
+EXA_JSON = "application/json; charset=utf-8"
 
 
 class _ExaBad(Exception):
@@ -69,7 +69,7 @@ _EXA_FAILING_HOSTS = {
 }
 
 
-_EXA_DEFAULT_TEXT = 10_000
+EXA_DEFAULT_TEXT = 10_000
 
 
 _EXA_DEFAULT_HIGHLIGHTS = 1_000
@@ -134,7 +134,7 @@ def _iso_datetime(body: dict[str, Any], name: str) -> datetime | None:
 
 
 @dataclass(frozen=True)
-class _ExaContents:
+class ExaContents:
     text: int | None = None
     html_tags: bool = False
     highlights: int | None = None
@@ -155,7 +155,7 @@ def _max_chars(value: dict[str, Any], path: str, default: int) -> int:
     return chars
 
 
-def _contents_options(body: dict[str, Any], prefix: str) -> _ExaContents:
+def _contents_options(body: dict[str, Any], prefix: str) -> ExaContents:
     """``text``/``highlights``/``summary`` as Exa accepts them: ``true`` or an options object."""
     options: dict[str, Any] = {}
     for name in ("text", "highlights", "summary"):
@@ -168,7 +168,7 @@ def _contents_options(body: dict[str, Any], prefix: str) -> _ExaContents:
         spec = value if isinstance(value, dict) else {}
         if name == "text":
             path = f"{prefix}text.maxCharacters"
-            options["text"] = _max_chars(spec, path, _EXA_DEFAULT_TEXT)
+            options["text"] = _max_chars(spec, path, EXA_DEFAULT_TEXT)
             options["html_tags"] = spec.get("includeHtmlTags") is True
         elif name == "highlights":
             path = f"{prefix}highlights.maxCharacters"
@@ -178,18 +178,18 @@ def _contents_options(body: dict[str, Any], prefix: str) -> _ExaContents:
             options["summary"] = True
             options["summary_query"] = _expect(spec, "query", "string", f"{prefix}summary.")
             options["summary_schema"] = _expect(spec, "schema", "object", f"{prefix}summary.")
-    return _ExaContents(**options)
+    return ExaContents(**options)
 
 
 def _highlights(text: str, terms: Sequence[str], max_chars: int) -> list[str]:
     """The most relevant sentences, in order of relevance, within ``max_chars`` in total."""
-    sentences = _sentences(text)
-    order = sorted(range(len(sentences)), key=lambda i: (-_hits_in(sentences[i], terms), i))
+    sentences = split_sentences(text)
+    order = sorted(range(len(sentences)), key=lambda i: (-hits_in(sentences[i], terms), i))
     picked: list[str] = []
     used = 0
     for i in order:
         sentence = sentences[i]
-        if picked and (used + len(sentence) > max_chars or not _hits_in(sentence, terms)):
+        if picked and (used + len(sentence) > max_chars or not hits_in(sentence, terms)):
             break
         if not picked and len(sentence) > max_chars:
             sentence = sentence[:max_chars]
@@ -198,7 +198,7 @@ def _highlights(text: str, terms: Sequence[str], max_chars: int) -> list[str]:
     return picked
 
 
-def _add_contents_cost(cost: dict[str, Any], contents: _ExaContents, pages: int) -> None:
+def _add_contents_cost(cost: dict[str, Any], contents: ExaContents, pages: int) -> None:
     """Exa's estimate: only the non-zero parts appear."""
     parts = {
         "text": 0.001 * pages if contents.text is not None else 0.0,
@@ -215,13 +215,13 @@ def _add_contents_cost(cost: dict[str, Any], contents: _ExaContents, pages: int)
 class ExaFake(FakeState):
     """FakeWeb's Exa routes (a mixin: ``self`` is the server)."""
 
-    def _exa_error(self, status: int, tag: str | None, message: str) -> _Reply:
+    def _exa_error(self, status: int, tag: str | None, message: str) -> Reply:
         payload: dict[str, Any] = {"requestId": uuid.uuid4().hex, "error": message}
         if tag is not None:
             payload["tag"] = tag
-        return _json_reply(status, payload, content_type=_EXA_JSON)
+        return json_reply(status, payload, content_type=EXA_JSON)
 
-    def _exa(self, endpoint: str, req: _Incoming) -> _Reply:
+    def _exa(self, endpoint: str, req: Incoming) -> Reply:
         started = time.perf_counter()
         key = req.headers.get("x-api-key")
         authorization = req.headers.get("authorization", "")
@@ -234,17 +234,17 @@ class ExaFake(FakeState):
                 "Please top up to keep using Exa at dashboard.exa.ai"
             )
             refusal = {"error": message, "tag": "NO_MORE_CREDITS"}
-            return _json_reply(402, refusal, content_type=_EXA_JSON)
+            return json_reply(402, refusal, content_type=EXA_JSON)
         limited = self._claim("exa", {"rate_limited"}, endpoint)
         if limited is not None:
             return self._exa_limited(limited)
         if endpoint == "contents" and self._claim("exa", {"url_failed"}):
             # The older error page's whole-request failure of /contents (newer answers report
             # each URL in ``statuses`` inside a 200); no tag is documented for it.
-            return _json_reply(
+            return json_reply(
                 422,
                 {"requestId": uuid.uuid4().hex, "error": "URL failed to fetch"},
-                content_type=_EXA_JSON,
+                content_type=EXA_JSON,
             )
         try:
             body = req.json_body() if req.body else {}
@@ -265,14 +265,14 @@ class ExaFake(FakeState):
             return self._exa_error(400, bad.tag, bad.message)
         if endpoint == "search":
             payload["searchTime"] = round((time.perf_counter() - started) * 1000, 1)
-        return _json_reply(200, payload, content_type=_EXA_JSON)
+        return json_reply(200, payload, content_type=EXA_JSON)
 
-    def _exa_limited(self, mode: _Mode) -> _Reply:
+    def _exa_limited(self, mode: Mode) -> Reply:
         custom = mode.options.get("body")
         if isinstance(custom, str):
-            reply = _text_reply(429, custom)
+            reply = text_reply(429, custom)
         elif isinstance(custom, dict):
-            reply = _json_reply(429, custom, content_type=_EXA_JSON)
+            reply = json_reply(429, custom, content_type=EXA_JSON)
         else:
             reply = self._exa_error(429, mode.options.get("tag"), "Rate limit exceeded")
         if "retry_after" in mode.options:
@@ -332,16 +332,16 @@ class ExaFake(FakeState):
         contents = _contents_options(contents_body, "contents.")
         hits = [] if self._claim("exa", {"empty"}, "search") else self._search(query)
         kinds = _EXA_CATEGORY_KINDS.get(category or "")
-        selected: list[_Hit] = []
+        selected: list[Hit] = []
         for hit in hits:
             page = hit.page
-            host = _host(page.url)
+            host = hostname(page.url)
             text = f"{page.title or ''} {page.text}".lower()
-            if include and not any(_domain_matches(host, d) for d in include):
+            if include and not any(domain_matches(host, d) for d in include):
                 continue
-            if any(_domain_matches(host, d) for d in exclude):
+            if any(domain_matches(host, d) for d in exclude):
                 continue
-            if (start or end) and not _within(
+            if (start or end) and not within(
                 page.published_at, start or datetime.min.replace(tzinfo=UTC), end or self.now
             ):
                 continue
@@ -389,13 +389,13 @@ class ExaFake(FakeState):
         for url in urls:
             page = None if empty else self._lookup(url)
             if page is None:
-                tag, code = _EXA_FAILING_HOSTS.get(_host(url), ("CRAWL_NOT_FOUND", 404))
+                tag, code = _EXA_FAILING_HOSTS.get(hostname(url), ("CRAWL_NOT_FOUND", 404))
                 statuses.append(
                     {"id": url, "status": "error", "error": {"tag": tag, "httpStatusCode": code}}
                 )
                 continue
-            query = _parse_query(contents.highlight_query or page.title or "")
-            hit = _Hit(page, tuple(t for t in query.terms if t in _words(page.text)), query.terms)
+            query = parse_query(contents.highlight_query or page.title or "")
+            hit = Hit(page, tuple(t for t in query.terms if t in words_in(page.text)), query.terms)
             # Keyed by the id asked for, at the URL the crawler ended up at.
             result = self._exa_result(hit, contents)
             result.update(id=url, url=_crawled_url(page.url))
@@ -410,17 +410,17 @@ class ExaFake(FakeState):
             "costDollars": cost,
         }
 
-    def _exa_result(self, hit: _Hit, contents: _ExaContents) -> dict[str, Any]:
+    def _exa_result(self, hit: Hit, contents: ExaContents) -> dict[str, Any]:
         """One result; no ``score``, which is no longer in Exa's schema."""
         page = hit.page
-        host = _host(page.url)
+        host = hostname(page.url)
         published = page.published_at
         result: dict[str, Any] = {
             "id": page.url,
             "title": page.title,
             "url": page.url,
             "publishedDate": (
-                _utc(published).strftime("%Y-%m-%dT%H:%M:%S.000Z") if published else None
+                utc(published).strftime("%Y-%m-%dT%H:%M:%S.000Z") if published else None
             ),
             "author": page.author,
         }
@@ -435,18 +435,18 @@ class ExaFake(FakeState):
             result["text"] = text[: contents.text]
         if contents.highlights is not None:
             terms = (
-                _parse_query(contents.highlight_query).terms
+                parse_query(contents.highlight_query).terms
                 if contents.highlight_query
                 else hit.terms
             )
             highlights = _highlights(page.text, terms, contents.highlights)
             result["highlights"] = highlights
             result["highlightScores"] = [
-                round(0.3 + 0.6 * (_hits_in(h, terms) / len(terms) if terms else 0), 4)
+                round(0.3 + 0.6 * (hits_in(h, terms) / len(terms) if terms else 0), 4)
                 for h in highlights
             ]
         if contents.summary:
-            summary = _clip(" ".join(_sentences(page.text)[:2]), 300)
+            summary = clip(" ".join(split_sentences(page.text)[:2]), 300)
             if contents.summary_schema is not None:
                 properties = contents.summary_schema.get("properties") or {"summary": {}}
                 summary = json.dumps(dict.fromkeys(properties, summary))

@@ -11,21 +11,18 @@ from urllib.parse import parse_qs, urlparse
 
 from ..corpus import Page
 from .common import (
-    _HTML,
+    HTML,
     FakeState,
-    _Hit,
-    _html_error,
-    _Incoming,
-    _json_reply,
-    _Reply,
-    _snippet,
-    _text_reply,
-    _utc,
-    _within,
+    Hit,
+    Incoming,
+    Reply,
+    html_error,
+    json_reply,
+    snippet,
+    text_reply,
+    utc,
+    within,
 )
-
-_REASONS = {500: "Internal Server Error", 502: "Bad Gateway", 503: "Service Unavailable"}
-
 
 _FORBIDDEN = (
     "You don&#39;t have the permission to access the requested resource. "
@@ -76,10 +73,10 @@ def _searxng_html(q: str, results: list[dict[str, Any]]) -> str:
 class SearxngFake(FakeState):
     """FakeWeb's SearXNG routes (a mixin: ``self`` is the server)."""
 
-    def _searxng(self, req: _Incoming) -> _Reply:
+    def _searxng(self, req: Incoming) -> Reply:
         limited = self._claim("searxng", {"rate_limited"})
         if limited is not None:
-            reply = _text_reply(429, "Too Many Requests")
+            reply = text_reply(429, "Too Many Requests")
             if "retry_after" in limited.options:
                 reply.headers.append(("Retry-After", str(limited.options["retry_after"])))
             return reply
@@ -93,31 +90,31 @@ class SearxngFake(FakeState):
         if output in ("csv", "rss") or (
             output == "json" and self._claim("searxng", {"json_disabled"})
         ):
-            return _html_error(403, "Forbidden", _FORBIDDEN)
+            return html_error(403, "Forbidden", _FORBIDDEN)
         q = params.get("q", "")
         if not q:
             if output == "html":
-                return _text_reply(200, _searxng_html("", []), _HTML)
-            return _json_reply(400, {"error": "No query"})
+                return text_reply(200, _searxng_html("", []), HTML)
+            return json_reply(400, {"error": "No query"})
         language = params.get("language", "all")
         if language != "auto" and not _SEARXNG_LANGUAGE.match(language):
-            return _json_reply(400, {"error": f'Invalid value "{language}" for parameter language'})
+            return json_reply(400, {"error": f'Invalid value "{language}" for parameter language'})
         language = language.lower()
         pageno_raw = params.get("pageno", "1")
         time_range = params.get("time_range", "")
         if not pageno_raw.isdigit() or int(pageno_raw) < 1:
-            return _json_reply(400, {"error": f'Invalid value "{pageno_raw}" for parameter pageno'})
+            return json_reply(400, {"error": f'Invalid value "{pageno_raw}" for parameter pageno'})
         if time_range not in ("", "day", "week", "month", "year"):
-            return _json_reply(
+            return json_reply(
                 400, {"error": f'Invalid value "{time_range}" for parameter time_range'}
             )
         categories = [c.strip() for c in params.get("categories", "").split(",") if c.strip()]
         localized = self._claim("searxng", {"localized_dates"}) is not None
         hits = [] if self._claim("searxng", {"empty"}) else self._search(q)
-        selected: list[tuple[_Hit, str | None]] = []
+        selected: list[tuple[Hit, str | None]] = []
         for hit in hits:
             page = hit.page
-            if time_range and not _within(
+            if time_range and not within(
                 page.published_at, self.now - timedelta(days=_TIME_RANGE_DAYS[time_range]), self.now
             ):
                 continue
@@ -137,8 +134,8 @@ class SearxngFake(FakeState):
             for i, (hit, chosen) in enumerate(shown)
         ]
         if output == "html":
-            return _text_reply(200, _searxng_html(q, results), _HTML)
-        return _json_reply(
+            return text_reply(200, _searxng_html(q, results), HTML)
+        return json_reply(
             200,
             {
                 "query": q,
@@ -153,7 +150,7 @@ class SearxngFake(FakeState):
         )
 
     def _searxng_result(
-        self, hit: _Hit, position: int, category: str | None, localized: bool = False
+        self, hit: Hit, position: int, category: str | None, localized: bool = False
     ) -> dict[str, Any]:
         page = hit.page
         engines = _engines(page)
@@ -161,7 +158,7 @@ class SearxngFake(FakeState):
         result: dict[str, Any] = {
             "url": page.url,
             "title": page.title or page.url,
-            "content": _snippet(page.text, hit.terms),
+            "content": snippet(page.text, hit.terms),
             "engine": engines[0],
             "template": "default.html",
             "parsed_url": list(urlparse(page.url)),
@@ -185,14 +182,14 @@ class SearxngFake(FakeState):
         is why the ISO form only sometimes ends in ``+00:00`` and ``pubdate`` in ``+0000``.
         Before mid-2023 the JSON carried the HTML page's localized text instead: "N minute(s)
         ago" or "N hour(s), M minute(s) ago" within a day, else Babel's medium date."""
-        moment = _utc(published)
+        moment = utc(published)
         if page.kind not in ("paper", "news"):
             moment = moment.replace(tzinfo=None)
         dates = {"pubdate": moment.strftime("%Y-%m-%d %H:%M:%S%z")}
         if not localized:
             dates["publishedDate"] = moment.isoformat()
             return dates
-        age = self.now.replace(tzinfo=None) - _utc(published).replace(tzinfo=None)
+        age = self.now.replace(tzinfo=None) - utc(published).replace(tzinfo=None)
         if age.days >= 1:
             dates["publishedDate"] = f"{moment:%b} {moment.day}, {moment.year}"
             return dates

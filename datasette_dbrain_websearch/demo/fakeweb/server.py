@@ -1,11 +1,9 @@
-"""The fake providers' server: one loopback HTTP server playing Brave, Exa and SearXNG, with
-a control API (``/__fake/...``) and a page reader."""
+"""The fake providers' server: ``FakeWeb`` plays Brave, Exa and SearXNG on one loopback HTTP
+server (``loopback``), with a control API (``/__fake/...``), fault modes and a page reader."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import gzip
 import html
 import json
 import math
@@ -15,49 +13,46 @@ import time
 import uuid
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from socket import IPPROTO_TCP, SHUT_RDWR, TCP_NODELAY, socket
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 from ..corpus import NOW, PAGES, Page
-from .brave import _WEB_BOOLS, BraveFake
+from .brave import BraveFake
+from .brave_params import WEB_BOOLS
 from .common import (
-    _HOLE,
-    _HTML,
-    _JSON,
-    _KNOWN_PATHS,
-    _ROUTES,
+    HOLE,
+    HTML,
+    JSON,
+    KNOWN_PATHS,
     PLANS,
     PROVIDERS,
     READER_PREFIX,
+    REASONS,
+    ROUTES,
+    Hit,
+    Incoming,
+    Mode,
     RecordedRequest,
-    _check_options,
-    _Hit,
-    _html_error,
-    _Incoming,
-    _json_reply,
-    _Mode,
-    _padded_stream,
-    _parse_query,
-    _query_text,
-    _rank,
-    _Reply,
-    _same_page,
-    _split_hole,
-    _text_reply,
-    _utc,
+    Reply,
+    check_options,
+    html_error,
+    json_reply,
+    padded_stream,
+    parse_query,
+    query_text,
+    rank,
+    same_page,
+    split_hole,
+    text_reply,
+    utc,
 )
 from .exa import (
-    _EXA_DEFAULT_TEXT,
-    _EXA_JSON,
+    EXA_DEFAULT_TEXT,
+    EXA_JSON,
+    ExaContents,
     ExaFake,
-    _ExaContents,
 )
-from .searxng import (
-    _REASONS,
-    SearxngFake,
-)
+from .loopback import Handler, Server
+from .searxng import SearxngFake
 
 
 class FakeWeb(BraveFake, ExaFake, SearxngFake):
@@ -91,18 +86,18 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
         self.latency_ms = latency_ms
         self.brave_plan = brave_plan
         self.searxng_limiter = searxng_limiter
-        self.now = _utc(now)
+        self.now = utc(now)
         self.pages = tuple(pages)
         self._by_url = {page.url: page for page in self.pages}
         self._lock = threading.Lock()
         self._stopping = threading.Event()
-        self._modes = {provider: _Mode() for provider in PROVIDERS}
+        self._modes = {provider: Mode() for provider in PROVIDERS}
         self._log: list[RecordedRequest] = []
         self._window_start = -math.inf
         self._window_count = 0
         self._billed = 0
         self._started_at = time.monotonic()
-        self._server: _Server | None = None
+        self._server: Server | None = None
         self._thread: threading.Thread | None = None
 
     # -- lifecycle --
@@ -112,8 +107,8 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
         if self._server is not None:
             return self
         self._stopping.clear()
-        server = _Server((self.host, self.port), _Handler)
-        server.fake = self
+        server = Server((self.host, self.port), Handler)
+        server.respond = self._respond
         self._server = server
         self.port = server.server_address[1]
         self._thread = threading.Thread(
@@ -163,15 +158,15 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
 
     def set_mode(self, provider: str, mode: str, **options: Any) -> None:
         """Switch ``provider`` into a fault mode until ``reset()`` (or for ``times`` requests)."""
-        _check_options(provider, mode, options)
+        check_options(provider, mode, options)
         times = options.pop("times", None)
         with self._lock:
-            self._modes[provider] = _Mode(mode, options, times)
+            self._modes[provider] = Mode(mode, options, times)
 
     def reset(self) -> None:
         """Back to normal: modes, request log and rate counters."""
         with self._lock:
-            self._modes = {provider: _Mode() for provider in PROVIDERS}
+            self._modes = {provider: Mode() for provider in PROVIDERS}
             self._log.clear()
             self._window_start = -math.inf
             self._window_count = 0
@@ -184,7 +179,7 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
 
     def _claim(
         self, provider: str, names: Iterable[str], endpoint: str | None = None
-    ) -> _Mode | None:
+    ) -> Mode | None:
         """The provider's mode if it is one of ``names``, counting one use against ``times``.
 
         A mode set for one ``endpoint`` (Exa's ``/contents`` failing while ``/search`` works)
@@ -196,11 +191,11 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
             wanted = mode.options.get("endpoint")
             if wanted is not None and endpoint is not None and wanted != endpoint:
                 return None
-            claimed = _Mode(mode.name, dict(mode.options), mode.remaining)
+            claimed = Mode(mode.name, dict(mode.options), mode.remaining)
             if mode.remaining is not None:
                 mode.remaining -= 1
                 if mode.remaining <= 0:
-                    self._modes[provider] = _Mode()
+                    self._modes[provider] = Mode()
             return claimed
 
     def _option(self, provider: str, name: str, default: Any) -> Any:
@@ -218,7 +213,7 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
 
     # -- dispatch --
 
-    def _respond(self, req: _Incoming) -> _Reply:
+    def _respond(self, req: Incoming) -> Reply:
         if req.path.startswith("/__fake/"):
             return self._control(req)
         if req.path.startswith(READER_PREFIX):
@@ -226,14 +221,14 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
             reply = self._reader(req)
             record.status = reply.status
             return reply
-        route = _ROUTES.get((req.method, req.path))
+        route = ROUTES.get((req.method, req.path))
         prefix = req.path.strip("/").split("/", 1)[0]
         provider = route[0] if route else (prefix if prefix in PROVIDERS else "unknown")
         record = self._record(provider, route[1] if route else "", req)
         if route is None:
-            reply = _json_reply(
-                405 if req.path in _KNOWN_PATHS else 404,
-                {"detail": "Method Not Allowed" if req.path in _KNOWN_PATHS else "Not Found"},
+            reply = json_reply(
+                405 if req.path in KNOWN_PATHS else 404,
+                {"detail": "Method Not Allowed" if req.path in KNOWN_PATHS else "Not Found"},
             )
         else:
             reply = self._serve(route[0], route[1], req)
@@ -242,17 +237,17 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
         record.status = reply.status
         return reply
 
-    def _reader(self, req: _Incoming) -> _Reply:
+    def _reader(self, req: Incoming) -> Reply:
         """A page reader: ``GET /reader/<page URL>`` answers with the corpus page at that URL
         as HTML (what the page itself would serve), 404 for a URL the corpus does not hold."""
         if req.method != "GET":
-            return _text_reply(405, "Method Not Allowed")
+            return text_reply(405, "Method Not Allowed")
         target = req.path[len(READER_PREFIX) :]
         if req.query:
             target += "?" + "&".join(f"{k}={v}" for k, values in req.query.items() for v in values)
-        page = next((p for p in self.pages if _same_page(p.url, target)), None)
+        page = next((p for p in self.pages if same_page(p.url, target)), None)
         if page is None:
-            return _text_reply(404, "Not Found")
+            return text_reply(404, "Not Found")
         self._pause(self.latency_ms / 1000)
         title = html.escape(page.title or "")
         paragraphs = "".join(
@@ -265,9 +260,9 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
             f"</a></nav><article><h1>{title}</h1>{paragraphs}</article>"
             "<footer>© the page's authors</footer></body></html>"
         )
-        return _text_reply(200, body, _HTML)
+        return text_reply(200, body, HTML)
 
-    def _record(self, provider: str, endpoint: str, req: _Incoming) -> RecordedRequest:
+    def _record(self, provider: str, endpoint: str, req: Incoming) -> RecordedRequest:
         try:
             body = req.json_body() if req.body else None
         except ValueError:
@@ -286,7 +281,7 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
             self._log.append(record)
         return record
 
-    def _serve(self, provider: str, endpoint: str, req: _Incoming) -> _Reply:
+    def _serve(self, provider: str, endpoint: str, req: Incoming) -> Reply:
         self._pause(self.latency_ms / 1000)
         if (
             provider == "searxng"
@@ -294,7 +289,7 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
             and not req.headers.get("accept-language", "").strip()
         ):
             # SearXNG's botdetection (http_accept_language) runs before any handler.
-            return _text_reply(429, "Too Many Requests")
+            return text_reply(429, "Too Many Requests")
         slow = self._claim(provider, {"slow"}, endpoint)
         if slow is not None:
             self._pause(float(slow.options.get("seconds", 5)))
@@ -307,12 +302,12 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
             return self._exa(endpoint, req)
         return self._searxng(req)
 
-    def _control(self, req: _Incoming) -> _Reply:
+    def _control(self, req: Incoming) -> Reply:
         if req.method == "GET" and req.path == "/__fake/requests":
-            return _json_reply(200, [r.as_dict(redact=True) for r in self.requests])
+            return json_reply(200, [r.as_dict(redact=True) for r in self.requests])
         if req.method == "POST" and req.path == "/__fake/reset":
             self.reset()
-            return _json_reply(200, {"ok": True})
+            return json_reply(200, {"ok": True})
         if req.method == "POST" and req.path == "/__fake/mode":
             try:
                 body = req.json_body()
@@ -323,28 +318,28 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
                 mode = options.pop("mode", None)
                 self.set_mode(str(provider), str(mode), **options)
             except ValueError as exc:
-                return _json_reply(400, {"ok": False, "error": str(exc)})
-            return _json_reply(200, {"ok": True, "provider": provider, "mode": mode, **options})
-        return _json_reply(404, {"ok": False, "error": f"no control endpoint {req.path}"})
+                return json_reply(400, {"ok": False, "error": str(exc)})
+            return json_reply(200, {"ok": True, "provider": provider, "mode": mode, **options})
+        return json_reply(404, {"ok": False, "error": f"no control endpoint {req.path}"})
 
     # -- faults shared by all providers --
 
-    def _fault(self, provider: str, endpoint: str, mode: _Mode, req: _Incoming) -> _Reply:
-        prefix, item, suffix = self._skeleton(provider, endpoint, _query_text(req))
-        content_type = _EXA_JSON if provider == "exa" else _JSON
+    def _fault(self, provider: str, endpoint: str, mode: Mode, req: Incoming) -> Reply:
+        prefix, item, suffix = self._skeleton(provider, endpoint, query_text(req))
+        content_type = EXA_JSON if provider == "exa" else JSON
         if mode.name == "malformed":
-            return _Reply(200, prefix + item[: len(item) // 2], [("Content-Type", content_type)])
+            return Reply(200, prefix + item[: len(item) // 2], [("Content-Type", content_type)])
         if mode.name == "huge":
             total = int(float(mode.options.get("mb", 6)) * 1024 * 1024)
-            stream = _padded_stream(prefix, item, suffix, total)
-            return _Reply(200, headers=[("Content-Type", content_type)], stream=stream)
+            stream = padded_stream(prefix, item, suffix, total)
+            return Reply(200, headers=[("Content-Type", content_type)], stream=stream)
         status = int(mode.options.get("status", 500))
         if provider == "searxng" or mode.options.get("plain"):
-            return _html_error(status, _REASONS.get(status, "Server Error"), "Upstream failure.")
+            return html_error(status, REASONS.get(status, "Server Error"), "Upstream failure.")
         if provider == "exa":
             tag = mode.options.get("tag", "INTERNAL_ERROR")
             payload = {"requestId": uuid.uuid4().hex, "error": "Internal server error", "tag": tag}
-            return _json_reply(status, payload, content_type=_EXA_JSON)
+            return json_reply(status, payload, content_type=EXA_JSON)
         return self._brave_error(
             status,
             "INTERNAL_ERROR",
@@ -356,30 +351,30 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
     def _skeleton(self, provider: str, endpoint: str, q: str) -> tuple[bytes, bytes, bytes]:
         """A response of the right shape with one list left open, for malformed and huge bodies."""
         page = self.pages[0]
-        hit = _Hit(page, (), ())
+        hit = Hit(page, (), ())
         if provider == "brave" and endpoint == "web/search":
-            item = self._brave_result(hit, {**_WEB_BOOLS})
+            item = self._brave_result(hit, {**WEB_BOOLS})
             doc: dict[str, Any] = {
                 "type": "search",
                 "query": {"original": q, "more_results_available": True},
-                "web": {"type": "search", "results": [_HOLE], "family_friendly": True},
+                "web": {"type": "search", "results": [HOLE], "family_friendly": True},
             }
         elif provider == "brave":
             item = {"url": page.url, "title": page.title or "", "snippets": [page.text]}
-            doc = {"grounding": {"generic": [_HOLE], "map": []}, "sources": {}}
+            doc = {"grounding": {"generic": [HOLE], "map": []}, "sources": {}}
         elif provider == "exa":
-            item = self._exa_result(hit, _ExaContents(text=_EXA_DEFAULT_TEXT))
-            doc = {"requestId": uuid.uuid4().hex, "results": [_HOLE], "searchTime": 1.0}
+            item = self._exa_result(hit, ExaContents(text=EXA_DEFAULT_TEXT))
+            doc = {"requestId": uuid.uuid4().hex, "results": [HOLE], "searchTime": 1.0}
         else:
             item = self._searxng_result(hit, 1, None)
-            doc = {"query": q, "number_of_results": 1, "results": [_HOLE], "answers": []}
-        before, after = _split_hole(doc)
+            doc = {"query": q, "number_of_results": 1, "results": [HOLE], "answers": []}
+        before, after = split_hole(doc)
         return before, json.dumps(item, ensure_ascii=False).encode(), after
 
     # -- Brave --
 
-    def _search(self, q: str) -> list[_Hit]:
-        return _rank(self.pages, _parse_query(q))
+    def _search(self, q: str) -> list[Hit]:
+        return rank(self.pages, parse_query(q))
 
     # -- Exa --
 
@@ -390,108 +385,6 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
         )
 
     # -- SearXNG --
-
-
-class _Server(ThreadingHTTPServer):
-    """Daemon handler threads, not joined on close: a slow handler must not hang ``stop()``."""
-
-    daemon_threads = True
-    block_on_close = False
-    fake: FakeWeb
-
-    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
-        super().__init__(address, handler)
-        self._connections: set[socket] = set()
-        self._connections_lock = threading.Lock()
-
-    def track(self, connection: socket) -> None:
-        with self._connections_lock:
-            self._connections.add(connection)
-
-    def untrack(self, connection: socket) -> None:
-        with self._connections_lock:
-            self._connections.discard(connection)
-
-    def close_connections(self) -> None:
-        with self._connections_lock:
-            connections = list(self._connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(SHUT_RDWR)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "fakeweb/1.0"
-    sys_version = ""
-    server: _Server
-
-    def setup(self) -> None:
-        """Headers and body go out in separate writes; without TCP_NODELAY each costs ~40 ms."""
-        super().setup()
-        self.connection.setsockopt(IPPROTO_TCP, TCP_NODELAY, 1)
-        self.server.track(self.connection)
-
-    def finish(self) -> None:
-        try:
-            super().finish()
-        finally:
-            self.server.untrack(self.connection)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        """Silent: tests and the demo print their own output."""
-
-    def do_GET(self) -> None:
-        self._handle()
-
-    def do_POST(self) -> None:
-        self._handle()
-
-    def do_PUT(self) -> None:
-        self._handle()
-
-    def do_DELETE(self) -> None:
-        self._handle()
-
-    def _handle(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length > 0 else b""
-        split = urlsplit(self.path)
-        incoming = _Incoming(
-            method=self.command,
-            path=split.path,
-            query=parse_qs(split.query, keep_blank_values=True),
-            headers={name.lower(): value for name, value in self.headers.items()},
-            body=body,
-        )
-        try:
-            reply = self.server.fake._respond(incoming)
-        except Exception as exc:  # a bug in the fake must reach the test, not hang the client
-            reply = _json_reply(500, {"error": f"fakeweb internal error: {exc!r}"})
-        try:
-            self._write(reply, incoming.headers.get("accept-encoding", ""))
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True
-
-    def _write(self, reply: _Reply, accept_encoding: str) -> None:
-        self.send_response(reply.status)
-        for name, value in reply.headers:
-            self.send_header(name, value)
-        if reply.stream is not None:
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            for chunk in reply.stream:
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-            self.wfile.write(b"0\r\n\r\n")
-            return
-        body = reply.body
-        if len(body) >= 1024 and "gzip" in accept_encoding.lower():
-            body = gzip.compress(body, mtime=0)
-            self.send_header("Content-Encoding", "gzip")
-            self.send_header("Vary", "Accept-Encoding")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
