@@ -87,14 +87,14 @@ def permission_allowed(datasette: Any, actor: Any, action: str, resource: Any) -
 
 @hookimpl(tryfirst=True)
 def menu_links(datasette: Any, actor: Any, request: Any) -> Any:
-    from .views.research import research_menu_links
+    from .views.menu import research_menu_links
 
     return research_menu_links(datasette, actor)
 
 
 @hookimpl
 def database_actions(datasette: Any, actor: Any, database: str, request: Any) -> Any:
-    from .views.research import research_database_actions
+    from .views.menu import research_database_actions
 
     return research_database_actions(datasette, actor, database)
 
