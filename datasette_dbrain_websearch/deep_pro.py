@@ -17,8 +17,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .fetch import public_host
 from .merge import DomainPolicy
+from .public_hosts import public_host
 from .urls import is_web_url, try_normalize_url
 
 STEP_SCHEMA = "dbrain_websearch.step.v1"

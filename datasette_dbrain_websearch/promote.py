@@ -37,7 +37,8 @@ from sqlite_utils.db import Table
 
 from . import semantic
 from .errors import ResearchError, sqlite_error
-from .fetch import FetchResult, extractor_missing, fetch_page
+from .extraction import extractor_missing
+from .fetch import FetchResult, fetch_page
 from .fts_rows import FTSWriteError, sync_item_fts, sync_source_fts
 from .providers.base import clean
 from .runs_db import PROMOTIONS_TABLE, bounded_write

@@ -9,9 +9,10 @@ that names it.
 
 Bounds: at most ``MAX_READ`` pages per request and ``MAX_READ`` being read at once per actor;
 each page's fetch and extraction share one deadline (the extraction runs in a worker process
-that is killed when it passes, see ``fetch.ExtractPool``). A page is sent to ``read_via`` only if
-the fetcher's own public-host policy would let it fetch the page itself (``fetch.host_refusal``):
-the reader's address is trusted because the configuration names it, which admits no result.
+that is killed when it passes, see ``extraction.ExtractPool``). A page is sent to ``read_via``
+only if the fetcher's own public-host policy would let it fetch the page itself
+(``public_hosts.host_refusal``): the reader's address is trusted because the configuration
+names it, which admits no result.
 """
 
 from __future__ import annotations
@@ -25,8 +26,10 @@ from urllib.parse import urlsplit
 
 from . import ledger, provider_cache
 from .config import WebSettings
-from .fetch import FetchResult, extractor_missing, fetch_page, host_refusal
+from .extraction import extractor_missing
+from .fetch import FetchResult, fetch_page
 from .providers.base import WebResult
+from .public_hosts import host_refusal
 
 LEDGER_NAME = "page_read"  # the ledger's "provider" for page reads (they cost nothing)
 MAX_READ = 10  # pages per request, and pages being read at once for one actor

@@ -23,7 +23,6 @@ import httpx
 
 from . import ledger, provider_cache
 from .config import WebSettings
-from .fetch import public_host
 from .judge import ENOUGH_EVIDENCE
 from .merge import DomainPolicy
 from .providers.base import (
@@ -40,6 +39,7 @@ from .providers.base import (
     redact,
 )
 from .providers.brave import MAX_QUERY_CHARS, MAX_QUERY_WORDS
+from .public_hosts import public_host
 from .query_plan import CURRENT_STATE_WORDS, QueryPlan
 from .urls import NormalizedURL, is_web_url, try_normalize_url
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from datasette_dbrain_websearch import fetch as fetch_module
+from datasette_dbrain_websearch import public_hosts
 from datasette_dbrain_websearch.fts_rows import source_fts_row
 from datasette_dbrain_websearch.providers import Provider, WebResult
 from datasette_dbrain_websearch.triggers import create_retrieval_triggers
@@ -367,7 +367,7 @@ async def test_fetch_extracts_text_and_refuses_private_addresses(
         async def loopback(host: str, port: int, **kwargs: Any) -> list[Any]:
             return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port))]
 
-        monkeypatch.setattr(fetch_module, "_getaddrinfo", loopback)
+        monkeypatch.setattr(public_hosts, "_getaddrinfo", loopback)
     with registered(provider):
         networks = ["127.0.0.1/32"] if allowed else []
         ds = await promoting_ds(brain, fake, providers=["localpage"], fetch_allow_networks=networks)

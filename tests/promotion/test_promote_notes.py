@@ -138,9 +138,9 @@ def test_tags_are_written_as_dbrains_vocabulary_writes_them():
 async def test_fetching_without_the_fetch_extra_is_refused_with_how_to_get_it(
     brain, fake, monkeypatch
 ):
-    from datasette_dbrain_websearch import fetch, promote
+    from datasette_dbrain_websearch import extraction, promote
 
-    monkeypatch.setattr(promote, "extractor_missing", lambda: fetch.EXTRACTOR_MISSING)
+    monkeypatch.setattr(promote, "extractor_missing", lambda: extraction.EXTRACTOR_MISSING)
     ds = await promoting_ds(brain, fake)
     pack = await web_run(ds)
     key = pack["external_evidence"][0]["source_key"]

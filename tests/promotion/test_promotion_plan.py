@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from datasette_dbrain_websearch import fetch as fetch_module
+from datasette_dbrain_websearch import public_hosts
 from datasette_dbrain_websearch.fts_rows import SOURCES_FTS_COLUMNS, source_fts_row, sync_source_fts
 from datasette_dbrain_websearch.providers import Provider, WebResult
 from datasette_dbrain_websearch.schema import SOURCE_COLUMNS
@@ -142,7 +143,7 @@ async def test_a_failed_fetch_records_dbrains_error_and_keeps_the_provider_text(
     async def no_such_host(host: str, port: int, **kwargs: Any) -> list[Any]:
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
-    monkeypatch.setattr(fetch_module, "_getaddrinfo", no_such_host)
+    monkeypatch.setattr(public_hosts, "_getaddrinfo", no_such_host)
     async with scripted([QUASI]) as ds:
         pack = await web_run(ds, q="quasicrystal")
         (row,) = pack["external_evidence"]

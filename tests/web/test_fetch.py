@@ -22,8 +22,9 @@ from urllib.parse import parse_qs, quote
 
 import pytest
 
-from datasette_dbrain_websearch import fetch
-from datasette_dbrain_websearch.fetch import FetchResult, fetch_page, is_public_address
+from datasette_dbrain_websearch import guarded_transport, public_hosts
+from datasette_dbrain_websearch.fetch import FetchResult, fetch_page
+from datasette_dbrain_websearch.public_hosts import is_public_address
 
 PAGE_HOST = "127.0.0.2"
 ALLOW = (f"{PAGE_HOST}/32",)
@@ -252,13 +253,13 @@ def site(servers: SimpleNamespace) -> SimpleNamespace:
 def connects(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every address the guarded backend actually opened a TCP connection to."""
     seen: list[str] = []
-    original = fetch._GuardedBackend._connect
+    original = guarded_transport.GuardedBackend._connect
 
     async def spy(self: Any, address: Any, *args: Any) -> Any:
         seen.append(str(address))
         return await original(self, address, *args)
 
-    monkeypatch.setattr(fetch._GuardedBackend, "_connect", spy)
+    monkeypatch.setattr(guarded_transport.GuardedBackend, "_connect", spy)
     return seen
 
 
@@ -267,7 +268,7 @@ def dns(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     """A resolver for made-up ``*.test`` names; each name answers from a queue (last repeats)."""
     answers: dict[str, list[list[str]]] = {}
     lookups: list[str] = []
-    real = fetch._getaddrinfo
+    real = public_hosts._getaddrinfo
 
     async def fake(host: str, port: int, **kwargs: Any) -> list[Any]:
         lookups.append(host)
@@ -279,7 +280,7 @@ def dns(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
             raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
         return await real(host, port, **kwargs)
 
-    monkeypatch.setattr(fetch, "_getaddrinfo", fake)
+    monkeypatch.setattr(public_hosts, "_getaddrinfo", fake)
     return SimpleNamespace(answers=answers, lookups=lookups)
 
 

@@ -151,9 +151,9 @@ async def test_nothing_is_read_unless_asked(brain, fake):
 
 
 async def test_without_the_fetch_extra_reading_says_how_to_get_it(brain, fake, monkeypatch):
-    from datasette_dbrain_websearch import fetch, reading
+    from datasette_dbrain_websearch import extraction, reading
 
-    monkeypatch.setattr(reading, "extractor_missing", lambda: fetch.EXTRACTOR_MISSING)
+    monkeypatch.setattr(reading, "extractor_missing", lambda: extraction.EXTRACTOR_MISSING)
     ds = await reading_ds(brain, fake)
     pack = await ask(ds, read="2")
     (warning,) = [w for w in pack["warnings"] if w["code"] == "page_read_unavailable"]

@@ -22,15 +22,12 @@ from typing import Any
 
 import pytest
 
-from datasette_dbrain_websearch import fetch, reading
+from datasette_dbrain_websearch import extraction, guarded_transport, public_hosts, reading
 from datasette_dbrain_websearch.config import WebSettings
-from datasette_dbrain_websearch.fetch import (
-    ExtractionTimeout,
-    ExtractPool,
-    fetch_page,
-    host_refusal,
-)
+from datasette_dbrain_websearch.extraction import ExtractionTimeout, ExtractPool
+from datasette_dbrain_websearch.fetch import fetch_page
 from datasette_dbrain_websearch.providers import Provider, WebResult
+from datasette_dbrain_websearch.public_hosts import host_refusal
 from datasette_dbrain_websearch.reading import MAX_READ, PageReader
 
 from ..helpers import registered, web_datasette, web_pack
@@ -116,7 +113,7 @@ def site() -> Iterator[str]:
 
 async def test_a_huge_nested_page_is_cut_at_the_deadline_and_the_next_page_reads(site):
     before = resident_mb()
-    killed = fetch._POOL.killed
+    killed = extraction._POOL.killed
     started = time.monotonic()
     # 4.9 MB of nested blocks: minutes of extraction, and hundreds of MB, in a thread before.
     result = await fetch_page(f"{site}/nested", timeout=5, allow_networks=ALLOW)
@@ -127,21 +124,21 @@ async def test_a_huge_nested_page_is_cut_at_the_deadline_and_the_next_page_reads
     # The extraction ran (and was killed) in a worker: this process holds the page, no tree.
     assert resident_mb() - before < 150
     if "extracting" in result.error:  # (under heavy load the download itself may be what timed out)
-        assert fetch._POOL.killed == killed + 1
+        assert extraction._POOL.killed == killed + 1
     after = await fetch_page(f"{site}/article", allow_networks=ALLOW)
     assert after.ok and "quarks and gluons" in after.text, after
 
 
 async def test_a_stalled_extractor_is_killed_and_its_worker_replaced(site, monkeypatch):
-    monkeypatch.setattr(fetch, "_EXTRACTOR", stall)
-    killed, pids = fetch._POOL.killed, set(fetch._POOL.pids())
+    monkeypatch.setattr(extraction, "_EXTRACTOR", stall)
+    killed, pids = extraction._POOL.killed, set(extraction._POOL.pids())
     started = time.monotonic()
     result = await fetch_page(f"{site}/article", timeout=3, allow_networks=ALLOW)
     assert time.monotonic() - started < 20  # a 120 s stall, cut at 3 s
     assert (result.ok, result.failure_kind) == (False, "timeout"), result
-    assert fetch._POOL.killed == killed + 1
-    assert not [pid for pid in pids if pid not in fetch._POOL.pids() and alive(pid)]
-    monkeypatch.setattr(fetch, "_EXTRACTOR", fetch._extract)
+    assert extraction._POOL.killed == killed + 1
+    assert not [pid for pid in pids if pid not in extraction._POOL.pids() and alive(pid)]
+    monkeypatch.setattr(extraction, "_EXTRACTOR", extraction._extract)
     after = await fetch_page(f"{site}/article", allow_networks=ALLOW)
     assert after.ok and "quarks and gluons" in after.text, after
 
@@ -168,13 +165,13 @@ def test_a_worker_left_holding_memory_is_replaced():
     pool = ExtractPool(size=1, retire_rss=0)  # every worker holds more than nothing
     try:
         args = (ARTICLE, "text/html", "utf-8", "https://lattice.example/")
-        first = pool.run(fetch._extract, args, deadline=time.monotonic() + 60)
+        first = pool.run(extraction._extract, args, deadline=time.monotonic() + 60)
         assert "quarks and gluons" in first[3]
         assert (pool.started, pool.retired, pool.pids()) == (1, 1, [])
         pool.retire_rss = 1 << 40
-        pool.run(fetch._extract, args, deadline=time.monotonic() + 60)
+        pool.run(extraction._extract, args, deadline=time.monotonic() + 60)
         (pid,) = pool.pids()
-        pool.run(fetch._extract, args, deadline=time.monotonic() + 60)
+        pool.run(extraction._extract, args, deadline=time.monotonic() + 60)
         assert (pool.started, pool.retired, pool.pids()) == (2, 1, [pid])  # kept, and reused
     finally:
         pool.close()
@@ -204,7 +201,7 @@ def dns(monkeypatch):
             return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port)) for a in answers[host]]
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
-    monkeypatch.setattr(fetch, "_getaddrinfo", resolve)
+    monkeypatch.setattr(public_hosts, "_getaddrinfo", resolve)
     return answers
 
 
@@ -304,7 +301,9 @@ async def test_read_via_sends_only_public_pages_and_its_own_address_admits_no_re
 
 
 def test_the_readers_origin_is_trusted_and_nothing_else():
-    trusted = fetch._origins("http://127.0.0.1:8002/reader/")
+    trusted = guarded_transport.origins("http://127.0.0.1:8002/reader/")
     assert trusted == frozenset({("127.0.0.1", 8002)})
-    assert fetch._origins("https://Reader.Example/r/") == frozenset({("reader.example", 443)})
-    assert fetch._origins("") == frozenset()
+    assert guarded_transport.origins("https://Reader.Example/r/") == frozenset(
+        {("reader.example", 443)}
+    )
+    assert guarded_transport.origins("") == frozenset()
