@@ -20,7 +20,7 @@ from .pack_rows import Lane, LinkedPage, LocalRow, Retrieval, WebRow
 from .providers import DIRECT
 from .query_plan import QueryPlan
 from .row_texts import excerpt_fields
-from .web import WebHit
+from .web_hits import WebHit
 from .web_ranking import RowRank
 
 EXACT_WEIGHT = 1.0

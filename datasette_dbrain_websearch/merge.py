@@ -14,7 +14,7 @@ from .excerpts import best_excerpt
 from .pack_json import WEB_ORIGIN
 
 if TYPE_CHECKING:
-    from .web import WebHit
+    from .web_hits import WebHit
 
 RRF_K = 60
 

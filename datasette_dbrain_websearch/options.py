@@ -19,7 +19,8 @@ from .profiles import PROFILE_NAMES
 from .providers.base import clean
 from .reading import MAX_READ
 from .urls import site_domain
-from .web import ALL, WebRequest
+from .web import ALL
+from .web_gate import WebRequest
 
 MAX_QUESTION_CHARS = 20_000
 

@@ -59,7 +59,9 @@ from .semantic import (
 )
 from .spelling import Correction, corrected, suggest
 from .urls import NormalizedURL, is_web_url, try_normalize_url
-from .web import ALL, WebHit, WebStage, decide, is_current_state, web_query
+from .web import ALL, WebStage, web_query
+from .web_gate import decide, is_current_state
+from .web_hits import WebHit
 from .web_ranking import RowRank, WebRanker, WebRanking
 
 MAX_RETURNED_PER_PROVIDER = 10  # URLs and titles each provider returned, kept for the trace

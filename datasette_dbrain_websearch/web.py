@@ -1,11 +1,11 @@
-"""The web stage of a research run: decide, call providers, normalize.
+"""The web stage of a research run: the providers called within one deadline, their calls
+cached, budgeted and recorded.
 
-``decide`` is the policy gate (pure): the web is searched only when the request's mode asks for
-it, the config enables it, the actor holds ``dbrain-external-search``, another site did not send
-the request and, for ``on_weak``, the judge found the local evidence weak. ``WebStage.run``
+Whether a run searches the web at all is decided before (``web_gate.decide``). ``WebStage.run``
 then makes one bounded pass: providers in fallback order, or all at once for
-``provider=all``, under one deadline for the whole stage, each call within its budget.
-Every failure becomes a named warning; nothing here can lose the local results.
+``provider=all``, under one deadline for the whole stage, each call within its budget, and
+each provider's results normalized into hits (``web_hits``). Every failure becomes a named
+warning; nothing here can lose the local results.
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ import httpx
 
 from . import ledger, provider_cache
 from .config import WebSettings
-from .judge import ENOUGH_EVIDENCE
-from .merge import DomainPolicy
 from .providers.base import (
     FAILED,
     RATE_LIMITED,
@@ -35,13 +33,12 @@ from .providers.base import (
     SearchRequest,
     WebResult,
     clamp_query,
-    clean_result,
     redact,
 )
 from .providers.brave import MAX_QUERY_CHARS, MAX_QUERY_WORDS
-from .public_hosts import public_host
-from .query_plan import CURRENT_STATE_WORDS, QueryPlan
-from .urls import NormalizedURL, is_web_url, try_normalize_url
+from .query_plan import QueryPlan
+from .web_gate import WebRequest
+from .web_hits import WebHit, normalize_hits
 
 BUDGET_EXHAUSTED = "provider_budget_exhausted"
 # A provider's own requests end at its deadline; the stage waits this much longer before
@@ -49,44 +46,6 @@ BUDGET_EXHAUSTED = "provider_budget_exhausted"
 GRACE = 0.25
 
 ALL = "all"
-CURRENT_STATE_PHRASES = ("as of now", "right now", "this week", "this month")
-
-
-@dataclass(frozen=True)
-class WebRequest:
-    """What one request asks of the web stage (from ``external=``, ``provider=`` ...)."""
-
-    mode: str
-    providers: tuple[str, ...] = ()
-    freshness: str = ""
-    count: int = 5
-    read: int = 0  # the top web results whose pages are read before the answer (``read=``)
-    sites: tuple[str, ...] = ()  # only results from these domains (``site=``)
-    not_sites: tuple[str, ...] = ()  # never results from these (``not_site=``)
-
-    def domain_policy(self, settings: WebSettings) -> DomainPolicy:
-        """The config's domain lists narrowed by this question's sites."""
-        return DomainPolicy(
-            settings.allow_domains, settings.block_domains, self.sites, self.not_sites
-        )
-
-
-@dataclass(frozen=True)
-class Decision:
-    run: bool
-    skipped_reason: str = ""
-    warning: dict[str, str] | None = None
-
-
-@dataclass(frozen=True)
-class WebHit:
-    """One provider result whose URL passed dbrain's normalization."""
-
-    provider: str
-    rank: int
-    result: WebResult
-    url: NormalizedURL
-    cached: bool
 
 
 @dataclass
@@ -104,59 +63,6 @@ class WebOutcome:
     ledger: list[dict[str, Any]] = field(default_factory=list)
 
 
-def is_current_state(question: str) -> bool:
-    """Does the question ask how things are now ("latest", "today", "as of now" ...)?"""
-    words = {w.strip(".,;:!?()\"'").lower() for w in question.split()}
-    lowered = question.lower()
-    return bool(words & CURRENT_STATE_WORDS) or any(p in lowered for p in CURRENT_STATE_PHRASES)
-
-
-CROSS_SITE_WARNING = "external_search_cross_site"
-"""The one warning code for everything a cross-site request was denied (the web here, the
-model in ``answer.stage``, a new run in ``views.compare``): nothing is spent on the account."""
-
-
-def decide(
-    mode: str, settings: WebSettings, permitted: bool, verdict: str, cross_site: bool = False
-) -> Decision:
-    """May this run call any provider? Always returns the reason when it may not."""
-    if mode == "never":
-        return Decision(False, "mode_never")
-    if not settings.enabled:
-        return Decision(
-            False,
-            "disabled",
-            {
-                "code": "external_search_disabled",
-                "message": "Web search is turned off in this Datasette's config "
-                "(external_search.enabled is false); showing local evidence only.",
-            },
-        )
-    if not permitted:
-        return Decision(
-            False,
-            "not_permitted",
-            {
-                "code": "external_search_not_permitted",
-                "message": "You are not allowed to search the web here (permission "
-                "dbrain-external-search); showing local evidence only.",
-            },
-        )
-    if cross_site:
-        return Decision(
-            False,
-            "cross_site",
-            {
-                "code": CROSS_SITE_WARNING,
-                "message": "This request came from another site, so the web was not searched "
-                "on your account; search again from this page to include it.",
-            },
-        )
-    if mode == "on_weak" and verdict == ENOUGH_EVIDENCE:
-        return Decision(False, "local_evidence_enough")
-    return Decision(True)
-
-
 def web_query(plan: QueryPlan) -> str:
     """The provider query: the question's keywords (current-state words such as "latest"
     included), within Brave's limits for every provider."""
@@ -172,37 +78,6 @@ def provider_order(
     if ALL in requested:
         return [n for n in settings.providers if n in known], True
     return list(requested or settings.providers), False
-
-
-def normalize_hits(
-    provider: str,
-    results: list[WebResult],
-    cached: bool,
-    allow_networks: tuple[str, ...] = (),
-) -> tuple[list[WebHit], int, list[dict[str, Any]]]:
-    """Canonicalize every URL the dbrain way; URLs dbrain would refuse are dropped and counted,
-    and so are pages on loopback, private or link-local hosts (``allow_networks`` excepted):
-    a provider, or whoever poisoned its index, must not plant them as evidence or promotions."""
-    hits: list[WebHit] = []
-    rejected = 0
-    not_public: list[dict[str, Any]] = []
-    for result in map(clean_result, results):
-        url = try_normalize_url(result.url) if is_web_url(result.url) else None
-        if url is None:
-            rejected += 1
-            continue
-        if not public_host(url.domain, allow_networks):
-            not_public.append(
-                {
-                    "decision": "dropped_not_public",
-                    "provider": provider,
-                    "url": url.canonical_url,
-                    "host": url.domain,
-                }
-            )
-            continue
-        hits.append(WebHit(provider, result.rank or len(hits) + 1, result, url, cached))
-    return hits, rejected, not_public
 
 
 class WebStage:

@@ -17,7 +17,7 @@ from ..display import plural
 from ..pack import Answer, Pack
 from ..pack_rows import LocalRow, Row, WebRow
 from ..query_plan import matched_terms
-from ..web import CROSS_SITE_WARNING
+from ..web_gate import CROSS_SITE_WARNING
 from .claims import ask_claims
 from .conflicts import find_conflicts
 from .extractive import Passage, Similarity, extract

@@ -31,7 +31,7 @@ from ..service import (
     saved_run,
 )
 from ..traces import TraceJSON
-from ..web import CROSS_SITE_WARNING
+from ..web_gate import CROSS_SITE_WARNING
 from .common import (
     refusal,
     remembering_access,

@@ -18,7 +18,7 @@ from datasette_dbrain_websearch import cost
 from datasette_dbrain_websearch.admission import gate_for
 from datasette_dbrain_websearch.answer import stage
 from datasette_dbrain_websearch.runs_db import RUNS_TABLE
-from datasette_dbrain_websearch.web import CROSS_SITE_WARNING
+from datasette_dbrain_websearch.web_gate import CROSS_SITE_WARNING
 
 from ..fake_models import fake_models
 from ..helpers import (

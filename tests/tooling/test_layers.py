@@ -43,7 +43,7 @@ ALLOWED = {
         "traces",
         "urls",
         "usage_report",
-        "web",
+        "web_gate",
     },
     "tools": COMMON
     | {"admission", "brain", "promote", "promotions", "requesters", "row_texts", "traces"},

@@ -15,7 +15,7 @@ from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.merge import DomainPolicy, merge_web
 from datasette_dbrain_websearch.providers import Provider, WebResult
 from datasette_dbrain_websearch.query_plan import plan_query
-from datasette_dbrain_websearch.web import normalize_hits
+from datasette_dbrain_websearch.web_hits import normalize_hits
 from datasette_dbrain_websearch.web_ranking import (
     UNIT,
     WebCandidate,

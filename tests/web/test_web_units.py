@@ -31,13 +31,9 @@ from datasette_dbrain_websearch.providers.exa import identified_results, publish
 from datasette_dbrain_websearch.providers.searxng import accept_language, published_at
 from datasette_dbrain_websearch.query_plan import plan_query
 from datasette_dbrain_websearch.urls import site_domain
-from datasette_dbrain_websearch.web import (
-    Decision,
-    decide,
-    is_current_state,
-    normalize_hits,
-    web_query,
-)
+from datasette_dbrain_websearch.web import web_query
+from datasette_dbrain_websearch.web_gate import Decision, decide, is_current_state
+from datasette_dbrain_websearch.web_hits import normalize_hits
 
 from ..helpers import typed_local_row, typed_web_row
 
@@ -415,7 +411,8 @@ async def test_parallel_results_keep_the_configured_provider_order():
     import asyncio
 
     from datasette_dbrain_websearch.providers import Provider
-    from datasette_dbrain_websearch.web import WebRequest, WebStage
+    from datasette_dbrain_websearch.web import WebStage
+    from datasette_dbrain_websearch.web_gate import WebRequest
 
     class Timed(Provider):
         def __init__(self, name, delay):

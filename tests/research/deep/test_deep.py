@@ -34,7 +34,8 @@ from datasette_dbrain_websearch.deep import (
     uncovered,
 )
 from datasette_dbrain_websearch.tools.agent import agent_research
-from datasette_dbrain_websearch.web import BUDGET_EXHAUSTED, CROSS_SITE_WARNING
+from datasette_dbrain_websearch.web import BUDGET_EXHAUSTED
+from datasette_dbrain_websearch.web_gate import CROSS_SITE_WARNING
 
 from ...helpers import SOURCE_URLS, actor_cookies, make_datasette
 from ...helpers import web_config as base_web_config
