@@ -13,7 +13,8 @@ from .compat import track_promotion, write_options
 from .config import Settings
 from .errors import ResearchError, sqlite_error
 from .pack_json import PackJSON
-from .promote import promote, promoted_in_run
+from .promote import promote
+from .promotion_provenance import promoted_in_run
 from .runs_db import plugin_database
 from .service import actor_id_of
 from .traces import TraceJSON

@@ -6,10 +6,10 @@ It lives at ``traces_database`` (default ``research_runs.db`` next to the first 
 is created (or brought up to date) at startup with sqlite-utils and attached to Datasette as
 ``research_runs`` so root can browse and facet it (no one else may view it as tables: it holds
 other people's questions). It holds research runs and their events (traces.py), promotions
-(promote.py), relevance feedback (feedback_store.py), the provider cache (provider_cache.py), the
-provider ledger (ledger.py) and the semantic lane's vectors (semantic.py). This module holds the
-file itself: its locks (``bounded_write``, ``write_locked``), its tables and their migration, and
-purging the cache.
+(promotion_provenance.py), relevance feedback (feedback_store.py), the provider cache
+(provider_cache.py), the provider ledger (ledger.py) and the semantic lane's vectors
+(semantic.py). This module holds the file itself: its locks (``bounded_write``,
+``write_locked``), its tables and their migration, and purging the cache.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from typing import Any
 
 from . import ledger, traces
 from .feedback_store import feedback_for
-from .promote import promoted_from
+from .promotion_provenance import promoted_from
 from .runs_db import plugin_database
 
 

@@ -10,7 +10,7 @@ from datasette import Forbidden, Response
 from ..errors import ResearchError
 from ..options import param
 from ..permissions import PROMOTE
-from ..promote import MAX_KEYS, parse_request
+from ..promotion_request import MAX_KEYS, parse_request
 from ..promotions import promotion_brain, promotion_message, write_promotion
 from ..service import (
     mark_rows,

@@ -443,7 +443,8 @@ class ReadOnlyBrain:
 
 async def test_a_brain_sqlite_cannot_write_answers_409():
     from datasette_dbrain_websearch.errors import ResearchError
-    from datasette_dbrain_websearch.promote import PromotionRequest, promote
+    from datasette_dbrain_websearch.promote import promote
+    from datasette_dbrain_websearch.promotion_request import PromotionRequest
 
     row = {
         "source_key": "ext:brave:1",

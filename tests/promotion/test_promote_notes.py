@@ -13,7 +13,8 @@ from datasette.plugins import pm
 
 from datasette_dbrain_websearch.fts_rows import item_fts_row
 from datasette_dbrain_websearch.pack import row_keys
-from datasette_dbrain_websearch.promote import dbrain_tags, merged_tags
+from datasette_dbrain_websearch.promotion_request import dbrain_tags
+from datasette_dbrain_websearch.promotion_write import merged_tags
 from datasette_dbrain_websearch.schema import item_content_hash
 
 from ..helpers import DATASETTE_1, actor_cookies, db_rows, post_json, promoting_ds, web_run
@@ -193,7 +194,7 @@ async def test_datasette_hears_of_a_promotion_and_sees_who_wrote(brain, fake):
 
 
 async def test_no_source_is_written_without_its_provenance(brain, fake, monkeypatch):
-    from datasette_dbrain_websearch import promote as promote_module
+    from datasette_dbrain_websearch import promotion_provenance
 
     ds = await promoting_ds(brain, fake)
     pack = await web_run(ds)
@@ -202,7 +203,7 @@ async def test_no_source_is_written_without_its_provenance(brain, fake, monkeypa
     def locked(conn, rows):
         raise sqlite3.OperationalError("database is locked")
 
-    monkeypatch.setattr(promote_module, "write_provenance", locked)
+    monkeypatch.setattr(promotion_provenance, "write_provenance", locked)
     response = await post_json(ds, {"run_id": pack["run_id"], "source_keys": [row["source_key"]]})
     body = response.json()
     assert (response.status_code, body["code"]) == (503, "provenance_not_saved")

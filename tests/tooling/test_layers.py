@@ -36,7 +36,7 @@ ALLOWED = {
         "judge",
         "pack",
         "pipeline",
-        "promote",
+        "promotion_request",
         "promotions",
         "requesters",
         "saved_runs",
@@ -46,7 +46,15 @@ ALLOWED = {
         "web_gate",
     },
     "tools": COMMON
-    | {"admission", "brain", "promote", "promotions", "requesters", "row_texts", "traces"},
+    | {
+        "admission",
+        "brain",
+        "promotion_request",
+        "promotions",
+        "requesters",
+        "row_texts",
+        "traces",
+    },
     "cli": COMMON
     | {"config_reference", "demo", "evals", "pipeline", "runs_db", "semantic", "tokens"},
     "evals": COMMON | {"brain", "judge", "pack", "pipeline", "query_plan", "runs_db", "urls"},
