@@ -5,7 +5,7 @@ answers with one schema-versioned JSON step: ``search`` (a query), ``read`` (a U
 run's web results) or ``stop``. Nothing it proposes runs unchecked: ``parse_step`` refuses
 anything that is not such a step (the run then falls back to the deterministic loop), and
 ``refusal`` refuses a step the budgets, the domain policy, the public-host rule or the known
-results do not allow. Both are pure; ``deep.run_deep`` does the I/O and records every
+results do not allow. Both are pure; ``deep_pro_rounds`` does the I/O and records every
 proposal.
 """
 

@@ -12,27 +12,29 @@ import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
 
-from datasette_dbrain_websearch import deep
+from datasette_dbrain_websearch import deep_rounds
 from datasette_dbrain_websearch.config import DeepSettings, Settings
-from datasette_dbrain_websearch.deep import (
-    ANSWERED,
-    BUDGET,
-    NO_PROGRESS,
-    TIME,
+from datasette_dbrain_websearch.deep import confidence
+from datasette_dbrain_websearch.deep_follow_ups import (
     FollowUp,
-    Spent,
-    bounded,
     bridge_entities,
-    confidence,
     facets,
     follow_ups,
     names_in,
     question_names,
-    round_reads,
     says_facet,
-    stop_reason,
     uncovered,
 )
+from datasette_dbrain_websearch.deep_rounds import (
+    ANSWERED,
+    BUDGET,
+    NO_PROGRESS,
+    TIME,
+    bounded,
+    round_reads,
+    stop_reason,
+)
+from datasette_dbrain_websearch.deep_state import Spent
 from datasette_dbrain_websearch.tools.agent import agent_research
 from datasette_dbrain_websearch.web import BUDGET_EXHAUSTED
 from datasette_dbrain_websearch.web_gate import CROSS_SITE_WARNING
@@ -282,7 +284,7 @@ async def test_a_stalled_round_ends_the_loop_on_time(film_brain, web, monkeypatc
         # Once round 1 has asked the provider, 19.5 of the loop's 20 s are gone.
         return 1000.0 + (19.5 if searches(web) else 0.0)
 
-    monkeypatch.setattr(deep, "clock", clock)
+    monkeypatch.setattr(deep_rounds, "clock", clock)
     ds = await film_ds(film_brain, web)
     pack = await research(ds, depth="deep")
     assert (pack["research"]["stop_reason"], len(pack["research"]["rounds"])) == (TIME, 1)

@@ -15,7 +15,6 @@ from datasette.cli import cli
 
 from datasette_dbrain_websearch.answer.claims import parse_claims
 from datasette_dbrain_websearch.answer.verify import RunKeys
-from datasette_dbrain_websearch.deep import ANSWERED, FALLBACK, NO_PROGRESS
 from datasette_dbrain_websearch.deep_pro import (
     ALREADY_READ,
     DOMAIN_POLICY,
@@ -29,6 +28,8 @@ from datasette_dbrain_websearch.deep_pro import (
     parse_step,
     refusal,
 )
+from datasette_dbrain_websearch.deep_pro_rounds import FALLBACK
+from datasette_dbrain_websearch.deep_rounds import ANSWERED, NO_PROGRESS
 from datasette_dbrain_websearch.merge import DomainPolicy
 from datasette_dbrain_websearch.tools.agent import agent_research
 
