@@ -179,8 +179,9 @@ async def run(brain: Path, questions: list[dict], keys: dict[str, str]) -> dict[
 
 def index(brain: Path) -> str:
     try:
+        from datasette_dbrain_websearch.embeddings import SemanticUnavailable
         from datasette_dbrain_websearch.runs_db import create
-        from datasette_dbrain_websearch.semantic import SemanticUnavailable, index_brain
+        from datasette_dbrain_websearch.semantic_index import index_brain
 
         runs = brain.parent / "research_runs.db"
         create(runs)

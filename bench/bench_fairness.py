@@ -39,7 +39,8 @@ from bench_research import HERE, build, free_port, pct, pick_questions, serve
 from datasette_dbrain_websearch.brain import FTS_TABLE, KINDS, TABLE
 from datasette_dbrain_websearch.cost import HEAVY_POSTINGS
 from datasette_dbrain_websearch.lexical import survey_table
-from datasette_dbrain_websearch.query_plan import CHAT_WORDS, ENGLISH_STOP_WORDS, plan_query
+from datasette_dbrain_websearch.query_plan import plan_query
+from datasette_dbrain_websearch.word_lists import CHAT_WORDS, ENGLISH_STOP_WORDS
 
 BOUND = 3.0
 ANSWERED = 0.95  # of ordinary questions answered (200) under attack (issue 31)

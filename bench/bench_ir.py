@@ -44,9 +44,10 @@ import corpora
 from datasette_dbrain_websearch.brain import Filters
 from datasette_dbrain_websearch.config import SemanticSettings
 from datasette_dbrain_websearch.config_keys import DEFAULT_EMBEDDING_MODEL
+from datasette_dbrain_websearch.embeddings import SemanticUnavailable
 from datasette_dbrain_websearch.query_plan import plan_query
 from datasette_dbrain_websearch.retrieval import retrieve
-from datasette_dbrain_websearch.semantic import SemanticLane, SemanticUnavailable, semantic_question
+from datasette_dbrain_websearch.semantic import SemanticLane, semantic_question
 
 HERE = Path(__file__).resolve().parent
 # Collections live in bench/ir/<name>/ (committed), or in the folder named by DBRAIN_IR_DATA.
@@ -187,7 +188,7 @@ def semantic_index(brain: Path, folder: Path) -> Path | None:
     """Index the brain with the offline model (None without the [semantic] extra)."""
     try:
         from datasette_dbrain_websearch.runs_db import create
-        from datasette_dbrain_websearch.semantic import index_brain
+        from datasette_dbrain_websearch.semantic_index import index_brain
 
         path = folder / "research_runs.db"
         create(path)

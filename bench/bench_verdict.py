@@ -50,7 +50,7 @@ from datasette_dbrain_websearch.judge import (
 )
 from datasette_dbrain_websearch.options import checked_request
 from datasette_dbrain_websearch.pipeline import RunContext, run_pipeline
-from datasette_dbrain_websearch.semantic import index_brain
+from datasette_dbrain_websearch.semantic_index import index_brain
 
 NONSENSE = 40
 

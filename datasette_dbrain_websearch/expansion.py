@@ -16,8 +16,9 @@ from .display import plural
 from .feedback import MARK_STRENGTH, resolve_marks, validate_marks
 from .feedback_space import SKIP, TOKEN, vector_space
 from .pack_json import PackJSON
-from .query_plan import NEGATIONS, trim_token
+from .question_terms import trim_token
 from .stemming import fold, stem
+from .word_lists import NEGATIONS
 
 MAX_ADDED_TERMS = 4
 MAX_CANDIDATES = 20

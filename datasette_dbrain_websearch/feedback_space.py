@@ -23,8 +23,8 @@ from typing import Any
 
 from .answer.text import is_boilerplate, split_sentences
 from .pack_json import PackJSON
-from .query_plan import NEGATIONS, RAW_OPERATORS, STOP_WORDS
 from .stemming import fold, stem
+from .word_lists import NEGATIONS, RAW_OPERATORS, STOP_WORDS
 
 LISTS = ("evidence", "external_evidence")
 

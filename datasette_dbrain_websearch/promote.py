@@ -13,7 +13,7 @@ import sqlite3
 from collections.abc import Mapping
 from typing import Any
 
-from . import semantic
+from . import semantic_index
 from .errors import ResearchError, sqlite_error
 from .extraction import extractor_missing
 from .fetch import FetchResult, fetch_page
@@ -143,11 +143,13 @@ async def _index_created(
     }
 
     def read(conn: sqlite3.Connection) -> dict[str, list[Any]]:
-        return {kind: semantic.hydrated(conn, kind, ids) for kind, ids in wanted.items() if ids}
+        return {
+            kind: semantic_index.hydrated(conn, kind, ids) for kind, ids in wanted.items() if ids
+        }
 
     def write(conn: sqlite3.Connection) -> None:
         for kind, rows in found.items():
-            semantic.index_rows(conn, database, model_id, kind, rows)
+            semantic_index.index_rows(conn, database, model_id, kind, rows)
 
     try:
         found = await brain_db.execute_fn(read)

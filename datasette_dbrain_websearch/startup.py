@@ -19,8 +19,8 @@ from datasette.utils import StartupError
 from . import compat, runs_db
 from .config import Settings, literal_secrets
 from .config_keys import ConfigError
+from .embeddings import SemanticUnavailable, embedding_model
 from .providers import registered_providers
-from .semantic import SemanticUnavailable, embedding_model
 
 log = logging.getLogger("datasette_dbrain_websearch")
 

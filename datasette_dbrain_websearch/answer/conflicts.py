@@ -26,8 +26,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..brain_access import Checkpoint, paced, unbounded
-from ..query_plan import STOP_WORDS
 from ..stemming import TermMatcher, fold, stem
+from ..word_lists import STOP_WORDS
 from .extractive import Passage, claims
 from .quantities import NEGATION_WORDS, Quantity, quantities
 from .text import content_words

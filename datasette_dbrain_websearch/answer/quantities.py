@@ -13,8 +13,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..query_plan import STOP_WORDS
 from ..stemming import fold, stem
+from ..word_lists import STOP_WORDS
 from .text import content_words
 
 WINDOW = 3  # tokens either side of a quantity that name what it measures

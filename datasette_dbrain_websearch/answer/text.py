@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import re
 
-from ..query_plan import STOP_WORDS
 from ..stemming import fold, stem
+from ..word_lists import STOP_WORDS
 
 # A sentence ends at . ! ? (or a run of them, maybe closed by a quote or bracket) followed by
 # white space and a letter or digit (technical prose starts sentences with "bm25" too).

@@ -236,8 +236,9 @@ def register(cli: click.Group) -> None:
     def index(brain: str, index_db: str | None, model: str | None, metadata: str | None) -> None:
         """Build or refresh the semantic lane's index of BRAIN (only changed rows are
         embedded)."""
+        from ..embeddings import SemanticUnavailable, embedding_model
         from ..runs_db import create
-        from ..semantic import SemanticUnavailable, brain_rows, embedding_model, index_brain
+        from ..semantic_index import brain_rows, index_brain
 
         settings = _settings(metadata)
         model_id = model if model is not None else settings.semantic.model

@@ -15,18 +15,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from datasette_dbrain_websearch import lexical
+from datasette_dbrain_websearch.dbrain_order import matches_relaxed_terms, relaxed_terms
 from datasette_dbrain_websearch.errors import ResearchError
 from datasette_dbrain_websearch.excerpts import best_excerpt
-from datasette_dbrain_websearch.query_plan import (
-    SearchTerm,
-    is_compound,
-    matched_terms,
-    matches_relaxed_terms,
-    plan_query,
-    quote_word,
-    read_terms,
-    relaxed_terms,
-)
+from datasette_dbrain_websearch.query_plan import matched_terms, plan_query, quote_word
+from datasette_dbrain_websearch.question_terms import SearchTerm, is_compound, read_terms
 from datasette_dbrain_websearch.stemming import Form, TermMatcher, forms_of
 
 from ..helpers import add_item, make_datasette

@@ -16,7 +16,7 @@ import pytest
 
 from datasette_dbrain_websearch.config_keys import DEFAULT_EMBEDDING_MODEL
 from datasette_dbrain_websearch.demo import build_demo_brain
-from datasette_dbrain_websearch.semantic import index_brain
+from datasette_dbrain_websearch.semantic_index import index_brain
 
 from ..helpers import make_datasette
 

@@ -185,6 +185,7 @@ def test_the_calibrated_rule_judges_the_web_rows_too():
     ],
 )
 def test_a_keyword_list_is_the_question_typed_as_keywords(question, keywords):
-    from datasette_dbrain_websearch.query_plan import is_keyword_list, plan_query
+    from datasette_dbrain_websearch.query_plan import plan_query
+    from datasette_dbrain_websearch.question_terms import is_keyword_list
 
     assert is_keyword_list(question, plan_query(question).query_terms) is keywords

@@ -6,19 +6,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from datasette_dbrain_websearch.errors import ResearchError
-from datasette_dbrain_websearch.query_plan import (
-    MAX_TERMS,
-    build_match,
-    matched_terms,
+from datasette_dbrain_websearch.dbrain_order import (
     matches_relaxed_terms,
     min_relaxed_coverage,
-    plan_query,
-    raw_terms,
-    read_terms,
     relaxed_terms,
-    trim_token,
 )
+from datasette_dbrain_websearch.errors import ResearchError
+from datasette_dbrain_websearch.query_plan import build_match, matched_terms, plan_query
+from datasette_dbrain_websearch.question_terms import MAX_TERMS, raw_terms, read_terms, trim_token
 
 from ..helpers import add_item, make_datasette
 

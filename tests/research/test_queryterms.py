@@ -15,13 +15,13 @@ import sqlite3
 
 import pytest
 
-from datasette_dbrain_websearch.query_plan import (
-    CANONICAL_TERMS,
+from datasette_dbrain_websearch.query_plan import plan_query
+from datasette_dbrain_websearch.question_terms import (
     looks_like_source_key_fragment,
-    plan_query,
     read_terms,
     search_text,
 )
+from datasette_dbrain_websearch.word_lists import CANONICAL_TERMS
 
 from ..helpers import add_item, make_datasette
 

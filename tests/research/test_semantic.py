@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
 
-from datasette_dbrain_websearch import semantic
+from datasette_dbrain_websearch import embeddings
 from datasette_dbrain_websearch.lexical import Remembered
 from datasette_dbrain_websearch.triggers import create_retrieval_triggers
 
@@ -215,7 +215,7 @@ async def test_without_the_semantic_extra_the_lane_says_so(coffee_brain, monkeyp
     """wordllama not importable (the extra not installed): lexical only, one warning."""
     index(coffee_brain)
     monkeypatch.setitem(sys.modules, "wordllama", None)
-    monkeypatch.setattr(semantic, "_MODELS", Remembered(most=16))  # a process that never had it
+    monkeypatch.setattr(embeddings, "_MODELS", Remembered(most=16))  # a process that never had it
     pack = await research(coffee_brain, q="espresso")
     assert pack["evidence"] and codes(pack) == ["semantic_model_unavailable"]
     assert "[semantic]" in pack["warnings"][0]["message"]

@@ -56,9 +56,18 @@ ALLOWED = {
         "traces",
     },
     "cli": COMMON
-    | {"config_reference", "demo", "evals", "pipeline", "runs_db", "semantic", "tokens"},
+    | {
+        "config_reference",
+        "demo",
+        "embeddings",
+        "evals",
+        "pipeline",
+        "runs_db",
+        "semantic_index",
+        "tokens",
+    },
     "evals": COMMON | {"brain", "judge", "pack", "pipeline", "query_plan", "runs_db", "urls"},
-    "startup": COMMON | {"compat", "runs_db", "semantic"},
+    "startup": COMMON | {"compat", "embeddings", "runs_db"},
 }
 
 
