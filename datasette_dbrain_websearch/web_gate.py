@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from .config import WebSettings
 from .judge import ENOUGH_EVIDENCE
 from .merge import DomainPolicy
-from .query_plan import CURRENT_STATE_WORDS
+from .word_lists import CURRENT_STATE_WORDS
 
 CURRENT_STATE_PHRASES = ("as of now", "right now", "this week", "this month")
 
