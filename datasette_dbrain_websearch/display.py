@@ -18,7 +18,7 @@ from .web_ranking import UNIT
 
 if TYPE_CHECKING:  # the trace's types only (pure: not the module that stores traces, nor the
     # events' writer, which imports the web stage, whose judge says its verdicts with ``plural``)
-    from .trace_events import TraceEvent
+    from .trace_event_types import TraceEvent
     from .traces import TraceJSON
 
 Row = Mapping[str, Any]

@@ -32,7 +32,8 @@ from .runs_db import (
     plugin_database,
     write_locked,
 )
-from .trace_events import TraceEvent, events_for, iso
+from .trace_event_types import TraceEvent
+from .trace_events import events_for, iso
 
 TRACE_SCHEMA = "research_trace.v1"
 PROVIDERS_FAILED = "providers_failed"
