@@ -419,15 +419,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         now=now,
         searxng_limiter=not args.no_searxng_limiter,
     )
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    signal.signal(signal.SIGTERM, _stop_on_signal)
     web.start()
     print(f"fakeweb listening on {web.url}", flush=True)
     try:
-        while not done.wait(0.5):
-            pass
-    except KeyboardInterrupt:
+        while True:
+            time.sleep(3600)
+    except (KeyboardInterrupt, SystemExit):
         pass
     finally:
         web.stop()
     return 0
+
+
+def _stop_on_signal(*_: object) -> None:
+    """SIGTERM ends the sleep with an exception, once: a handler that sets an ``Event`` the main
+    thread is waiting on can deadlock on the event's lock, and a second SIGTERM (``make demo``
+    sends several) must not interrupt the server's stop."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    raise SystemExit(0)
