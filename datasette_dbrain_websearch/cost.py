@@ -1,7 +1,7 @@
 """What a question will cost before it runs, and how a costly one is made affordable (pure).
 
 The ranking query ORs every search word, so its work is the postings it reads: the sum of its
-terms' document frequencies, counted beforehand with cheap, cached counts (``brain.Survey``).
+terms' document frequencies, counted beforehand with cheap, cached counts (``survey.Survey``).
 BM25 spends about a microsecond per posting, so 32 words each in every row of a 100,000-row
 brain would take seconds. Such a question is **narrowed**: its commonest terms (the ones BM25
 weighs least) leave the ranking query until what is left reads at most ``postings_budget``; they
@@ -40,7 +40,7 @@ LIGHT_DBRAIN_TERMS = 8
 MAX_RAW_WORDS = 64
 # Planning reads every word of a simple question (3,000 words took a quarter of a second before
 # any search, growing with the square of the words): more are refused at once. Of fewer, the
-# first ``query_plan.MAX_TERMS`` terms are searched.
+# first ``question_terms.MAX_TERMS`` terms are searched.
 MAX_QUESTION_WORDS = 500
 _RAW_OPERATORS = frozenset({"AND", "OR", "NOT", "NEAR"})
 

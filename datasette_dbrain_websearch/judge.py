@@ -174,7 +174,7 @@ def assess(
     keywords: bool = False,
 ) -> Verdict:
     """The calibrated verdict (module docstring) on the rows in ranked order; ``keywords``: the
-    question is a list of keywords (``query_plan.is_keyword_list``), each of which one row must
+    question is a list of keywords (``question_terms.is_keyword_list``), each of which one row must
     hold."""
     terms = list(dict.fromkeys(query_terms))
     matching = [r for r in evidence if r.held and not r.meaning_only]
@@ -308,7 +308,8 @@ class Rule:
     mode: str = CALIBRATED
     weights: Mapping[str, float] | None = None
     rows_in_brain: int = 0
-    keywords: bool = False  # the question is a list of keywords (``query_plan.is_keyword_list``)
+    # the question is a list of keywords (``question_terms.is_keyword_list``)
+    keywords: bool = False
 
     def verdict(
         self,

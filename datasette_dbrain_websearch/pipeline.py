@@ -89,7 +89,7 @@ async def run_pipeline(options: ResearchRequest, run: RunContext) -> Pack:
 
     ``run.progress`` (optional) is awaited with a small dict as each stage starts or ends, so
     a surface can show live progress; it never changes the result. ``run.semantic_index`` is
-    the plugin database holding the semantic lane's vectors (``semantic.py``). ``run.gate``
+    the plugin database holding the semantic lane's vectors (``semantic_index``). ``run.gate``
     admits the local search when it is heavy (``admission``), counting it against
     ``run.requester``. ``run.arrived``: when the request came in (``time.perf_counter``), so
     the limit covers the wait before the run (``views.guards.arrived_at``).

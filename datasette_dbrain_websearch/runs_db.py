@@ -8,7 +8,7 @@ is created (or brought up to date) at startup with sqlite-utils and attached to 
 other people's questions). It holds research runs and their events (traces.py), promotions
 (promotion_provenance.py), relevance feedback (feedback_store.py), the provider cache
 (provider_cache.py), the provider ledger (ledger.py) and the semantic lane's vectors
-(semantic.py). This module holds the file itself: its locks (``bounded_write``,
+(semantic_index.py). This module holds the file itself: its locks (``bounded_write``,
 ``write_locked``), its tables and their migration, and purging the cache.
 """
 

@@ -130,8 +130,8 @@ def unknown_words(
     conn: sqlite3.Connection, tables: Sequence[str], words: Sequence[str]
 ) -> list[str]:
     """The words no table holds, as typed or as a prefix (one indexed probe each). A term
-    written as several tokens (``node.js``, ``g-2``: ``query_plan.is_compound``) is a name, not a
-    word to spell: it is never offered a correction."""
+    written as several tokens (``node.js``, ``g-2``: ``question_terms.is_compound``) is a name,
+    not a word to spell: it is never offered a correction."""
     unknown = []
     for word in words:
         if len(word) < MIN_CHARS or word.isdigit() or len(tokens(word)) != 1:

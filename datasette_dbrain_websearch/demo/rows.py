@@ -1,7 +1,7 @@
 """dbrain-shaped rows, the demo brain's and the bench brain's alike: a ``Builder`` that fills in
 dbrain's defaults and bookkeeping, and writing its rows with their FTS rows (``write_brain``).
 
-Its own module so the curated demo (``builder``) and the synthetic bench brain (``synthetic``)
+Its own module so the curated demo (``curated``) and the synthetic bench brain (``synthetic``)
 share one way of making rows.
 """
 

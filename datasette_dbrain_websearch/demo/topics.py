@@ -1,7 +1,7 @@
 """The curated demo's text: its topic clusters and the notes and items outside them (data).
 
 The clusters are written in a small line format (``_TOPICS_TEXT``) and read once, at import, into
-``TOPICS``. Its own module so the demo builder (``builder``) and the synthetic bench brain
+``TOPICS``. Its own module so the curated demo (``curated``) and the synthetic bench brain
 (``synthetic``, which draws its vocabulary from the clusters) are code, and the text is here.
 """
 

@@ -535,7 +535,7 @@ def test_shipped_eval_set_passes_on_a_fresh_demo_brain(group, tmp_path, demo_bra
 def test_shipped_eval_set_through_datasette_cli(demo_brain, offline):
     websearch = cli.commands.get("dbrain-websearch")
     if not isinstance(websearch, click.Group) or "eval" not in websearch.commands:
-        pytest.skip("cli.py does not register `dbrain-websearch eval` yet")
+        pytest.skip("the CLI does not register `dbrain-websearch eval` yet")
     result = CliRunner().invoke(cli, ["dbrain-websearch", "eval", str(SHIPPED), str(demo_brain)])
     assert result.exit_code == 0, result.output
 
