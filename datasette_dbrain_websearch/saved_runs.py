@@ -1,4 +1,4 @@
-"""What the surfaces read of saved runs besides a run itself (``service.visible_run``): an
+"""What the surfaces read of saved runs besides a run itself (``service.visible_trace``): an
 actor's recent runs, the marks given on a run, what runs' provider calls cost, the run a
 promoted source came from, and waiting for a run's save. All of it is in the plugin database;
 without one (``saving`` is false) nothing was saved."""

@@ -50,7 +50,7 @@ log = logging.getLogger("datasette_dbrain_websearch")
 
 
 @contextmanager
-def remembered_access() -> Iterator[None]:
+def permission_memo() -> Iterator[None]:
     """Inside it, each permission question (``may``), and whether each database is a brain, is
     asked once: the view, the page's menu and the saved-run checks ask again (on Datasette 1.0
     every permission question is a query)."""
@@ -74,7 +74,7 @@ _ACCESS: ContextVar[dict[tuple[Any, ...], Any] | None] = ContextVar("dbrain_acce
 
 
 async def may(datasette: Any, actor: Actor, action: str, database: str | None = None) -> bool:
-    """``can``, remembered for the rest of the request inside a ``remembering_access`` view."""
+    """``can``, remembered for the rest of the request inside a ``with_permission_memo`` view."""
     memo = _ACCESS.get()
     if memo is None:
         return await can(datasette, actor, action, database)
@@ -100,7 +100,7 @@ async def brain_databases(datasette: Any, settings: Settings) -> list[str]:
 
 
 async def _is_brain(db: Any) -> bool:
-    """Whether a database is a brain, asked once per request inside ``remembered_access``: a
+    """Whether a database is a brain, asked once per request inside ``permission_memo``: a
     brain another program holds locked costs the request one bounded wait (its 503), not one
     more for the page's menu."""
     memo = _ACCESS.get()
@@ -281,10 +281,10 @@ def actor_id_of(actor: Actor) -> str:
     return str((actor or {}).get("id") or "")
 
 
-async def visible_run(datasette: Any, actor: Actor, run_id: str) -> TraceJSON:
+async def visible_trace(datasette: Any, actor: Actor, run_id: str) -> TraceJSON:
     """The saved run, or the same 404 whether it does not exist or is not this actor's: a run
     id must not reveal that someone asked something."""
-    trace = await seen_run(datasette, actor, run_id)
+    trace = await seen_trace(datasette, actor, run_id)
     if trace is None and traces.not_saved(run_id):
         # Its answer was shown, then its save failed: say so (the id reveals nothing more).
         raise ResearchError(
@@ -299,7 +299,7 @@ async def visible_run(datasette: Any, actor: Actor, run_id: str) -> TraceJSON:
     return trace
 
 
-async def seen_run(datasette: Any, actor: Actor, run_id: str) -> TraceJSON | None:
+async def seen_trace(datasette: Any, actor: Actor, run_id: str) -> TraceJSON | None:
     """The saved run if it exists and this actor may see it (``may_see_run``), else None."""
     db = plugin_database(datasette)
     trace = await traces.load(db, run_id) if db is not None else None
@@ -326,13 +326,13 @@ async def brain_row(datasette: Any, database: str, key: str) -> Hit | None:
     return hit
 
 
-async def saved_run(datasette: Any, actor: Actor, run_id: str) -> TraceJSON:
+async def saved_trace(datasette: Any, actor: Actor, run_id: str) -> TraceJSON:
     """A saved run the actor may see: permission first (403 for those who may research no brain
-    here), then ``visible_run``."""
+    here), then ``visible_trace``."""
     settings = Settings.from_datasette(datasette)
     if not await researchable_brains(datasette, actor, settings):
         raise cannot_research()
-    return await visible_run(datasette, actor, run_id)
+    return await visible_trace(datasette, actor, run_id)
 
 
 async def with_feedback(
@@ -362,7 +362,7 @@ async def refined(
         return params, {}
     if not traces.RUN_ID.fullmatch(parent_id):
         raise ResearchError("refine_from must be a run id.", code="bad_refine_from")
-    parent = await saved_run(datasette, actor, parent_id)
+    parent = await saved_trace(datasette, actor, parent_id)
     if whole is not None and not whole(parent):
         raise ResearchError(f"No saved run {parent_id}.", 404, "no_such_run")
     marks = [*carried(parent["pack"]), *await marks_on(datasette, parent_id)]

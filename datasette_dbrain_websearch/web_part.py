@@ -76,12 +76,12 @@ async def search_web(
     ``local.rows`` when local search missed them). Waiting for providers and pages is not
     charged to the run's budget (the web has its own timeout)."""
     plan = local.plan
-    ext = settings.web
+    web_settings = settings.web
     request = options.web
     named = await _named_page(execute_fn, options, local)
     # The brain lacks the page a URL question names, whatever its words matched: weak evidence.
     judged = WEAK_EVIDENCE if named is not None else verdict
-    decision = decide(request.mode, ext, web.permitted, judged, web.cross_site)
+    decision = decide(request.mode, web_settings, web.permitted, judged, web.cross_site)
     current = is_current_state(options.question)
     part = WebPart(
         WebSearch(
@@ -132,7 +132,7 @@ async def search_web(
         )
         part.search.skipped_reason = "empty_query"
         return part
-    policy = request.domain_policy(ext)
+    policy = request.domain_policy(web_settings)
     if policy.refused_sites:
         part.warnings.append(
             {
@@ -149,7 +149,12 @@ async def search_web(
     web_started = time.monotonic()
     try:
         stage = WebStage(
-            ext, web.providers, web.cache_db, emit=emit, run_id=run_id, actor_id=web.actor_id
+            web_settings,
+            web.providers,
+            web.cache_db,
+            emit=emit,
+            run_id=run_id,
+            actor_id=web.actor_id,
         )
         with budget.paused():
             outcome = await stage.run(request, plan)
@@ -191,11 +196,11 @@ async def search_web(
     with budget.paused():
         unread = [r.canonical_url for r in merged.rows if r.canonical_url not in already_read]
         urls = read_targets(unread, request.read)
-        seconds_left = ext.timeout - (time.monotonic() - web_started)
-        read = await _read_pages(part, urls, web, ext, run_id, seconds_left, emit)
+        seconds_left = web_settings.timeout - (time.monotonic() - web_started)
+        read = await _read_pages(part, urls, web, web_settings, run_id, seconds_left, emit)
     part.warnings.extend(read.warnings)
     pages = {url: page.text for url, page in read.pages.items() if page.ok}
-    text_chars = ext.max_tokens * 4 // max(1, len(merged.rows))
+    text_chars = web_settings.max_tokens * 4 // max(1, len(merged.rows))
     with budget.phase():
         if pages:
             merged.rows = ranking.order(merged.rows, pages)
@@ -256,7 +261,7 @@ async def _read_pages(
     part: WebPart,
     urls: list[str],
     web: WebAccess,
-    ext: WebSettings,
+    web_settings: WebSettings,
     run_id: str,
     seconds_left: float,
     emit: Progress,
@@ -267,7 +272,7 @@ async def _read_pages(
     if not urls:
         return ReadOutcome()
     await emit({"stage": "read", "status": "started", "message": f"Reading {len(urls)} pages"})
-    reader = PageReader(ext, web.cache_db, web.actor_id, run_id)
+    reader = PageReader(web_settings, web.cache_db, web.actor_id, run_id)
     outcome = await reader.read(urls, seconds_left)
     part.timings_ms["read"] = outcome.elapsed_ms
     part.search.read = [
@@ -321,9 +326,9 @@ async def _read_named_page(
     """The page the question named, read through the same guarded reader as search results
     (its caps, ledger and timeout) and shown as one web row, "the page you named". No provider
     is asked: it is not a search, so nothing joins the providers' ``returned`` lists."""
-    ext = settings.web
+    web_settings = settings.web
     part.search.skipped_reason = DIRECT_URL
-    rule = options.web.domain_policy(ext).rule_for(url.domain)
+    rule = options.web.domain_policy(web_settings).rule_for(url.domain)
     if rule:
         part.warnings.append(
             {
@@ -333,7 +338,9 @@ async def _read_named_page(
             }
         )
         return
-    outcome = await _read_pages(part, [url.canonical_url], web, ext, run_id, ext.timeout, emit)
+    outcome = await _read_pages(
+        part, [url.canonical_url], web, web_settings, run_id, web_settings.timeout, emit
+    )
     page = outcome.pages.get(url.canonical_url)
     # A failed read is said once, below, for the page itself (not "rests on a snippet").
     part.warnings.extend(
@@ -362,7 +369,7 @@ async def _read_named_page(
         result,
         plan,
         settings.excerpt_chars,
-        ext.max_tokens * 4,
+        web_settings.max_tokens * 4,
         web.labels,
         RowRank(round(web_score(result), 6), [signal]),
         page.text,

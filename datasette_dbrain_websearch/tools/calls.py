@@ -25,7 +25,7 @@ from ..service import (
     choose_brain,
     research,
     row_url_for,
-    visible_run,
+    visible_trace,
 )
 from ..traces import TraceJSON
 from .shapes import Link, compact_pack, same_path, source_row
@@ -195,6 +195,6 @@ async def checked_promotion(
     )
     if not await can(datasette, actor, PROMOTE):
         raise ResearchError("You may not promote results (dbrain-promote).", 403, "forbidden")
-    trace = await visible_run(datasette, actor, promotion.run_id)
+    trace = await visible_trace(datasette, actor, promotion.run_id)
     brain = promotion_brain(datasette, trace)
     return promotion, trace, brain, chosen_rows(trace, promotion.source_keys)

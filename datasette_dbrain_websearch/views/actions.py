@@ -15,17 +15,17 @@ from ..promotions import promotion_brain, promotion_message, write_promotion
 from ..service import (
     mark_rows,
     may,
-    saved_run,
-    visible_run,
+    saved_trace,
+    visible_trace,
 )
 from .common import (
     error_response,
     json_body,
     page_error,
     read_body,
-    remembering_access,
     research_path,
     wants_json,
+    with_permission_memo,
 )
 from .own_runs import sees_whole_run
 
@@ -46,7 +46,7 @@ async def promote_view(request: Any, datasette: Any) -> Response:
     try:
         bodies, back = await _promotion_bodies(request, as_json)
         promotions = [parse_request(body) for body in bodies]
-        trace = await visible_run(datasette, request.actor, promotions[0].run_id)
+        trace = await visible_trace(datasette, request.actor, promotions[0].run_id)
         if not sees_whole_run(datasette, request, trace):  # a passed-on link: its cited rows only
             raise ResearchError(f"No saved run {trace['run_id']}.", 404, "no_such_run")
         brain = promotion_brain(datasette, trace)
@@ -127,7 +127,7 @@ def safe_back(datasette: Any, request: Any, back: str | None) -> str:
     return research_path(datasette, None, False)
 
 
-@remembering_access
+@with_permission_memo
 async def feedback_view(request: Any, datasette: Any) -> Response:
     """``POST /-/research/runs/<run_id>/feedback``: marks that re-rank the run and refine it,
     from the run's owner (``own_runs``; anyone else holding an anonymous run's link: 404)."""
@@ -135,7 +135,7 @@ async def feedback_view(request: Any, datasette: Any) -> Response:
     replies_json = wants_json(request)
     run_id = request.url_vars["run_id"]
     try:
-        trace = await saved_run(datasette, request.actor, run_id)
+        trace = await saved_trace(datasette, request.actor, run_id)
         if not sees_whole_run(datasette, request, trace):
             # Marks re-rank the run and reply with its whole order: its owner's to give.
             raise ResearchError(f"No saved run {run_id}.", 404, "no_such_run")

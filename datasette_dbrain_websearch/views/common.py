@@ -25,18 +25,18 @@ from ..service import (
     brain_databases,
     choose_brain,
     may,
-    remembered_access,
+    permission_memo,
 )
 
 View = Callable[[Any, Any], Awaitable[Any]]
 
 
-def remembering_access(view: View) -> View:
+def with_permission_memo(view: View) -> View:
     """A view whose permission checks are each made once per request (``service.may``)."""
 
     @wraps(view)
     async def wrapped(request: Any, datasette: Any) -> Any:
-        with remembered_access():
+        with permission_memo():
             return await view(request, datasette)
 
     return wrapped

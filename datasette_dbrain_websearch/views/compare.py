@@ -28,13 +28,13 @@ from ..service import (
     RunOptions,
     access_for,
     research,
-    saved_run,
+    saved_trace,
 )
 from ..traces import TraceJSON
 from ..web_gate import CROSS_SITE_WARNING
 from .common import (
     refusal,
-    remembering_access,
+    with_permission_memo,
 )
 from .guards import arrived_at
 from .own_runs import remember_run, sees_whole_run
@@ -97,18 +97,18 @@ async def brain_only(datasette: Any, request: Any, trace: TraceJSON) -> TraceJSO
         arrived=arrived_at(request),
     )
     pack = await research(datasette, trace["database"], request_from_params(params, settings), run)
-    return await saved_run(datasette, request.actor, pack["run_id"])
+    return await saved_trace(datasette, request.actor, pack["run_id"])
 
 
 READING = ("GET", "HEAD")
 
 
-@remembering_access
+@with_permission_memo
 async def compare_view(request: Any, datasette: Any) -> Response:
     as_json = bool(request.url_vars.get("format"))
     params = urllib.parse.parse_qs(request.query_string)
     try:
-        a = await saved_run(datasette, request.actor, run_id_param(params, "a"))
+        a = await saved_trace(datasette, request.actor, run_id_param(params, "a"))
         b_id = run_id_param(params, "b", brain_only=True)
         if b_id == BRAIN_ONLY:
             if request.method in READING and not as_json:
@@ -121,7 +121,7 @@ async def compare_view(request: Any, datasette: Any) -> Response:
                 remember_run(datasette, request, response, b["run_id"])  # a visitor's new run
                 return response
         else:
-            b = await saved_run(datasette, request.actor, b_id)
+            b = await saved_trace(datasette, request.actor, b_id)
     except ResearchError as exc:
         response = await refusal(datasette, request, as_json, exc)
         if exc.status == 405:

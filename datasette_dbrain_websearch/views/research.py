@@ -26,7 +26,7 @@ from ..service import (
     actor_id_of,
     refined,
     research,
-    seen_run,
+    seen_trace,
     with_feedback,
 )
 from ..urls import is_web_url
@@ -36,10 +36,10 @@ from .common import (
     error_response,
     page_error,
     refusal,
-    remembering_access,
     research_path,
     resolve_brain,
     stream_path,
+    with_permission_memo,
 )
 from .guards import arrived_at
 from .own_runs import claim_token, claimed, remember_run, sees_whole_run
@@ -71,7 +71,7 @@ def saved_run_url(
     return path + "?" + urllib.parse.urlencode(query, True)
 
 
-async def saved_trace(
+async def requested_trace(
     datasette: Any, request: Any, params: dict[str, list[str]]
 ) -> traces.TraceJSON | None:
     """``?run=<run_id>``: the run a streamed search already saved (no second search), when it
@@ -79,7 +79,7 @@ async def saved_trace(
     run_id = param(params, "run")
     if not run_id or not traces.RUN_ID.fullmatch(run_id):
         return None
-    trace = await seen_run(datasette, request.actor, run_id)
+    trace = await seen_trace(datasette, request.actor, run_id)
     return trace if trace is not None and trace["question"] == param(params, "q") else None
 
 
@@ -97,7 +97,7 @@ async def prepare(
     return settings, params, lineage, database, allowed
 
 
-@remembering_access
+@with_permission_memo
 async def research_view(request: Any, datasette: Any) -> Response:
     """``/-/research[.json]`` and ``/<database>/-/research[.json]``."""
     as_json = bool(request.url_vars.get("format"))
@@ -111,7 +111,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
         return claim
     access = await access_for(datasette, request.actor, cross_site_with_cookie(request))
     web = access.web
-    trace = None if as_json else await saved_trace(datasette, request, params)
+    trace = None if as_json else await requested_trace(datasette, request, params)
     if trace is not None and not sees_whole_run(datasette, request, trace):
         # Someone else's run (an anonymous run's link): what it shares, on its own page.
         return Response.redirect(traces.run_path(datasette, trace["run_id"]))
@@ -170,7 +170,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
             ("academic", "Academic: papers, preprints"),
             ("news", "News: recent first"),
         ],
-        "external": web_controls(settings, web, params),
+        "web_controls": web_controls(settings, web, params),
         "web_offer": web_offer(
             settings,
             web,

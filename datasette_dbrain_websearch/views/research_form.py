@@ -29,19 +29,19 @@ FRESHNESS_LABELS = [
 
 def web_controls(settings: Settings, web: WebAccess, params: dict) -> dict[str, Any]:
     """What the page's "Search the web too" controls show for this actor and config."""
-    ext = settings.web
+    web_settings = settings.web
     labels = web.labels
-    order = " → ".join(labels.get(n, n) for n in ext.providers)
-    freshness = (params.get("freshness") or [ext.freshness])[-1]
+    order = " → ".join(labels.get(n, n) for n in web_settings.providers)
+    freshness = (params.get("freshness") or [web_settings.freshness])[-1]
     start, _, end = freshness.partition("to") if freshness not in ("custom", "") else ("", "", "")
     custom = freshness == "custom" or bool(end)
     return {
-        "enabled": ext.enabled,
+        "enabled": web_settings.enabled,
         "permitted": web.permitted,
         "modes": [(m, MODE_LABELS[m]) for m in MODES],
-        "mode": (params.get("external") or [ext.default_mode])[-1],
+        "mode": (params.get("external") or [web_settings.default_mode])[-1],
         "providers": [("", f"Configured order ({order})")]
-        + [(n, labels.get(n, n)) for n in ext.providers]
+        + [(n, labels.get(n, n)) for n in web_settings.providers]
         + [("all", "All at once")],
         "freshness": [*FRESHNESS_LABELS, ("custom", "Custom range")],
         "freshness_value": "custom" if custom else freshness,
@@ -50,7 +50,7 @@ def web_controls(settings: Settings, web: WebAccess, params: dict) -> dict[str, 
             end or param(params, "freshness_until"),
         ),
         "labels": labels,
-        "read": ext.read,
+        "read": web_settings.read,
     }
 
 
@@ -76,10 +76,10 @@ def web_offer(
 ) -> dict[str, Any]:
     """The one-click "Search the web" for a run whose brain evidence is missing, weak or maybe
     out of date; for those who may not search the web, why not and how to get it."""
-    ext = settings.web
-    if not ext.enabled:
+    web_settings = settings.web
+    if not web_settings.enabled:
         return {"show": False, "url": "", "reason": ""}
-    order = " → ".join(web.labels.get(n, n) for n in ext.providers)
+    order = " → ".join(web.labels.get(n, n) for n in web_settings.providers)
     show, why = False, ""
     # A URL question whose page was read directly: searching would read it again.
     if pack and not pack["external_search"]["ran"] and not pack["external_evidence"]:

@@ -22,7 +22,7 @@ from ..service import (
     actor_id_of,
     cannot_research,
     researchable_brains,
-    saved_run,
+    saved_trace,
 )
 from ..traces import TraceJSON
 from ..urls import is_web_url
@@ -30,8 +30,8 @@ from .common import (
     MODE_LABELS,
     citation_anchors,
     refusal,
-    remembering_access,
     research_path,
+    with_permission_memo,
 )
 from .own_runs import sees_whole_run
 from .sign_in import HOW_TO_SIGN_IN
@@ -42,7 +42,7 @@ RUN_TEMPLATE = "dbrain_websearch_run.html"
 RUNS_TEMPLATE = "dbrain_websearch_runs.html"
 
 
-@remembering_access
+@with_permission_memo
 async def run_view(request: Any, datasette: Any) -> Response:
     """``/-/research/runs/<run_id>[.json|.md|.csv]``: a saved trace (or its Markdown and CSV
     exports), whole for its owner and root (``own_runs``); for a run made by an anonymous
@@ -52,7 +52,7 @@ async def run_view(request: Any, datasette: Any) -> Response:
     run_id = request.url_vars["run_id"]
     labels = provider_labels(registered_providers(datasette))
     try:
-        trace = await saved_run(datasette, request.actor, run_id)
+        trace = await saved_trace(datasette, request.actor, run_id)
         whole = sees_whole_run(datasette, request, trace)
         if form == ".json":
             if whole:
