@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -154,14 +154,18 @@ class Access:
     down to the run and the page, rather than asked again where each is needed: reach the web
     (``web``: ``dbrain-external-search``, through which providers, whether another site sent
     the request), have a model write the answer or direct a deep run (``model``:
-    ``dbrain-llm-answer``), and promote web rows into a brain (``promote``)."""
+    ``dbrain-llm-answer``), promote web rows into a brain (``promote``), and which brains it may
+    research at all (``brains``: ``dbrain-research``, in attach order)."""
 
     web: WebAccess
     model: bool
     promote: bool
+    brains: tuple[str, ...] = ()
 
 
-async def access_for(datasette: Any, actor: Actor, cross_site: bool = False) -> Access:
+async def access_for(
+    datasette: Any, actor: Actor, settings: Settings, cross_site: bool = False
+) -> Access:
     """This actor's ``Access`` on this request (``cross_site``: another site sent this browser
     request, ``requesters.cross_site_with_cookie``)."""
     web = WebAccess(
@@ -173,7 +177,8 @@ async def access_for(datasette: Any, actor: Actor, cross_site: bool = False) -> 
         rankers=registered_rankers(datasette),
     )
     model = await may(datasette, actor, LLM_ANSWER)
-    return Access(web, model, await may(datasette, actor, PROMOTE))
+    promote = await may(datasette, actor, PROMOTE)
+    return Access(web, model, promote, tuple(await researchable_brains(datasette, actor, settings)))
 
 
 def index_path(datasette: Any) -> str | None:
@@ -183,12 +188,11 @@ def index_path(datasette: Any) -> str | None:
 
 
 async def choose_brain(
-    datasette: Any, actor: Actor, settings: Settings, requested: str | None
-) -> tuple[str, list[str]]:
-    """The brain asked for by name (or the first) and every brain the actor may research; a
-    brain the actor may not research reads as unknown. The page, the JSON API and the agent
-    tools refuse alike."""
-    allowed = await researchable_brains(datasette, actor, settings)
+    datasette: Any, settings: Settings, allowed: Sequence[str], requested: str | None
+) -> str:
+    """The brain asked for by name (or the first) of those the actor may research
+    (``Access.brains``); a brain the actor may not research reads as unknown. The page, the JSON
+    API and the agent tools refuse alike."""
     if not allowed:
         if await brain_databases(datasette, settings):
             raise cannot_research()
@@ -199,7 +203,7 @@ async def choose_brain(
             404,
             "unknown_brain",
         )
-    return requested or allowed[0], allowed
+    return requested or allowed[0]
 
 
 def cannot_research() -> ResearchError:

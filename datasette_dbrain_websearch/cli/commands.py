@@ -44,10 +44,12 @@ async def _run(
     database = Path(brain).stem
     # The shell user owns the config and the brain, so the CLI may use whatever web search and
     # model the config enables; the web surfaces check the permissions per actor instead.
-    web = (await access_for(datasette, None)).web
+    web = (await access_for(datasette, None, settings)).web
     request = request_from_params(params, settings)
     allowed = WebAccess(True, web.providers, web.cache_db, rankers=web.rankers)
-    run = RunOptions(None, "cli", settings, Access(allowed, model=True, promote=True))
+    run = RunOptions(
+        None, "cli", settings, Access(allowed, model=True, promote=True, brains=(database,))
+    )
     pack = await research(datasette, database, request, run)
     return pack, web.labels
 

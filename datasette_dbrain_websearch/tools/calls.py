@@ -24,6 +24,7 @@ from ..service import (
     brain_row,
     choose_brain,
     research,
+    researchable_brains,
     row_url_for,
     visible_trace,
 )
@@ -143,9 +144,9 @@ async def tool_research(
     requester already has one running (429).
     """
     settings = Settings.from_datasette(datasette)
-    database, _ = await choose_brain(datasette, actor, settings, query.database)
+    access = await access_for(datasette, actor, settings, cross_site)
+    database = await choose_brain(datasette, settings, access.brains, query.database)
     request = query.request(settings)
-    access = await access_for(datasette, actor, cross_site)
     web = access.web
     if request.web.mode != "never" and not (settings.web.enabled and web.permitted):
         raise web_refusal(settings, actor)
@@ -175,7 +176,8 @@ async def get_source(
             "not_in_brain",
         )
     settings = Settings.from_datasette(datasette)
-    chosen, allowed = await choose_brain(datasette, actor, settings, database)
+    allowed = await researchable_brains(datasette, actor, settings)
+    chosen = await choose_brain(datasette, settings, allowed, database)
     searched = [chosen] if database else allowed
     for name in searched:
         hit = await brain_row(datasette, name, key)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import urllib.parse
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import wraps
 from typing import Any
 
@@ -71,9 +71,14 @@ def research_path(datasette: Any, database: str | None, as_json: bool) -> str:
 
 
 async def resolve_brain(
-    datasette: Any, request: Any, settings: Settings, params: dict[str, list[str]]
+    datasette: Any,
+    request: Any,
+    settings: Settings,
+    params: dict[str, list[str]],
+    allowed: Sequence[str],
 ) -> tuple[str, list[str]]:
-    """The brain this request is about and the brains its actor may research.
+    """The brain this request is about and the brains its actor may research (``allowed``:
+    ``Access.brains``).
 
     Raises ResearchError (403 or 404) before anything is read from a brain.
     """
@@ -93,7 +98,7 @@ async def resolve_brain(
             )
         return database, [database]
     requested = param(params, "database")
-    return await choose_brain(datasette, request.actor, settings, requested)
+    return await choose_brain(datasette, settings, allowed, requested), list(allowed)
 
 
 async def page_error(datasette: Any, request: Any, error: ResearchError) -> Response:

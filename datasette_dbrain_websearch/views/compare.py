@@ -92,7 +92,7 @@ async def brain_only(datasette: Any, request: Any, trace: TraceJSON) -> TraceJSO
         actor=request.actor,
         surface="page",
         settings=settings,
-        access=await access_for(datasette, request.actor, cross_site=False),
+        access=await access_for(datasette, request.actor, settings, cross_site=False),
         requester=requester_of(request),
         arrived=arrived_at(request),
     )

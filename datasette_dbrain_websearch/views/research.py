@@ -21,6 +21,7 @@ from ..providers.base import scrub
 from ..requesters import cross_site_with_cookie, requester_of
 from ..saved_runs import settle
 from ..service import (
+    Access,
     RunOptions,
     access_for,
     actor_id_of,
@@ -85,16 +86,18 @@ async def requested_trace(
 
 async def prepare(
     datasette: Any, request: Any
-) -> tuple[Settings, dict[str, list[str]], dict[str, Any], str, list[str]]:
-    """What every research route needs first: settings, parameters (refined when asked), the
-    brain and the brains the actor may research. Raises ResearchError (4xx)."""
+) -> tuple[Settings, Access, dict[str, list[str]], dict[str, Any], str, list[str]]:
+    """What every research route needs first: settings, what the actor may do (``Access``,
+    decided once here), parameters (refined when asked), the brain and the brains the actor may
+    research. Raises ResearchError (4xx)."""
     settings = Settings.from_datasette(datasette)
+    access = await access_for(datasette, request.actor, settings, cross_site_with_cookie(request))
     params = urllib.parse.parse_qs(request.query_string, keep_blank_values=True)
     params, lineage = await refined(
         datasette, request.actor, params, lambda run: sees_whole_run(datasette, request, run)
     )
-    database, allowed = await resolve_brain(datasette, request, settings, params)
-    return settings, params, lineage, database, allowed
+    database, allowed = await resolve_brain(datasette, request, settings, params, access.brains)
+    return settings, access, params, lineage, database, allowed
 
 
 @with_permission_memo
@@ -103,13 +106,12 @@ async def research_view(request: Any, datasette: Any) -> Response:
     as_json = bool(request.url_vars.get("format"))
     route = request.url_vars.get("database")
     try:
-        settings, params, lineage, database, allowed = await prepare(datasette, request)
+        settings, access, params, lineage, database, allowed = await prepare(datasette, request)
     except ResearchError as exc:
         return await refusal(datasette, request, as_json, exc)
     claim = None if as_json else claimed(datasette, request, params)
     if claim is not None:
         return claim
-    access = await access_for(datasette, request.actor, cross_site_with_cookie(request))
     web = access.web
     trace = None if as_json else await requested_trace(datasette, request, params)
     if trace is not None and not sees_whole_run(datasette, request, trace):
@@ -249,10 +251,9 @@ async def stream_view(request: Any, datasette: Any) -> Any:
     """
     route = request.url_vars.get("database")
     try:
-        settings, params, lineage, database, _ = await prepare(datasette, request)
+        settings, access, params, lineage, database, _ = await prepare(datasette, request)
     except ResearchError as exc:
         return error_response(exc)
-    access = await access_for(datasette, request.actor, cross_site_with_cookie(request))
     secrets = settings.secrets()
 
     async def stream(writer: Any) -> None:
