@@ -9,11 +9,13 @@ other people's questions). It holds research runs and their events (traces.py), 
 (promotion_provenance.py), relevance feedback (feedback_store.py), the provider cache
 (provider_cache.py), the provider ledger (ledger.py) and the semantic lane's vectors
 (semantic_index.py). This module holds the file itself: its locks (``bounded_write``,
-``write_locked``), its tables and their migration, and purging the cache.
+``write_locked``), its tables and their migration, purging the cache, and reading a saved run
+from a runs file outside Datasette (``read_saved_run``).
 """
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 import weakref
@@ -290,3 +292,39 @@ def purge_cache(path: Path, expired_only: bool = False) -> int:
         return cursor.rowcount
     finally:
         conn.close()
+
+
+class RunFileError(Exception):
+    """A runs database file that cannot be read, or does not hold the run asked for."""
+
+
+def read_saved_run(path: Path, run_id: str) -> tuple[dict[str, Any], dict[str, str] | None]:
+    """A run's saved trace and its feedback (key -> the last value given; None without a
+    feedback table), read from a runs database file outside Datasette (the CLI's eval
+    proposals), read-only."""
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise RunFileError(f"{path}: cannot open it ({exc})") from exc
+    try:
+        tables = {r[0] for r in conn.execute("select name from sqlite_master where type='table'")}
+        if RUNS_TABLE not in tables:
+            raise RunFileError(f"{path} is not the plugin database (no {RUNS_TABLE} table)")
+        row = conn.execute(
+            f"select trace_json from {RUNS_TABLE} where run_id = ?", [run_id]
+        ).fetchone()
+        if row is None:
+            raise RunFileError(f"no run {run_id} in {path}")
+        feedback = None
+        if FEEDBACK_TABLE in tables:
+            # Oldest first, so a changed mind wins.
+            rows = conn.execute(
+                f"select key, value from {FEEDBACK_TABLE} where run_id = ? order by id",
+                [run_id],
+            )
+            feedback = {str(key): str(value).strip().lower() for key, value in rows}
+    except sqlite3.DatabaseError as exc:
+        raise RunFileError(f"{path}: cannot read it ({exc})") from exc
+    finally:
+        conn.close()
+    return json.loads(row[0]), feedback

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import json
-import sqlite3
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..pack_json import PackJSON
 from ..providers.replay import ERROR_CODES
-from ..runs_db import DEFAULT_FILENAME, FEEDBACK_TABLE, RUNS_TABLE
+from ..runs_db import DEFAULT_FILENAME, FEEDBACK_TABLE, RunFileError, read_saved_run
 from ..urls import try_normalize_url
 from .cases import (
     EXPECT_VALUES,
@@ -38,31 +36,9 @@ def plugin_database_path(database: str | None, brain: str | None) -> Path:
 def load_run(path: Path, run_id: str) -> tuple[dict[str, Any], dict[str, str] | None]:
     """The saved trace and its feedback (key -> last value given), None without a table."""
     try:
-        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise EvalInputError(f"{path}: cannot open it ({exc})") from exc
-    try:
-        tables = {r[0] for r in conn.execute("select name from sqlite_master where type='table'")}
-        if RUNS_TABLE not in tables:
-            raise EvalInputError(f"{path} is not the plugin database (no {RUNS_TABLE} table)")
-        row = conn.execute(
-            f"select trace_json from {RUNS_TABLE} where run_id = ?", [run_id]
-        ).fetchone()
-        if row is None:
-            raise EvalInputError(f"no run {run_id} in {path}")
-        feedback = None
-        if FEEDBACK_TABLE in tables:
-            # Oldest first, so a changed mind wins.
-            rows = conn.execute(
-                f"select key, value from {FEEDBACK_TABLE} where run_id = ? order by id",
-                [run_id],
-            )
-            feedback = {str(key): str(value).strip().lower() for key, value in rows}
-    except sqlite3.DatabaseError as exc:
-        raise EvalInputError(f"{path}: cannot read it ({exc})") from exc
-    finally:
-        conn.close()
-    return json.loads(row[0]), feedback
+        return read_saved_run(path, run_id)
+    except RunFileError as exc:
+        raise EvalInputError(str(exc)) from exc
 
 
 def propose_case(
