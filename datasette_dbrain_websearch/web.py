@@ -86,6 +86,11 @@ class WebStage:
     # The wait before a rate-limited call's one retry (a test replaces it to check the wait
     # without spending it).
     pause: Callable[[float], Awaitable[Any]] = staticmethod(asyncio.sleep)
+    # The clock the stage's deadlines and each provider's share are decided on, and the transport
+    # its requests go through: a test holds the clock still and stands in a transport (a stalled
+    # provider that uses up what it was given), to check each decision without spending the time.
+    clock: Callable[[], float] = staticmethod(time.monotonic)
+    transport: httpx.AsyncBaseTransport | None = None
 
     def __init__(
         self,
@@ -126,7 +131,7 @@ class WebStage:
 
     async def run(self, request: WebRequest, plan: QueryPlan) -> WebOutcome:
         started = time.monotonic()
-        deadline = started + self.settings.timeout
+        deadline = self.clock() + self.settings.timeout
         names, parallel = provider_order(request.providers, self.settings, self.providers)
         usable = []
         for name in names:
@@ -147,6 +152,7 @@ class WebStage:
             timeout=self.settings.timeout,
         )
         async with httpx.AsyncClient(
+            transport=self.transport,
             verify=tls_context(),
             follow_redirects=False,
             headers={"User-Agent": USER_AGENT},
@@ -208,14 +214,14 @@ class WebStage:
         self, names: list[str], search: SearchRequest, client: httpx.AsyncClient, deadline: float
     ) -> None:
         for position, name in enumerate(names):
-            remaining = deadline - time.monotonic()
+            remaining = deadline - self.clock()
             if remaining <= 0:
                 self._timed_out(name, 0.0)
                 return
             share = self.share(remaining, len(names) - position)
             try:
                 await asyncio.wait_for(
-                    self._one(name, search, client, time.monotonic() + share),
+                    self._one(name, search, client, self.clock() + share),
                     min(share + GRACE, remaining),
                 )
                 return
@@ -240,15 +246,15 @@ class WebStage:
     async def _parallel(
         self, names: list[str], search: SearchRequest, client: httpx.AsyncClient, deadline: float
     ) -> None:
-        share = self.share(deadline - time.monotonic(), 1)
+        share = self.share(deadline - self.clock(), 1)
         tasks = {
-            asyncio.ensure_future(self._one(name, search, client, time.monotonic() + share)): name
+            asyncio.ensure_future(self._one(name, search, client, self.clock() + share)): name
             for name in names
         }
         if not tasks:
             return
         done, pending = await asyncio.wait(
-            tasks, timeout=min(share + GRACE, max(0.0, deadline - time.monotonic()))
+            tasks, timeout=min(share + GRACE, max(0.0, deadline - self.clock()))
         )
         for task in pending:
             task.cancel()
@@ -322,6 +328,7 @@ class WebStage:
             options,
             max_bytes=self.settings.max_response_bytes,
             deadline=deadline,
+            clock=self.clock,
         )
         if search.freshness and not provider.capabilities.freshness:
             self.warn(
@@ -376,7 +383,7 @@ class WebStage:
             return await provider.search(search, ctx)
         except ProviderError as exc:
             wait = exc.retry_after
-            if exc.code != RATE_LIMITED or wait is None or time.monotonic() + wait >= deadline:
+            if exc.code != RATE_LIMITED or wait is None or self.clock() + wait >= deadline:
                 raise
             self.warn(RATE_LIMITED, name, f"{exc.message} Retrying once in {wait:g} s.")
             await self.pause(wait)

@@ -16,7 +16,7 @@ import html
 import json
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, TypedDict
 from urllib.parse import quote, quote_plus, urlsplit
@@ -117,9 +117,10 @@ class CallRecord(TypedDict):
 class ProviderContext:
     """Per-call plumbing handed to ``Provider.search``.
 
-    ``deadline`` is a ``time.monotonic()`` instant: every request gets only the time left until
-    it, so a provider that makes two calls (Exa's search, then /contents) cannot overrun the
-    stage budget. ``calls`` records each HTTP request ``fetch_json`` made, whatever the outcome.
+    ``deadline`` is an instant on ``clock`` (``time.monotonic``): every request gets only the
+    time left until it, so a provider that makes two calls (Exa's search, then /contents)
+    cannot overrun the stage budget. ``calls`` records each HTTP request ``fetch_json`` made,
+    whatever the outcome.
     """
 
     provider: Provider
@@ -129,6 +130,7 @@ class ProviderContext:
     warnings: list[tuple[str, str]] = field(default_factory=list)
     deadline: float | None = None
     calls: list[CallRecord] = field(default_factory=list)
+    clock: Callable[[], float] = field(default=time.monotonic, repr=False)
 
     def warn(self, code: str, message: str) -> None:
         """Tell the user something about this answer (an option the API cannot honour ...).
@@ -151,7 +153,7 @@ class ProviderContext:
         httpx reads ``timeout=None`` as "wait forever", so a request always gets a number."""
         if self.deadline is None:
             return DEFAULT_TIMEOUT
-        left = self.deadline - time.monotonic()
+        left = self.deadline - self.clock()
         if left <= 0:
             raise ProviderError(
                 TIMEOUT, f"{self.provider.label} was not asked: the web-search time ran out."
@@ -196,7 +198,7 @@ class ProviderContext:
             raise
         except asyncio.CancelledError:
             # The stage cancels a provider at its deadline; anything else is not a timeout.
-            if self.deadline is not None and time.monotonic() >= self.deadline:
+            if self.deadline is not None and self.clock() >= self.deadline:
                 record["error"] = TIMEOUT
             raise
         finally:

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import time
 
+import httpx
 import pytest
 from datasette.app import Datasette
 
@@ -14,8 +14,10 @@ from datasette_dbrain_websearch.config import Settings
 from datasette_dbrain_websearch.config_keys import ConfigError
 from datasette_dbrain_websearch.demo.corpus import PAGES, Page
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
+from datasette_dbrain_websearch.web import WebStage
 
 from ..helpers import BRAVE_KEY, EXA_KEY, actor_cookies, make_datasette, web_config
+from .stand_ins import Clock, Stalled
 
 NO_LOCAL = "lattice chromodynamics gluon"  # the fixture brain holds nothing about it
 
@@ -196,28 +198,43 @@ async def test_usage_lists_each_call_with_its_question_and_filters_them(brain, f
     assert 'href="/-/research/runs/' in table and BRAVE_KEY not in page
 
 
-async def test_a_stalled_provider_gets_its_share_then_the_next_is_tried(brain, fake):
-    fake.set_mode("brave", "slow", seconds=30)
-    ds = await web_ds(brain, fake, providers=["brave", "exa"], timeout=6, provider_timeout=0.8)
-    started = time.monotonic()
+@pytest.fixture
+def stalled_brave(monkeypatch) -> Stalled:
+    """The web stage on a clock the test moves, Brave stalled: each of its requests uses up all
+    the time it was given (recorded) and times out; Exa's go to the fake. Each provider's share
+    is then a decision the test reads, with no time spent and no deadline to meet."""
+    clock = Clock()
+    stalled = Stalled(forward=lambda path: not path.startswith("/brave/"), clock=clock)
+    monkeypatch.setattr(WebStage, "clock", staticmethod(clock))
+    monkeypatch.setattr(WebStage, "transport", httpx.MockTransport(stalled))
+    return stalled
+
+
+def given(stalled: Stalled, provider: str) -> list[float]:
+    """The time each of ``provider``'s requests was given."""
+    return [t for path, t in stalled.timeouts.items() if path.startswith(f"/{provider}/")]
+
+
+async def test_a_stalled_provider_gets_its_share_then_the_next_is_tried(brain, fake, stalled_brave):
+    ds = await web_ds(brain, fake, providers=["brave", "exa"], timeout=60, provider_timeout=20)
     pack = await ask(ds, q="sqlite fts5 ranking", external="always")
-    elapsed = time.monotonic() - started
     assert pack["external_search"]["providers"] == ["exa"] and pack["external_evidence"]
     warning = next(w for w in pack["warnings"] if w["code"] == "provider_timeout")
-    assert warning["provider"] == "brave" and "did not answer within 0.8 s" in warning["message"]
+    assert warning["provider"] == "brave" and "did not answer within 20.0 s" in warning["message"]
     assert "provider_fallback" in codes(pack)
-    assert elapsed < 15  # far less than Brave's 30 s stall (the 6 s stage ends first anyway)
+    # Brave was given its 20 s and cut there; Exa its own 20 s of the 40 left.
+    assert given(stalled_brave, "brave") == [20] and set(given(stalled_brave, "exa")) == {20}
     brave = next(r for r in ledger_rows(brain) if r["provider"] == "brave")
     assert brave["error"] == "provider_timeout" and brave["cost_usd"] == 0
 
 
-async def test_without_provider_timeout_the_time_left_is_shared(brain, fake):
-    fake.set_mode("brave", "slow", seconds=60)
-    # Brave gets half of the 8 s, Exa what is left: seconds, not fractions, for a busy machine.
-    ds = await web_ds(brain, fake, providers=["brave", "exa"], timeout=8)
+async def test_without_provider_timeout_the_time_left_is_shared(brain, fake, stalled_brave):
+    # Brave gets half of the 60 s, Exa what is left.
+    ds = await web_ds(brain, fake, providers=["brave", "exa"], timeout=60)
     pack = await ask(ds, q="sqlite fts5 ranking", external="always")
     assert pack["external_search"]["providers"] == ["exa"]
     assert "provider_timeout" in codes(pack)
+    assert given(stalled_brave, "brave") == [30] and set(given(stalled_brave, "exa")) == {30}
 
 
 PRIVATE = (

@@ -15,7 +15,6 @@ import json
 import re
 import socket
 import time
-import types
 from collections.abc import Iterator
 from typing import Any
 
@@ -32,13 +31,13 @@ from datasette_dbrain_websearch.providers import (
     SearchRequest,
     SearxngProvider,
     WebResult,
-    base,
 )
 from datasette_dbrain_websearch.providers.base import DEFAULT_TIMEOUT, TIMEOUT
 from datasette_dbrain_websearch.providers.brave import FALLBACK, clear_plan_memo
 from datasette_dbrain_websearch.providers.exa import PARTIAL_CONTENTS
 
 from ..helpers import BRAVE_KEY, EXA_KEY, actor_cookies, make_datasette, web_config
+from .stand_ins import Clock, Forwarded, Stalled
 
 PROVIDERS: dict[str, type[Provider]] = {
     "brave": BraveProvider,
@@ -72,14 +71,19 @@ async def search(
     *,
     deadline: float | None = None,
     transport: httpx.AsyncBaseTransport | None = None,
+    clock: Clock | None = None,
     **options: Any,
 ) -> tuple[list[WebResult] | ProviderError, ProviderContext]:
-    """One provider search over loopback (or ``transport``): its results (or the
-    ProviderError) and its context."""
+    """One provider search over loopback (or ``transport``), its deadline on ``clock`` (or
+    ``time.monotonic``): its results (or the ProviderError) and its context."""
     provider = PROVIDERS[name]()
     async with httpx.AsyncClient(transport=transport) as client:
         ctx = ProviderContext(
-            provider, client, options_for(fake, name, **options), deadline=deadline
+            provider,
+            client,
+            options_for(fake, name, **options),
+            deadline=deadline,
+            clock=clock or time.monotonic,
         )
         try:
             results: list[WebResult] | ProviderError = await provider.search(
@@ -190,30 +194,51 @@ async def test_exa_contents_text_is_matched_by_id_not_url(fake):
     assert ctx.warnings == []
 
 
-@pytest.mark.parametrize(
-    ("mode", "options", "said"),
-    [
-        ("url_failed", {}, "HTTP 422: URL failed to fetch"),
-        ("rate_limited", {"endpoint": "contents"}, "rate limit"),
-        ("server_error", {"endpoint": "contents", "status": 502}, "HTTP 502"),
-        ("slow", {"endpoint": "contents", "seconds": 30}, "did not answer within"),
-    ],
-)
-async def test_exa_failing_contents_keeps_the_results_and_their_highlights(
-    fake, mode, options, said
-):
-    fake.set_mode("exa", mode, **options)
-    started = time.monotonic()
-    results, ctx = await search(
-        fake, "exa", deadline=time.monotonic() + 1.0, text_via_contents=True
-    )
-    assert time.monotonic() - started < 15  # a 30 s stall of /contents was cut at 1 s
+def assert_highlights_kept(results: Any, ctx: ProviderContext, said: str) -> None:
     assert isinstance(results, list) and len(results) == 5
     assert all(r.highlights and r.snippet and not r.text for r in results)
     [(code, message)] = ctx.warnings
     assert code == PARTIAL_CONTENTS
     assert said in message and "highlights" in message
     assert no_key_in(ctx.warnings, ctx.calls)
+
+
+@pytest.mark.parametrize(
+    ("mode", "options", "said"),
+    [
+        ("url_failed", {}, "HTTP 422: URL failed to fetch"),
+        ("rate_limited", {"endpoint": "contents"}, "rate limit"),
+        ("server_error", {"endpoint": "contents", "status": 502}, "HTTP 502"),
+    ],
+)
+async def test_exa_failing_contents_keeps_the_results_and_their_highlights(
+    fake, mode, options, said
+):
+    fake.set_mode("exa", mode, **options)
+    results, ctx = await search(fake, "exa", deadline=time.monotonic() + 60, text_via_contents=True)
+    assert_highlights_kept(results, ctx, said)
+
+
+async def test_exa_stalled_contents_is_cut_and_keeps_the_results_and_their_highlights(fake):
+    """The search takes all but 1 of the 60 seconds (on a clock the test moves); /contents,
+    which the fake stalls for an hour, is cut when that second runs out: the fake records that
+    the client hung up on it."""
+    fake.set_mode("exa", "slow", endpoint="contents", seconds=3600)
+    clock = Clock()
+    results, ctx = await search(
+        fake,
+        "exa",
+        deadline=clock() + 60,
+        transport=httpx.MockTransport(Forwarded(clock, {"/exa/search": 59})),
+        clock=clock,
+        text_via_contents=True,
+    )
+    assert_highlights_kept(results, ctx, "did not answer within 1.0 s")
+    assert fake.wait_for_requests(2) and fake.wait_settled()
+    assert [(r.endpoint, r.paused, r.cut) for r in fake.requests] == [
+        ("search", 0, ""),
+        ("contents", 3600, "client"),
+    ]
 
 
 async def test_exa_failing_contents_is_a_warning_in_the_pack(brain, fake):
@@ -305,40 +330,17 @@ async def test_brave_fallback_is_a_warning_in_the_pack_on_every_run(brain, fake)
 # --- Deadlines ------------------------------------------------------------------------------
 
 
-class Stalled:
-    """A transport whose server never answers in time: each request gets its timeout (which
-    it records) and then times out, as a stalled server does when that time runs out. No test
-    waits on the wall clock for it."""
-
-    def __init__(self, forward_to: str = "") -> None:
-        self.timeouts: dict[str, float] = {}
-        self.forward_to = forward_to  # paths passed on to the fake (the rest stall)
-
-    async def __call__(self, request: httpx.Request) -> httpx.Response:
-        if self.forward_to and request.url.path.endswith(self.forward_to):
-            async with httpx.AsyncClient() as real:
-                answer = await real.send(request)
-                kept = {
-                    k: v
-                    for k, v in answer.headers.items()
-                    if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")
-                }
-                return httpx.Response(answer.status_code, headers=kept, content=answer.content)
-        self.timeouts[request.url.path] = request.extensions["timeout"]["read"]
-        raise httpx.ReadTimeout("the server did not answer in time", request=request)
-
-
 @pytest.mark.parametrize("name", ["brave", "exa", "searxng"])
 async def test_a_stalled_provider_is_cut_at_the_deadline(fake, name):
-    stalled = Stalled()
-    started = time.monotonic()
+    clock = Clock()
+    stalled = Stalled(clock=clock)
     error, ctx = await search(
-        fake, name, deadline=started + 60, transport=httpx.MockTransport(stalled)
+        fake, name, deadline=clock() + 60, transport=httpx.MockTransport(stalled), clock=clock
     )
     assert isinstance(error, ProviderError) and error.code == TIMEOUT
     # The request was given the time left until the deadline, never httpx's default or more.
     (waited,) = stalled.timeouts.values()
-    assert 30 < waited <= 60
+    assert waited == 60
     [call] = ctx.calls
     assert (call["status"], call["error"]) == (0, TIMEOUT)
 
@@ -350,41 +352,39 @@ async def test_no_request_starts_after_the_deadline(fake):
     assert fake.requests == [] and ctx.calls == []
 
 
-async def test_exa_contents_only_gets_what_the_search_left(fake, monkeypatch):
+async def test_exa_contents_only_gets_what_the_search_left(fake):
     """The search takes 40 of the 60 seconds (on a clock the test moves); /contents gets the
     20 left, and when it stalls the search's results still come back."""
-    offset = {"seconds": 0.0}
-    clock = types.SimpleNamespace(monotonic=lambda: time.monotonic() + offset["seconds"])
-    monkeypatch.setattr(base, "time", clock)
-    stalled = Stalled(forward_to="/search")
-    real_call = stalled.__call__
+    clock = Clock()
+    stalled = Stalled(forward=lambda path: path.endswith("/search"))
 
     async def slow_search(request: httpx.Request) -> httpx.Response:
-        answer = await real_call(request)
-        offset["seconds"] += 40  # what the search took
+        answer = await stalled(request)
+        clock.advance(40)  # what the search took
         return answer
 
-    started = clock.monotonic()
     results, ctx = await search(
         fake,
         "exa",
-        deadline=started + 60,
+        deadline=clock() + 60,
         transport=httpx.MockTransport(slow_search),
+        clock=clock,
         text_via_contents=True,
     )
     assert isinstance(results, list) and results
     searched, contents = ctx.calls
     assert (searched["endpoint"], searched["error"]) == ("/search", "")
     assert (contents["endpoint"], contents["error"]) == ("/contents", TIMEOUT)
-    assert 10 < stalled.timeouts["/exa/contents"] <= 20
+    assert stalled.timeouts == {"/exa/search": 60, "/exa/contents": 20}
 
 
 async def test_without_a_deadline_a_request_still_has_a_timeout():
     """httpx reads ``timeout=None`` as no timeout at all; a request always gets a number."""
     async with httpx.AsyncClient() as client:
-        ctx = ProviderContext(BraveProvider(), client, {})
+        clock = Clock()
+        ctx = ProviderContext(BraveProvider(), client, {}, clock=clock)
         assert ctx.time_left() == DEFAULT_TIMEOUT
-        ctx.deadline = time.monotonic() + 0.01
+        ctx.deadline = clock() + 0.01
         assert ctx.time_left() == 0.05
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import re
 import socket
-import time
 
 import pytest
 from click.testing import CliRunner
@@ -27,6 +26,7 @@ from ..helpers import (
     web_config,
     web_ds,
 )
+from .stand_ins import Clock
 
 
 def codes(pack):
@@ -269,9 +269,10 @@ async def test_rate_limit_is_retried_once_when_the_reset_fits(brain, fake, pause
 
 async def test_rate_limit_beyond_the_budget_is_reported(brain, fake, pauses):
     fake.set_mode("brave", "rate_limited", reset_seconds=60)
-    ds = await web_ds(brain, fake, timeout=2)
+    # A stage long enough for Brave's answer on a busy machine, yet short of its 60 s reset.
+    ds = await web_ds(brain, fake, timeout=30)
     _, pack = await ask(ds, q="espresso", external="always")
-    assert pauses == []  # 60 s does not fit the 2 s stage: no wait, no retry
+    assert pauses == []  # 60 s does not fit the 30 s stage: no wait, no retry
     assert codes(pack) == ["provider_rate_limited"]
     assert len(provider_requests(fake)) == 1
     assert pack["external_evidence"] == [] and len(pack["evidence"]) > 0
@@ -286,14 +287,18 @@ async def test_exa_rate_limit_honours_retry_after(brain, fake, pauses):
     assert pack["external_evidence"]
 
 
-async def test_stage_timeout_keeps_local_results(brain, fake):
-    fake.set_mode("brave", "slow", seconds=30)
+async def test_stage_timeout_keeps_local_results(brain, fake, monkeypatch):
+    """Brave stalls for an hour; the stage's real timer cuts it at 1 s and the fake sees the
+    plugin hang up mid-stall. The stage's clock stands still, so Brave is always asked (on a
+    busy machine the second could otherwise run out before the request is made)."""
+    monkeypatch.setattr(WebStage, "clock", staticmethod(Clock()))
+    fake.set_mode("brave", "slow", seconds=3600)
     ds = await web_ds(brain, fake, timeout=1)
-    started = time.monotonic()
     _, pack = await ask(ds, q="espresso grinder", external="always")
-    assert time.monotonic() - started < 15  # Brave stalls 30 s: the 1 s stage cut it
     assert codes(pack) == ["provider_timeout"]
     assert len(pack["evidence"]) == 2
+    assert fake.wait_for_requests(1) and fake.wait_settled()
+    assert [(r.paused, r.cut) for r in provider_requests(fake, "brave")] == [(3600, "client")]
 
 
 @pytest.mark.parametrize(

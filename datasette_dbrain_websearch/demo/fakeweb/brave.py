@@ -4,7 +4,6 @@ request parameters and their validation: ``brave_params``)."""
 from __future__ import annotations
 
 import json
-import time
 import uuid
 import zlib
 from collections.abc import Sequence
@@ -78,7 +77,7 @@ class BraveFake(FakeState):
         """The four two-window X-RateLimit-* headers (per second, per month)."""
         plan = plan or PLANS[self.brave_plan]
         with self._lock:
-            in_window = time.monotonic() - self._window_start < 1
+            in_window = self._clock() - self._window_start < 1
             used_now = self._window_count if in_window else 0
             billed = self._billed
         month_left = max(plan.per_month - billed, 0) if plan.per_month else 0
@@ -174,7 +173,7 @@ class BraveFake(FakeState):
                 over_quota = True
             else:
                 over_quota = False
-                now = time.monotonic()
+                now = self._clock()
                 if now - self._window_start >= 1:
                     self._window_start, self._window_count = now, 0
                 if self._window_count < plan.per_second:

@@ -285,6 +285,8 @@ class RecordedRequest:
     json: Any
     at: float
     status: int | None = None
+    paused: float = 0.0  # seconds the fake chose to stall this request (latency, slow mode)
+    cut: str = ""  # what ended a stall early: "client" (it hung up) or "stop" (``stop()``)
 
     def as_dict(self, *, redact: bool = False) -> dict[str, Any]:
         data = asdict(self)
@@ -302,6 +304,8 @@ class Incoming:
     query: dict[str, list[str]]
     headers: dict[str, str]
     body: bytes
+    # Whether the client has closed its connection (checked while the fake stalls an answer).
+    hung_up: Callable[[], bool] = field(default=lambda: False, compare=False, repr=False)
 
     def json_body(self) -> Any:
         """The parsed JSON body; raises ``ValueError`` when it is not JSON."""
@@ -478,6 +482,7 @@ class FakeState:
     _billed: int
     _window_start: float
     _window_count: int
+    _clock: Callable[[], float]
 
     def _claim(
         self, provider: str, names: Iterable[str], endpoint: str | None = None

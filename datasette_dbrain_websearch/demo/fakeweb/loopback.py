@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import select
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from socket import IPPROTO_TCP, SHUT_RDWR, TCP_NODELAY, socket
+from socket import IPPROTO_TCP, MSG_PEEK, SHUT_RDWR, TCP_NODELAY, socket
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -87,6 +88,7 @@ class Handler(BaseHTTPRequestHandler):
             query=parse_qs(split.query, keep_blank_values=True),
             headers={name.lower(): value for name, value in self.headers.items()},
             body=body,
+            hung_up=self._hung_up,
         )
         try:
             reply = self.server.respond(incoming)
@@ -96,6 +98,15 @@ class Handler(BaseHTTPRequestHandler):
             self._write(reply, incoming.headers.get("accept-encoding", ""))
         except (BrokenPipeError, ConnectionResetError):
             self.close_connection = True
+
+    def _hung_up(self) -> bool:
+        """Whether the client has closed the connection (or ``stop()`` has): it is readable and
+        at its end. Never blocks."""
+        try:
+            readable, _, _ = select.select([self.connection], [], [], 0)
+            return bool(readable) and self.connection.recv(1, MSG_PEEK) == b""
+        except (OSError, ValueError):
+            return True
 
     def _write(self, reply: Reply, accept_encoding: str) -> None:
         self.send_response(reply.status)

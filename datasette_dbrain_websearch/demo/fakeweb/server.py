@@ -11,7 +11,7 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -62,6 +62,14 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
     ``now`` is the fixed clock for freshness filters and ages, so results never drift.
     ``searxng_limiter`` plays an instance with ``server.limiter: true``, the docker and public
     default: a ``/search`` without ``Accept-Language`` gets 429 "Too Many Requests".
+
+    A stall (``latency_ms``, the ``slow`` mode) ends early when the client hangs up or
+    ``stop()`` is called; each request's record says how long the fake stalled it (``paused``)
+    and what cut the stall short (``cut``). ``sleep`` stands in for the stalls: a test passes
+    one that records the seconds instead of spending them; ``clock`` (``time.monotonic``) is the
+    one Brave's per-second limiter and the fake's epoch run on, which a test may hold still.
+    ``wait_for_requests`` and ``wait_settled`` let a test wait for the fake's handlers rather
+    than for the clock.
     """
 
     def __init__(
@@ -76,6 +84,8 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
         now: datetime = NOW,
         pages: Sequence[Page] = PAGES,
         searxng_limiter: bool = True,
+        sleep: Callable[[float], object] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if brave_plan not in PLANS:
             raise ValueError(f"unknown Brave plan {brave_plan!r}")
@@ -90,13 +100,17 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
         self.pages = tuple(pages)
         self._by_url = {page.url: page for page in self.pages}
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # a request recorded, or one answered
+        self._in_flight = 0
+        self._sleep = sleep
+        self._clock = clock
         self._stopping = threading.Event()
         self._modes = {provider: Mode() for provider in PROVIDERS}
         self._log: list[RecordedRequest] = []
         self._window_start = -math.inf
         self._window_count = 0
         self._billed = 0
-        self._started_at = time.monotonic()
+        self._started_at = clock()
         self._server: Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -177,6 +191,18 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
         with self._lock:
             return list(self._log)
 
+    def wait_for_requests(self, count: int, timeout: float = 60) -> bool:
+        """Block until ``count`` requests have been recorded (``timeout`` only guards against
+        a hang); False if they were not."""
+        with self._changed:
+            return self._changed.wait_for(lambda: len(self._log) >= count, timeout)
+
+    def wait_settled(self, timeout: float = 60) -> bool:
+        """Block until no request is being handled, so its record is final (``timeout`` only
+        guards against a hang); False if one still is."""
+        with self._changed:
+            return self._changed.wait_for(lambda: self._in_flight == 0, timeout)
+
     def _claim(
         self, provider: str, names: Iterable[str], endpoint: str | None = None
     ) -> Mode | None:
@@ -203,22 +229,51 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
         with self._lock:
             return self._modes[provider].options.get(name, default)
 
-    def _pause(self, seconds: float) -> None:
-        if seconds > 0:
-            self._stopping.wait(seconds)
+    def _pause(self, seconds: float, req: Incoming, record: RecordedRequest) -> None:
+        """Stall ``seconds``, recorded on ``record``; cut short when the client hangs up or
+        ``stop()`` is called (the cause recorded as ``cut``)."""
+        if seconds <= 0:
+            return
+        with self._lock:
+            record.paused = round(record.paused + seconds, 6)
+        if self._sleep is not None:
+            self._sleep(seconds)
+            return
+        end = time.monotonic() + seconds
+        while (left := end - time.monotonic()) > 0:
+            # stop() sets the event before it closes connections: a closed one is the client's.
+            if self._stopping.wait(min(left, 0.05)):
+                cut = "stop"
+            elif req.hung_up():
+                cut = "stop" if self._stopping.is_set() else "client"
+            else:
+                continue
+            with self._lock:
+                record.cut = cut
+            return
 
     def _epoch(self) -> int:
         """Seconds since 1970 on the fake clock, which advances from ``now`` in real time."""
-        return int(self.now.timestamp() + time.monotonic() - self._started_at)
+        return int(self.now.timestamp() + self._clock() - self._started_at)
 
     # -- dispatch --
 
     def _respond(self, req: Incoming) -> Reply:
+        with self._changed:
+            self._in_flight += 1
+        try:
+            return self._dispatch(req)
+        finally:
+            with self._changed:
+                self._in_flight -= 1
+                self._changed.notify_all()
+
+    def _dispatch(self, req: Incoming) -> Reply:
         if req.path.startswith("/__fake/"):
             return self._control(req)
         if req.path.startswith(READER_PREFIX):
             record = self._record("reader", "page", req)
-            reply = self._reader(req)
+            reply = self._reader(req, record)
             record.status = reply.status
             return reply
         route = ROUTES.get((req.method, req.path))
@@ -231,13 +286,13 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
                 {"detail": "Method Not Allowed" if req.path in KNOWN_PATHS else "Not Found"},
             )
         else:
-            reply = self._serve(route[0], route[1], req)
+            reply = self._serve(route[0], route[1], req, record)
         if provider == "brave" and reply.header("X-RateLimit-Limit") is None:
             reply.headers.extend(self._brave_headers())
         record.status = reply.status
         return reply
 
-    def _reader(self, req: Incoming) -> Reply:
+    def _reader(self, req: Incoming, record: RecordedRequest) -> Reply:
         """A page reader: ``GET /reader/<page URL>`` answers with the corpus page at that URL
         as HTML (what the page itself would serve), 404 for a URL the corpus does not hold."""
         if req.method != "GET":
@@ -248,7 +303,7 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
         page = next((p for p in self.pages if same_page(p.url, target)), None)
         if page is None:
             return text_reply(404, "Not Found")
-        self._pause(self.latency_ms / 1000)
+        self._pause(self.latency_ms / 1000, req, record)
         title = html.escape(page.title or "")
         paragraphs = "".join(
             f"<p>{html.escape(part.strip())}</p>"
@@ -275,14 +330,15 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
             query=req.query,
             headers=dict(req.headers),
             json=body,
-            at=time.monotonic(),
+            at=self._clock(),
         )
-        with self._lock:
+        with self._changed:
             self._log.append(record)
+            self._changed.notify_all()
         return record
 
-    def _serve(self, provider: str, endpoint: str, req: Incoming) -> Reply:
-        self._pause(self.latency_ms / 1000)
+    def _serve(self, provider: str, endpoint: str, req: Incoming, record: RecordedRequest) -> Reply:
+        self._pause(self.latency_ms / 1000, req, record)
         if (
             provider == "searxng"
             and self.searxng_limiter
@@ -292,7 +348,7 @@ class FakeWeb(BraveFake, ExaFake, SearxngFake):
             return text_reply(429, "Too Many Requests")
         slow = self._claim(provider, {"slow"}, endpoint)
         if slow is not None:
-            self._pause(float(slow.options.get("seconds", 5)))
+            self._pause(float(slow.options.get("seconds", 5)), req, record)
         fault = self._claim(provider, {"server_error", "malformed", "huge"}, endpoint)
         if fault is not None:
             return self._fault(provider, endpoint, fault, req)
