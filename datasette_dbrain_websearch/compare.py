@@ -46,12 +46,12 @@ def answer_sides(pack: Row) -> list[dict[str, Any]]:
     """Each answer sentence with the side it cites: ``brain``, ``web``, ``both`` or ``none``,
     and the labels of the rows it cites (``citations``), as the run's page shows them."""
     labels = citations.labels(pack)
-    local = {key for row in pack["evidence"] for key in row_keys(row)}
+    brain = {key for row in pack["evidence"] for key in row_keys(row)}
     web = {row["source_key"] for row in pack["external_evidence"]}
     sides = []
     for sentence in pack["answer"]["sentences"]:
         cited = set(sentence["citations"])
-        on = ("brain" if cited & local else "") + ("web" if cited & web else "")
+        on = ("brain" if cited & brain else "") + ("web" if cited & web else "")
         sides.append(
             {
                 "text": sentence["text"],

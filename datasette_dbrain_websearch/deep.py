@@ -229,10 +229,10 @@ def answer_rows(loop: Loop) -> list[Row]:
     ]
     added = set(loop.added_order)
     hops = [row for name in loop.names if (row := _about(rows, name)) is not None]
-    local = [r for r in loop.pack.evidence if r.source_key not in added]
+    brain_rows = [r for r in loop.pack.evidence if r.source_key not in added]
     pages = [r for r in rows if isinstance(r, WebRow) and r.source_key not in added]
     later = [r for key in loop.added_order for r in rows if r.source_key == key]
-    ordered = [*hops, *local[:KEPT_FIRST], *pages, *later, *local[KEPT_FIRST:]]
+    ordered = [*hops, *brain_rows[:KEPT_FIRST], *pages, *later, *brain_rows[KEPT_FIRST:]]
     return list({id(r): r for r in ordered}.values())
 
 

@@ -17,12 +17,12 @@ from .answer import Passage
 from .deep_follow_ups import FollowUp, says_facet
 from .pack import Pack
 from .pack_json import ResearchRoundJSON, Signal
-from .pack_rows import LocalRow, Row, WebRow
+from .pack_rows import BrainRow, Row, WebRow
 from .pipeline import Gathered
 from .web import BUDGET_EXHAUSTED
 
 # A row of either list of a pack, kept to its own kind.
-_R = TypeVar("_R", LocalRow, WebRow)
+_R = TypeVar("_R", BrainRow, WebRow)
 FOLLOW_UP_ROWS = 3  # new rows of each list one follow-up may add
 TOP_ROWS = 5  # round 1's best rows, which bridge names are read from
 KEPT_FIRST = 2  # round 1's best rows stay ahead of what follow-ups add
@@ -103,12 +103,12 @@ class Loop:
             return says_facet(follow, texts or [f"{row.title}\n{row.excerpt.text}"])
 
         new_rows = [r for r in new.evidence if not set(r.keys) & held and says(r)]
-        local = new_rows[:FOLLOW_UP_ROWS]
-        for row in local:
+        brain_rows = new_rows[:FOLLOW_UP_ROWS]
+        for row in brain_rows:
             row.retrieval.signals.append(signal)
             pack.evidence.append(row)
             added.append(row.source_key)
-        keys = {k for r in local for k in r.keys}
+        keys = {k for r in brain_rows for k in r.keys}
         self.first.hits += [h for h in sub.hits if h.row.get("source_key") in keys]
         known = {r.source_key: n for n, r in enumerate(pack.web_rows)}
         fresh = [r for r in new.web_rows if r.source_key not in known and says(r)]

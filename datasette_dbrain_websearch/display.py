@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from .pack_json import LOCAL_ORIGIN, RANKER_PREFIX, WEB_ORIGIN, PackJSON
+from .pack_json import BRAIN_ORIGIN, RANKER_PREFIX, WEB_ORIGIN, PackJSON
 from .providers import DIRECT_LABEL
 from .web_ranking import UNIT
 
@@ -47,7 +47,7 @@ def names(labels: Mapping[str, str], providers: Sequence[str]) -> str:
     return " and ".join(shown) if len(shown) < 3 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
-LOCAL_BADGE = "Your dbrain brain"
+BRAIN_BADGE = "Your dbrain brain"
 # How deep a web row's text goes: what the provider returned, or the page itself, read.
 DEPTH_LABELS = {"snippet": "provider snippet", "page": "full page read"}
 
@@ -151,7 +151,7 @@ def why(row: Row, labels: Mapping[str, str]) -> list[str]:
     if match:
         missing = row["retrieval"]["missing_terms"]
         said.append(match + (f"; not: {', '.join(missing)}" if missing else ""))
-    if row.get("origin") == LOCAL_ORIGIN and row.get("saved_at"):
+    if row.get("origin") == BRAIN_ORIGIN and row.get("saved_at"):
         said.append(f"in your brain since {str(row['saved_at'])[:10]}")
     if row.get("published_at"):
         said.append(f"published {str(row['published_at'])[:10]}")

@@ -1,7 +1,7 @@
 """Evidence rows, built: a local hit or a merged web result becomes a typed row (``pack``)
 with its excerpt, the lanes that found it and the signals that explain its place.
 
-Pure: takes what retrieval and the web stage found and returns rows; ``credit_local`` adds a
+Pure: takes what retrieval and the web stage found and returns rows; ``credit_brain_row`` adds a
 web hit's credit to the brain's row for the same page.
 """
 
@@ -16,7 +16,7 @@ from .display import plural
 from .excerpts import best_excerpt
 from .merge import RRF_K, MergedResult, provider_excerpt, rrf_contribution, web_score
 from .pack_json import Signal
-from .pack_rows import Lane, LinkedPage, LocalRow, Retrieval, WebRow
+from .pack_rows import BrainRow, Lane, LinkedPage, Retrieval, WebRow
 from .providers import DIRECT
 from .query_plan import QueryPlan
 from .row_texts import excerpt_fields
@@ -129,11 +129,11 @@ def _lanes(hit: Hit) -> list[Lane]:
     return lanes
 
 
-def local_row(hit: Hit, plan: QueryPlan, row_url: RowUrl, excerpt_chars: int) -> LocalRow:
-    """One local evidence row with its excerpt, provenance lanes and ranking signals."""
+def brain_evidence_row(hit: Hit, plan: QueryPlan, row_url: RowUrl, excerpt_chars: int) -> BrainRow:
+    """One brain evidence row with its excerpt, provenance lanes and ranking signals."""
     terms = plan.query_terms
     matched = [t for t in terms if t in hit.matched]
-    row = LocalRow(
+    row = BrainRow(
         source_key=hit.row.get("source_key", ""),
         facts=Facts.from_row(hit.kind, hit.row),
         excerpt=best_excerpt(excerpt_fields(hit.kind, hit.row), plan.matcher, excerpt_chars),
@@ -153,7 +153,7 @@ def local_row(hit: Hit, plan: QueryPlan, row_url: RowUrl, excerpt_chars: int) ->
 
 
 def _add_linked(
-    row: LocalRow, page: Hit, plan: QueryPlan, row_url: RowUrl, excerpt_chars: int
+    row: BrainRow, page: Hit, plan: QueryPlan, row_url: RowUrl, excerpt_chars: int
 ) -> None:
     """The page an item links to, matched too: shown inside the item's row (``linked_source``)
     with its own lane and signals, so the row says why it holds both."""
@@ -270,10 +270,10 @@ def web_row(
     )
 
 
-def credit_local(
-    row: LocalRow, hits: list[WebHit], labels: dict, excerpt_chars: int, linked: bool
+def credit_brain_row(
+    row: BrainRow, hits: list[WebHit], labels: dict, excerpt_chars: int, linked: bool
 ) -> None:
-    """A web hit for a page the brain holds: the local row gains the lane, not a twin.
+    """A web hit for a page the brain holds: the brain row gains the lane, not a twin.
 
     ``linked`` says the page is the row's ``linked_source`` (an item shown with the page it
     links to): the credit lands on that row, and says it is for the linked page. When dbrain
@@ -302,7 +302,7 @@ def credit_local(
             page.provider_excerpt = found
 
 
-def extraction_warning(rows: list[LocalRow]) -> dict[str, Any] | None:
+def extraction_warning(rows: list[BrainRow]) -> dict[str, Any] | None:
     """``local_source_needs_extraction``, naming each held page the web found that dbrain has
     not extracted, or None when there is none."""
     pages = [page for row in rows for page in row.pages if page.needs_extraction]

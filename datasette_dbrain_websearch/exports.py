@@ -132,7 +132,7 @@ def depth(row: Row) -> str:
 def badge(row: Row, labels: Mapping[str, str]) -> str:
     if row["origin"] == WEB_ORIGIN:
         return display.web_badge(row["providers"], labels)
-    return display.LOCAL_BADGE
+    return display.BRAIN_BADGE
 
 
 def _sentence(sentence: Row, refs: Mapping[str, str]) -> str:

@@ -393,7 +393,7 @@ def combined(brain: Verdict, web: dict) -> dict:
 
 
 def with_web_findings(
-    brain: Verdict, local_rows: int, web_ran: bool, web_rows: int, surfaced: int
+    brain: Verdict, brain_rows: int, web_ran: bool, web_rows: int, surfaced: int
 ) -> Verdict:
     """The brain's verdict, its message saying what the web search changed for the brain:
     pages it pointed to that the brain already holds, and what it found when the brain had
@@ -404,7 +404,7 @@ def with_web_findings(
             f" The web search pointed to {plural(surfaced, 'more page')} already in your brain "
             '(marked "also found by").'
         )
-    if not local_rows and web_ran:
+    if not brain_rows and web_ran:
         message += (
             f" The web search found {plural(web_rows, 'row')} outside your brain."
             if web_rows
@@ -440,11 +440,11 @@ def run_verdict(
     query_terms: Sequence[str],
     web_evidence: Sequence[Evidence],
     web_ran: bool,
-    local_rows: int,
+    brain_rows: int,
     surfaced: int,
 ) -> RunVerdict:
     """The run's verdict once the web stage is over (``web_evidence``: the web rows, in
     order)."""
     web = web_part(rule, query_terms, web_evidence, web_ran)
-    reported = with_web_findings(brain, local_rows, web_ran, len(web_evidence), surfaced)
+    reported = with_web_findings(brain, brain_rows, web_ran, len(web_evidence), surfaced)
     return RunVerdict(reported, web, combined(brain, web))

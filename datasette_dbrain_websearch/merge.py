@@ -119,14 +119,14 @@ def web_score(result: MergedResult) -> float:
 
 def merge_web(
     hits: list[WebHit],
-    local_urls: set[str],
+    brain_urls: set[str],
     policy: DomainPolicy,
     budget: int,
     order: Callable[[list[MergedResult]], list[MergedResult]] | None = None,
 ) -> MergeOutcome:
     """Cross-provider merge, domain policy, collapse onto local sources, ranking, budget.
 
-    ``local_urls`` holds the brain's ``normalized_url`` values among the hits' URLs: a page the
+    ``brain_urls`` holds the brain's ``normalized_url`` values among the hits' URLs: a page the
     brain already has never becomes an external row; its local source is credited instead.
     The rows are in the providers' fused order (``web_score``), then in ``order``'s (the
     question's ranking, ``web_ranking``) when given, before they are cut to ``budget``.
@@ -153,7 +153,7 @@ def merge_web(
                 }
             )
             continue
-        if result.canonical_url in local_urls:
+        if result.canonical_url in brain_urls:
             outcome.collapsed[result.canonical_url] = result.hits
             outcome.decisions.append(
                 {

@@ -32,10 +32,10 @@ from .pack_json import (
     ResearchJSON,
     WebSearchJSON,
 )
-from .pack_rows import LocalRow, Row, WebRow, reading_order
+from .pack_rows import BrainRow, Row, WebRow, reading_order
 from .providers.base import scrub
 from .query_plan import QueryPlan
-from .retrieval import LocalResult
+from .retrieval import BrainResult
 
 SCHEMA_VERSION = "research_pack.v1"
 
@@ -158,12 +158,12 @@ class Pack:
     database: str
     plan: QueryPlan
     cost: Cost
-    local: LocalResult
+    brain: BrainResult
     limit: int
     filters: dict[str, Any]
     profile: str
     semantic_lane: dict[str, Any]
-    evidence: list[LocalRow]
+    evidence: list[BrainRow]
     verdict: RunVerdict
     web_search: WebSearch
     web_rows: list[WebRow]
@@ -197,14 +197,14 @@ class Pack:
         ]
 
     def _query_plan(self) -> QueryPlanJSON:
-        plan, local = self.plan, self.local
+        plan, brain = self.plan, self.brain
         return {
             "text_query": plan.text_query,
             "fts_query": plan.fts_query,
             "relaxed_query": plan.relaxed_query,
             # The MATCH string that produced the rows.
-            "match_query": match_query(plan, local.mode),
-            "ranking": local.ranking,
+            "match_query": match_query(plan, brain.mode),
+            "ranking": brain.ranking,
             "query_terms": list(plan.query_terms),
             # Words Expand OR-ed into the ranking query; never the judge's or the web's terms.
             "expansion_terms": plan.expansion_terms,
@@ -219,7 +219,7 @@ class Pack:
                 "reason": self.cost.reason,
             },
             "syntax": plan.syntax,
-            "query_mode": local.mode,
+            "query_mode": brain.mode,
             "profile": self.profile,
             "limit": self.limit,
             "filters": self.filters,
@@ -239,8 +239,8 @@ class Pack:
                 "name": "lexical",
                 "status": "used",
                 "store": "sqlite_fts",
-                "tables": [FTS_TABLE[k] for k in self.local.kinds_searched],
-                "weights": {FTS_TABLE[k]: w for k, w in self.local.lane_weights.items()},
+                "tables": [FTS_TABLE[k] for k in self.brain.kinds_searched],
+                "weights": {FTS_TABLE[k]: w for k, w in self.brain.lane_weights.items()},
             },
             {
                 "name": "semantic",
@@ -249,13 +249,13 @@ class Pack:
         ]
 
     def _coverage(self) -> CoverageJSON:
-        local, rows = self.local, self.evidence
-        items, sources = local.matches.get("item", 0), local.matches.get("source", 0)
+        brain, rows = self.brain, self.evidence
+        items, sources = brain.matches.get("item", 0), brain.matches.get("source", 0)
         found = (
             "relaxed matches (some terms)"
-            if local.mode == "relaxed"
+            if brain.mode == "relaxed"
             else "rows holding its rarest word"
-            if local.mode == "bm25"
+            if brain.mode == "bm25"
             else "text matches"
         )
         return {
@@ -266,13 +266,13 @@ class Pack:
             ],
             "by_source_type": _counts([r.facts.source_type for r in rows]),
             "top_user_tags": _counts([t for r in rows for t in r.facts.user_tags], 10),
-            "exact_matches": local.exact_count,
+            "exact_matches": brain.exact_count,
             "item_text_matches": items,
             "source_text_matches": sources,
             "external_evidence_count": len(self.web_rows),
             "external_by_provider": _counts([p for r in self.web_rows for p in r.providers]),
             "displayed_limit": self.limit,
-            "recall_note": f"exact matches: {local.exact_count}; {found}: items={items} "
+            "recall_note": f"exact matches: {brain.exact_count}; {found}: items={items} "
             f"sources={sources}. Returned evidence is a capped working set, not the full corpus.",
         }
 

@@ -12,7 +12,7 @@ checks the pinned packs against these types, so they cannot drift from the JSON.
 from typing import Any, NotRequired, TypedDict
 
 # Every row says where it comes from: the brain, or the web (outside it, never stored).
-LOCAL_ORIGIN = "dbrain_corpus"
+BRAIN_ORIGIN = "dbrain_corpus"
 WEB_ORIGIN = "outside_dbrain_corpus"
 # A web row's signal from a ranker another plugin registers: ``ranker_<its name>``.
 RANKER_PREFIX = "ranker_"

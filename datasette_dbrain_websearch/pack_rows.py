@@ -1,4 +1,4 @@
-"""The pack's rows, typed: a row of the brain (``LocalRow``, with the page it links to when
+"""The pack's rows, typed: a row of the brain (``BrainRow``, with the page it links to when
 that matched too), a page outside it (``WebRow``), why each is in the run (``Retrieval``), and
 the one reading order over both (``reading_order``).
 
@@ -14,7 +14,7 @@ from typing import Any, cast
 from .brain import Facts
 from .excerpts import Excerpt
 from .pack_json import (
-    LOCAL_ORIGIN,
+    BRAIN_ORIGIN,
     WEB_ORIGIN,
     EvidenceJSON,
     LinkedSourceJSON,
@@ -136,13 +136,13 @@ class LinkedPage(HeldPage):
 
 
 @dataclass(kw_only=True)
-class LocalRow(HeldPage):
+class BrainRow(HeldPage):
     """One row of the brain (``evidence``), with the page it links to when that matched too."""
 
     retrieval: Retrieval
     linked: LinkedPage | None = None
 
-    origin = LOCAL_ORIGIN
+    origin = BRAIN_ORIGIN
 
     @property
     def keys(self) -> list[str]:
@@ -242,14 +242,14 @@ class WebRow:
         )
 
 
-Row = LocalRow | WebRow
+Row = BrainRow | WebRow
 
 
-def reading_order(local: list[LocalRow], web: list[WebRow], current_state: bool) -> list[Row]:
+def reading_order(brain: list[BrainRow], web: list[WebRow], current_state: bool) -> list[Row]:
     """One reading order over both lists. Local rows keep their order and web rows follow
     them, except for questions about the current state of things, where web rows may go ahead
     of weak local rows (never ahead of exact hits or of local rows that match every term)."""
     if not current_state:
-        return [*local, *web]
-    strong = [r for r in local if r.is_strong]
-    return [*strong, *web, *(r for r in local if not r.is_strong)]
+        return [*brain, *web]
+    strong = [r for r in brain if r.is_strong]
+    return [*strong, *web, *(r for r in brain if not r.is_strong)]

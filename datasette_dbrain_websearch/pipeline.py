@@ -1,10 +1,10 @@
 """The research pipeline: one run as a straight sequence of typed stages, the brain's rows
-(``LocalStage``) -> the judge's verdict -> the web (``WebPart``) -> the merge and profile ->
+(``BrainStage``) -> the judge's verdict -> the web (``WebPart``) -> the merge and profile ->
 the ``Pack`` -> the answer.
 
 ``run_pipeline`` serves every surface and the evals (through ``service.research``, which saves
 the run), so every surface shows the same evidence for the same question. What a run is asked is
-a ``ResearchRequest``; how it is made, a ``RunContext``. The brain's stage is ``local_stage``,
+a ``ResearchRequest``; how it is made, a ``RunContext``. The brain's stage is ``brain_stage``,
 the web's ``web_part``; this module runs them in order, judges and assembles the pack.
 """
 
@@ -19,11 +19,11 @@ from .admission import Gate
 from .answer import AnswerAccess, Passage, answer_stage
 from .brain import Hit
 from .brain_access import ExecuteFn, TimeBudget
+from .brain_stage import BrainStage, brain_stage
 from .config import Settings
 from .errors import ResearchError
 from .evidence import RowUrl, extraction_warning
 from .judge import CALIBRATED, DBRAIN, Evidence, Rule, run_verdict, term_weights
-from .local_stage import LocalStage, local_stage
 from .options import ResearchRequest
 from .pack import Pack, new_run_id
 from .pack_json import DidYouMeanJSON
@@ -120,7 +120,7 @@ class Gathered:
 
     def passages(self) -> dict[str, Passage]:
         """What the answer reads: web rows' pages or snippets, and the brain's rows' texts."""
-        return {**self.web_passages, **_local_passages(self.hits)}
+        return {**self.web_passages, **_brain_passages(self.hits)}
 
     def finish(self) -> None:
         self.pack.timings_ms["total"] = _ms(self.started)
@@ -137,10 +137,10 @@ async def gather(
     run_id = new_run_id()
     _check_providers(options, settings)
     budget = TimeBudget(settings.time_limit_ms, database, arrived=run.arrived)
-    local_query = budget.bind(run.execute_fn)
+    brain_query = budget.bind(run.execute_fn)
     await emit({"stage": "local", "status": "started", "message": "Searching your brain"})
-    local = await local_stage(
-        local_query,
+    brain_part = await brain_stage(
+        brain_query,
         budget,
         options,
         settings,
@@ -152,32 +152,33 @@ async def gather(
     )
     judge_started = time.perf_counter()
     with budget.phase():
-        rule = _rule(local, options, settings)
+        rule = _rule(brain_part, options, settings)
         brain = rule.verdict(
-            [_evidence(hit) for hit in local.result.hits],
-            local.result.exact_count,
-            local.plan.query_terms,
-            local.plan.common_words,
+            [_evidence(hit) for hit in brain_part.result.hits],
+            brain_part.result.exact_count,
+            brain_part.plan.query_terms,
+            brain_part.plan.common_words,
         )
     judged_ms = _ms(judge_started)
     await emit(
         {
             "stage": "local",
             "status": "done",
-            "count": len(local.rows),
-            "message": f"Local dbrain evidence: {len(local.rows)} rows ({local.result.mode})",
+            "count": len(brain_part.rows),
+            "message": f"Local dbrain evidence: {len(brain_part.rows)} rows "
+            f"({brain_part.result.mode})",
         }
     )
     await emit(
         {"stage": "judge", "status": "done", "verdict": brain.verdict, "message": brain.message}
     )
-    timings = {**local.timings_ms, "judge": judged_ms}
+    timings = {**brain_part.timings_ms, "judge": judged_ms}
     web_part = await search_web(
-        local_query,
+        brain_query,
         budget,
         options,
         settings,
-        local,
+        brain_part,
         brain.verdict,
         rule,
         row_url,
@@ -187,36 +188,42 @@ async def gather(
         already_read,
     )
     with budget.phase():
-        apply_profile(local.rows, web_part.rows, profile_for(options.profile, settings.profiles))
-        unextracted = extraction_warning(local.rows)
+        apply_profile(
+            brain_part.rows, web_part.rows, profile_for(options.profile, settings.profiles)
+        )
+        unextracted = extraction_warning(brain_part.rows)
         pack = Pack(
             run_id=run_id,
             question=options.question,
             database=database,
-            plan=local.plan,
-            cost=local.cost,
-            local=local.result,
+            plan=brain_part.plan,
+            cost=brain_part.cost,
+            brain=brain_part.result,
             limit=options.limit,
             filters=options.filters.active(),
             profile=options.profile,
-            semantic_lane=local.semantic_lane,
-            evidence=local.rows,
+            semantic_lane=brain_part.semantic_lane,
+            evidence=brain_part.rows,
             verdict=run_verdict(
                 brain,
                 rule,
-                local.plan.query_terms,
+                brain_part.plan.query_terms,
                 _web_evidence(web_part.rows),
                 web_part.search.ran,
-                local_rows=len(local.result.hits),
+                brain_rows=len(brain_part.result.hits),
                 surfaced=len(web_part.surfaced),
             ),
             web_search=web_part.search,
             web_rows=web_part.rows,
             web_queries=web_part.queries,
             merge_decisions=web_part.merge_decisions,
-            warnings=[*local.warnings, *web_part.warnings, *([unextracted] if unextracted else [])],
+            warnings=[
+                *brain_part.warnings,
+                *web_part.warnings,
+                *([unextracted] if unextracted else []),
+            ],
             timings_ms={**timings, **web_part.timings_ms},
-            did_you_mean=_did_you_mean(options.question, local.corrections),
+            did_you_mean=_did_you_mean(options.question, brain_part.corrections),
             secrets=tuple(settings.secrets()),
         )
     return Gathered(
@@ -224,9 +231,9 @@ async def gather(
         web,
         budget,
         started,
-        [*local.result.hits, *web_part.surfaced],
+        [*brain_part.result.hits, *web_part.surfaced],
         web_part.passages,
-        local.lane,
+        brain_part.lane,
         {entry["url"] for entry in web_part.search.read or []},
     )
 
@@ -266,7 +273,7 @@ def _check_providers(options: ResearchRequest, settings: Settings) -> None:
         )
 
 
-def _rule(local: LocalStage, options: ResearchRequest, settings: Settings) -> Rule:
+def _rule(brain_part: BrainStage, options: ResearchRequest, settings: Settings) -> Rule:
     """The verdict's rule: calibrated on the question's term weights in this brain, or
     dbrain's for ``ranking: dbrain``, raw FTS5 questions (no weights) and ``judge.mode:
     dbrain``."""
@@ -274,13 +281,13 @@ def _rule(local: LocalStage, options: ResearchRequest, settings: Settings) -> Ru
     if (
         thresholds.mode == DBRAIN
         or options.ranking == "dbrain"
-        or local.plan.syntax == "raw"
-        or not local.surveyed
+        or brain_part.plan.syntax == "raw"
+        or not brain_part.surveyed
     ):
         return Rule(thresholds, DBRAIN)
-    frequencies, rows = brain_frequencies(local.surveyed)
-    weights = term_weights(rows, frequencies, local.plan.query_terms)
-    keywords = is_keyword_list(options.question, local.plan.query_terms)
+    frequencies, rows = brain_frequencies(brain_part.surveyed)
+    weights = term_weights(rows, frequencies, brain_part.plan.query_terms)
+    keywords = is_keyword_list(options.question, brain_part.plan.query_terms)
     return Rule(thresholds, CALIBRATED, weights, rows, keywords)
 
 
@@ -311,7 +318,7 @@ def _did_you_mean(question: str, corrections: list[Correction]) -> DidYouMeanJSO
     }
 
 
-def _local_passages(hits: list[Hit]) -> dict[str, Passage]:
+def _brain_passages(hits: list[Hit]) -> dict[str, Passage]:
     """What the answer reads from each local row: an item shown with its linked page answers
     from both, each cited by its own key (the row shows the sentence either way)."""
     return {

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from .pack_json import Signal
-from .pack_rows import LocalRow, WebRow
+from .pack_rows import BrainRow, WebRow
 from .urls import try_normalize_url
 
 STRONG = 0.004
@@ -193,7 +193,7 @@ def boosts(
 
 
 def apply_profile(
-    local: list[LocalRow],
+    brain: list[BrainRow],
     web: list[WebRow],
     profile: Profile,
     now: datetime | None = None,
@@ -206,8 +206,8 @@ def apply_profile(
     if not profile.rules and not profile.recency_days:
         return
     now = now or datetime.now(UTC)
-    rows: list[LocalRow] | list[WebRow]
-    for rows in (local, web):
+    rows: list[BrainRow] | list[WebRow]
+    for rows in (brain, web):
         for row in rows:
             signals = boosts(row.url, row.published_at, profile, now, row.domain)
             if signals:

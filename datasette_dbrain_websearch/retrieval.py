@@ -41,8 +41,8 @@ from .urls import source_key, try_normalize_url
 
 
 @dataclass
-class LocalResult:
-    """What local retrieval found, before it is shaped into a pack."""
+class BrainResult:
+    """What retrieval in the brain found, before it is shaped into a pack."""
 
     hits: list[Hit]
     mode: str
@@ -214,7 +214,7 @@ def retrieve(
     signals: lexical.Signals | None = None,
     surveyed: Survey | None = None,
     checkpoint: Checkpoint = unbounded,
-) -> LocalResult:
+) -> BrainResult:
     """Exact lookup, then the lanes (BM25 re-scored, or dbrain's order with ``ranking:
     dbrain``); fuse, order and hydrate the top rows.
 
@@ -309,7 +309,7 @@ def retrieve(
             hit.matched = [t for t in plan.query_terms if t in held]
     lap("hydrate", mark)
     timings["local"] = round((time.perf_counter() - started) * 1000, 3)
-    return LocalResult(
+    return BrainResult(
         hits=ordered,
         mode=mode,
         exact_count=len(exact),

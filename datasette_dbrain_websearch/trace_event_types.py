@@ -54,20 +54,20 @@ class QueryPlanBuilt(TypedDict):
     data: QueryPlanBuiltData
 
 
-class LocalSearchAdmittedData(CostJSON):
+class BrainSearchAdmittedData(CostJSON):
     narrowed_terms: list[str]
     waited_ms: float
 
 
-class LocalSearchAdmitted(TypedDict):
+class BrainSearchAdmitted(TypedDict):
     """What admission weighed, and how long the question waited its turn."""
 
     at: str
     name: Literal["local_search_admitted"]
-    data: LocalSearchAdmittedData
+    data: BrainSearchAdmittedData
 
 
-class LocalSearchCompletedData(TypedDict):
+class BrainSearchCompletedData(TypedDict):
     query_mode: str
     match_query: str
     exact_matches: int
@@ -76,12 +76,12 @@ class LocalSearchCompletedData(TypedDict):
     rows: list[str]
 
 
-class LocalSearchCompleted(TypedDict):
+class BrainSearchCompleted(TypedDict):
     """The brain's rows, by key."""
 
     at: str
     name: Literal["local_search_completed"]
-    data: LocalSearchCompletedData
+    data: BrainSearchCompletedData
 
 
 class Judged(TypedDict):
@@ -301,8 +301,8 @@ class EvidenceSelected(TypedDict):
 # One event of a trace: its ``name`` says which.
 TraceEvent = (
     QueryPlanBuilt
-    | LocalSearchAdmitted
-    | LocalSearchCompleted
+    | BrainSearchAdmitted
+    | BrainSearchCompleted
     | Judged
     | WebSkipped
     | WebQueryBuilt

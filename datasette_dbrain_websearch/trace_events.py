@@ -57,11 +57,11 @@ def events_for(pack: PackJSON, started: datetime) -> list[TraceEvent]:
             },
         }
     )
-    local_ms = timings.get("local", 0.0)
+    brain_ms = timings.get("local", 0.0)
     coverage = pack["coverage"]
     events.append(
         {
-            "at": at(local_ms),
+            "at": at(brain_ms),
             "name": "local_search_completed",
             "data": {
                 "query_mode": plan["query_mode"],
@@ -73,11 +73,11 @@ def events_for(pack: PackJSON, started: datetime) -> list[TraceEvent]:
             },
         }
     )
-    events.append({"at": at(local_ms), "name": "judge", "data": pack["judge"]})
+    events.append({"at": at(brain_ms), "name": "judge", "data": pack["judge"]})
     if not web["ran"]:
         events.append(
             {
-                "at": at(local_ms),
+                "at": at(brain_ms),
                 "name": "external_search_skipped",
                 "data": {"mode": web["mode"], "reason": web["skipped_reason"]},
             }
@@ -145,14 +145,14 @@ def events_for(pack: PackJSON, started: datetime) -> list[TraceEvent]:
 def _web_events(pack: PackJSON, at: Callable[[float], str]) -> list[TraceEvent]:
     """The web stage's events: each provider asked (or skipped) and answered, then the merge."""
     timings = pack["timings_ms"]
-    local_ms = timings.get("local", 0.0)
+    brain_ms = timings.get("local", 0.0)
     returned = pack["external_search"].get("returned", [])
     events: list[TraceEvent] = []
     for query in pack["query_plan"]["external_queries"]:
         provider = query["provider"]
         events.append(
             {
-                "at": at(local_ms),
+                "at": at(brain_ms),
                 "name": "external_query_built",
                 "data": {"provider": provider, "query": query["query"], "params": query["params"]},
             }
@@ -160,7 +160,7 @@ def _web_events(pack: PackJSON, at: Callable[[float], str]) -> list[TraceEvent]:
         if query.get("error") == BUDGET_EXHAUSTED:
             events.append(
                 {
-                    "at": at(local_ms),
+                    "at": at(brain_ms),
                     "name": "external_provider_skipped",
                     "data": {"provider": provider, "reason": BUDGET_EXHAUSTED},
                 }
@@ -168,7 +168,7 @@ def _web_events(pack: PackJSON, at: Callable[[float], str]) -> list[TraceEvent]:
             continue
         events.append(
             {
-                "at": at(local_ms),
+                "at": at(brain_ms),
                 "name": "external_provider_request",
                 "data": {"provider": provider, "cached": query["cached"]},
             }
@@ -191,12 +191,12 @@ def _web_events(pack: PackJSON, at: Callable[[float], str]) -> list[TraceEvent]:
             )
         events.append(
             {
-                "at": at(local_ms + timings.get(f"external_{provider}", 0.0)),
+                "at": at(brain_ms + timings.get(f"external_{provider}", 0.0)),
                 "name": "external_provider_response",
                 "data": response,
             }
         )
-    web_done = at(local_ms + timings.get("external", 0.0))
+    web_done = at(brain_ms + timings.get("external", 0.0))
     for decision in pack["merge_decisions"]:
         events.append({"at": web_done, "name": "external_result_deduped", "data": decision})
     events.append(

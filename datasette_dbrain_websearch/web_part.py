@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 from .answer import Passage
 from .brain import Hit, sources_by_url
 from .brain_access import ExecuteFn, TimeBudget, paced
+from .brain_stage import BrainStage
 from .config import Settings, WebSettings
-from .evidence import RowUrl, credit_local, local_row, web_row
+from .evidence import RowUrl, brain_evidence_row, credit_brain_row, web_row
 from .judge import WEAK_EVIDENCE, Rule
-from .local_stage import LocalStage
 from .merge import MergedResult, MergeOutcome, merge_web, web_score
 from .options import ResearchRequest
 from .pack import WebSearch
 from .pack_json import Signal
-from .pack_rows import LocalRow, WebRow
+from .pack_rows import BrainRow, WebRow
 from .providers import DIRECT
 from .providers.base import WebResult
 from .query_plan import QueryPlan
@@ -61,7 +61,7 @@ async def search_web(
     budget: TimeBudget,
     options: ResearchRequest,
     settings: Settings,
-    local: LocalStage,
+    brain: BrainStage,
     verdict: str,
     rule: Rule,
     row_url: RowUrl,
@@ -75,10 +75,10 @@ async def search_web(
     read), and the web's credit on the brain's rows for pages the brain holds (added to
     ``local.rows`` when local search missed them). Waiting for providers and pages is not
     charged to the run's budget (the web has its own timeout)."""
-    plan = local.plan
+    plan = brain.plan
     web_settings = settings.web
     request = options.web
-    named = await _named_page(execute_fn, options, local)
+    named = await _named_page(execute_fn, options, brain)
     # The brain lacks the page a URL question names, whatever its words matched: weak evidence.
     judged = WEAK_EVIDENCE if named is not None else verdict
     decision = decide(request.mode, web_settings, web.permitted, judged, web.cross_site)
@@ -184,14 +184,14 @@ async def search_web(
         options.question,
         plan,
         rule.weights or {},
-        local.lane.similarity if local.lane is not None else None,
+        brain.lane.similarity if brain.lane is not None else None,
         web.rankers,
         labels,
     )
     with budget.phase():
         merged = merge_web(outcome.hits, set(held), policy, request.count, ranking.order)
-        part.surfaced = _credit_local_sources(
-            local.rows, held, merged, plan, row_url, settings, labels
+        part.surfaced = _credit_brain_sources(
+            brain.rows, held, merged, plan, row_url, settings, labels
         )
     with budget.paused():
         unread = [r.canonical_url for r in merged.rows if r.canonical_url not in already_read]
@@ -292,15 +292,15 @@ async def _read_pages(
 
 
 async def _named_page(
-    execute_fn: ExecuteFn, options: ResearchRequest, local: LocalStage
+    execute_fn: ExecuteFn, options: ResearchRequest, brain: BrainStage
 ) -> NormalizedURL | None:
     """The page a question names when it is nothing but an http(s) URL the brain does not hold
     (exact lookup found no row, and no source has that URL, whatever the filters): it is read
     directly, not searched for as words ("https quarkmatter blog ...")."""
     question = options.question.strip()
     if (
-        local.plan.syntax == "raw"
-        or local.result.exact_count
+        brain.plan.syntax == "raw"
+        or brain.result.exact_count
         or not is_web_url(question)
         or any(c.isspace() for c in question)
     ):
@@ -378,8 +378,8 @@ async def _read_named_page(
     part.passages = {row.source_key: Passage(row.source_key, "external", page.text, row.title)}
 
 
-def _credit_local_sources(
-    local_rows: list[LocalRow],
+def _credit_brain_sources(
+    brain_rows: list[BrainRow],
     held: dict[str, Hit | None],
     merged: MergeOutcome,
     plan: QueryPlan,
@@ -395,14 +395,14 @@ def _credit_local_sources(
         if source is None:  # held, but outside this request's filters
             continue
         key = source.row.get("source_key")
-        row = next((r for r in local_rows if r.source_key == key), None)
-        row = row or next((r for r in local_rows if key in r.keys), None)
+        row = next((r for r in brain_rows if r.source_key == key), None)
+        row = row or next((r for r in brain_rows if key in r.keys), None)
         if row is None:
-            row = local_row(source, plan, row_url, settings.excerpt_chars)
-            local_rows.append(row)
+            row = brain_evidence_row(source, plan, row_url, settings.excerpt_chars)
+            brain_rows.append(row)
             added.append(source)
         # When the page is shown inside the item that links to it, the credit says so.
-        credit_local(row, hits, labels, settings.excerpt_chars, linked=row.source_key != key)
+        credit_brain_row(row, hits, labels, settings.excerpt_chars, linked=row.source_key != key)
     return added
 
 

@@ -33,7 +33,7 @@ from datasette_dbrain_websearch.brain import Facts
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.excerpts import Excerpt
 from datasette_dbrain_websearch.fts_rows import sync_item_fts, sync_source_fts
-from datasette_dbrain_websearch.pack_rows import LocalRow, Retrieval, WebRow
+from datasette_dbrain_websearch.pack_rows import BrainRow, Retrieval, WebRow
 from datasette_dbrain_websearch.schema import create_brain_schema
 from datasette_dbrain_websearch.urls import normalize_url
 
@@ -447,7 +447,7 @@ INSERT_RUN = (
 )
 
 
-def typed_local_row(
+def typed_brain_row(
     key: str,
     matched: Sequence[str] = (),
     missing: Sequence[str] = (),
@@ -457,11 +457,11 @@ def typed_local_row(
     url: str = "",
     published_at: str = "",
     saved_at: str = "",
-) -> LocalRow:
+) -> BrainRow:
     """A brain row as research builds it, with only what a unit test sets."""
     facts = Facts("item", key, url, "", [], "", published_at, saved_at)
     lanes = [{"name": "exact_lookup"}] if exact else [{"name": "lexical"}]
-    return LocalRow(
+    return BrainRow(
         source_key=key,
         facts=facts,
         excerpt=Excerpt("", "", "", "", ()),

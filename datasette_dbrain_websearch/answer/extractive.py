@@ -49,7 +49,7 @@ MAX_PER_ROW = 3
 NEAR_DUPLICATE = 0.6  # Jaccard similarity of content words
 K1, B = 1.2, 0.75  # BM25 over sentences (Lucene's defaults)
 ROW_PRIOR = 0.8  # a row's rank adds ROW_PRIOR / (1 + rank) to a 0..1 relevance
-LOCAL_PRIOR = 0.05
+BRAIN_PRIOR = 0.05
 REDUNDANCY = 0.5  # MMR: a pick's score less this times its closeness to earlier picks
 # A question term only the sentence's row's title holds counts a quarter in the score (the
 # sentence that says the word itself ranks first).
@@ -79,7 +79,7 @@ class Candidate:
     rank: int  # its row's place among the rows of the same origin
     position: int
     key: str
-    local: bool
+    from_brain: bool
     sentence: str
     counts: dict[str, int]  # question term -> occurrences
     length: int  # word tokens
@@ -233,7 +233,7 @@ def pick(
     at most ``MAX_PER_ROW`` a row; stops when what is left is far below the first pick.
     ``checkpoint`` runs before each pick (a pass over the pool)."""
     base = [
-        s + ROW_PRIOR / (1 + c.rank) + (LOCAL_PRIOR if c.local else 0.0)
+        s + ROW_PRIOR / (1 + c.rank) + (BRAIN_PRIOR if c.from_brain else 0.0)
         for c, s in zip(pool, scores, strict=True)
     ]
     picked: list[int] = []
@@ -278,7 +278,7 @@ def extract(
     most = min(MOST_SENTENCES, max_sentences)
     chosen = pick(pool, relevance(pool, weights, similarity), most, checkpoint)
     # The first pick leads; then the brain's, then the web's, each side best first.
-    chosen[1:] = sorted(chosen[1:], key=lambda c: not c.local)
+    chosen[1:] = sorted(chosen[1:], key=lambda c: not c.from_brain)
     return "\n".join(f"{bullet(c, chosen)}{c.sentence} [{c.key}]" for c in chosen)
 
 

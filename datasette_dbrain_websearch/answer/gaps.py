@@ -12,7 +12,7 @@ from typing import Any
 
 from ..judge import ENOUGH_EVIDENCE, RunVerdict
 from ..pack import WebSearch
-from ..pack_rows import LocalRow, Row, WebRow
+from ..pack_rows import BrainRow, Row, WebRow
 
 SKIPPED = {
     "disabled": "web search is turned off in this Datasette's config",
@@ -29,24 +29,24 @@ def covered_terms(rows: Sequence[Row], terms: Sequence[str]) -> set[str]:
     return {t for row in rows for t in row.retrieval.matched_terms}
 
 
-def newest_local_date(local: Sequence[LocalRow]) -> str:
+def newest_brain_date(brain_rows: Sequence[BrainRow]) -> str:
     """The newest date among local rows (published, else saved), as YYYY-MM-DD."""
-    dates = [(r.published_at or r.saved_at)[:10] for r in local]
+    dates = [(r.published_at or r.saved_at)[:10] for r in brain_rows]
     return max((d for d in dates if d), default="")
 
 
 def find_gaps(
     terms: Sequence[str],
-    local: Sequence[LocalRow],
+    brain_rows: Sequence[BrainRow],
     web_rows: Sequence[WebRow],
     web: WebSearch,
-    local_verdict: str,
-    cited_local: Sequence[str],
+    brain_verdict: str,
+    cited_brain: Sequence[str],
     cited_web: Sequence[str],
 ) -> list[dict[str, Any]]:
     """The answer's gaps, each ``{code, message, ...}``, in a fixed order."""
     gaps: list[dict[str, Any]] = []
-    missing = [t for t in terms if t not in covered_terms([*local, *web_rows], terms)]
+    missing = [t for t in terms if t not in covered_terms([*brain_rows, *web_rows], terms)]
     if missing:
         gaps.append(
             {
@@ -55,8 +55,8 @@ def find_gaps(
                 "terms": missing,
             }
         )
-    if web.current_state_question and local:
-        newest = newest_local_date(local)
+    if web.current_state_question and brain_rows:
+        newest = newest_brain_date(brain_rows)
         if newest:
             gaps.append(
                 {
@@ -65,10 +65,10 @@ def find_gaps(
                     "date": newest,
                 }
             )
-    unavailable = web_unavailable(web, local_verdict, bool(web_rows))
+    unavailable = web_unavailable(web, brain_verdict, bool(web_rows))
     if unavailable:
         gaps.append(unavailable)
-    if cited_web and not cited_local:
+    if cited_web and not cited_brain:
         gaps.append(
             {
                 "code": "external_only",
@@ -80,7 +80,7 @@ def find_gaps(
 
 
 def web_unavailable(
-    web: WebSearch, local_verdict: str, found_web_rows: bool
+    web: WebSearch, brain_verdict: str, found_web_rows: bool
 ) -> dict[str, Any] | None:
     """A web lane that failed, or was skipped while the brain's evidence is not enough."""
     if web.ran:
@@ -93,7 +93,7 @@ def web_unavailable(
             "alone.",
         }
     reason = web.skipped_reason
-    if reason not in SKIPPED or (reason == "mode_never" and local_verdict == ENOUGH_EVIDENCE):
+    if reason not in SKIPPED or (reason == "mode_never" and brain_verdict == ENOUGH_EVIDENCE):
         return None
     return {
         "code": "web_unavailable",
@@ -113,13 +113,13 @@ def web_contribution(
     """The local-only state beside the merged one: the brain's verdict and the run's combined
     one, newly covered terms, web rows, answer sentences that cite the web. ``ranked`` is every
     row in the pack's reading order."""
-    local = [r for r in ranked if isinstance(r, LocalRow)]
+    brain_rows = [r for r in ranked if isinstance(r, BrainRow)]
     web_rows = [r for r in ranked if isinstance(r, WebRow)]
     web_cited = set(web_keys)
     citing = [
         n for n, s in enumerate(sentences, start=1) if any(k in web_cited for k in s["citations"])
     ]
-    before_terms = covered_terms(local, terms)
+    before_terms = covered_terms(brain_rows, terms)
     return {
         "web_searched": web.ran,
         "verdict_before": verdict.brain.verdict,
@@ -128,6 +128,6 @@ def web_contribution(
             t for t in terms if t not in before_terms and t in covered_terms(web_rows, terms)
         ],
         "web_rows_kept": len(web_rows),
-        "local_rows_also_found_on_web": sum(1 for r in local if r.also_found_by),
+        "local_rows_also_found_on_web": sum(1 for r in brain_rows if r.also_found_by),
         "sentences_citing_web": citing,
     }

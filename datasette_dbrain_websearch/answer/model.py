@@ -84,14 +84,14 @@ def build_prompt(
 ) -> tuple[str, str, Budget]:
     """The system prompt, the prompt and what of the evidence they hold."""
     shares = allot([len(p.text) for p in passages], max_chars)
-    local: list[str] = []
+    brain: list[str] = []
     web: list[str] = []
     for passage, share in zip(passages, shares, strict=True):
         block = f"[{passage.key}] {passage.label}\n{passage.text[:share].strip()}\n"
-        (local if passage.origin == "local" else web).append(block)
+        (brain if passage.origin == "local" else web).append(block)
     parts = [f"Question: {question}\n"]
-    if local:
-        parts.append("Evidence FROM THE USER'S BRAIN:\n\n" + "\n".join(local))
+    if brain:
+        parts.append("Evidence FROM THE USER'S BRAIN:\n\n" + "\n".join(brain))
     if web:
         parts.append("Evidence OUTSIDE THE USER'S BRAIN (web search, not saved):\n\n")
         parts.append("\n".join(web))

@@ -15,7 +15,7 @@ from ..brain_access import TimeBudget
 from ..config import AnswerSettings
 from ..display import plural
 from ..pack import Answer, Pack
-from ..pack_rows import LocalRow, Row, WebRow
+from ..pack_rows import BrainRow, Row, WebRow
 from ..query_plan import matched_terms
 from ..web_gate import CROSS_SITE_WARNING
 from .claims import ask_claims
@@ -47,14 +47,14 @@ def choose_rows(ranked: list[Row], most: int) -> list[Row]:
     """Up to ``most`` rows for the answer, brain rows first, in reading order. Web rows keep at
     least a third of the places when the run found some, so asking the web is never for
     nothing."""
-    local = [r for r in ranked if isinstance(r, LocalRow)]
-    web = [r for r in ranked if not isinstance(r, LocalRow)]
-    web_places = min(len(web), max(most // 3, most - len(local)))
-    return local[: most - web_places] + web[:web_places]
+    brain = [r for r in ranked if isinstance(r, BrainRow)]
+    web = [r for r in ranked if not isinstance(r, BrainRow)]
+    web_places = min(len(web), max(most // 3, most - len(brain)))
+    return brain[: most - web_places] + web[:web_places]
 
 
 def _label(row: Row, labels: Mapping[str, str]) -> str:
-    if isinstance(row, LocalRow):
+    if isinstance(row, BrainRow):
         facts = [f"{row.kind} ({row.source_type})" if row.source_type else row.kind]
         date = row.published_at or row.saved_at
         if date:
@@ -143,13 +143,13 @@ async def answer_stage(
     )
     pairs = [(p, row) for rank, row in enumerate(rows) for p in _passages(row, rank, passages)]
     chosen = [p for p, _ in pairs]
-    local = tuple(key for r in pack.evidence for key in r.keys)
+    brain = tuple(key for r in pack.evidence for key in r.keys)
     keys = RunKeys(
-        local=local,
+        brain=brain,
         web=tuple(r.source_key for r in ranked if isinstance(r, WebRow)),
         passages={
             # A linked page (shown inside its item's row) is cited by its own text.
-            **{k: f"{p.title}\n{p.text}" for k, p in passages.items() if k in local},
+            **{k: f"{p.title}\n{p.text}" for k, p in passages.items() if k in brain},
             **{r.source_key: f"{r.title}\n{r.excerpt.text}" for r in ranked},
             **{p.key: f"{p.title}\n{p.text}" for p in chosen},
         },
@@ -175,7 +175,7 @@ async def answer_stage(
             pack.web_rows,
             pack.web_search,
             pack.verdict.combined["verdict"],
-            verified.local,
+            verified.brain,
             verified.web,
         )
         contribution = web_contribution(
@@ -200,7 +200,7 @@ async def answer_stage(
         sentences=verified.sentences,
         removed_sentences=verified.removed,
         draft=draft.text,
-        citations={"local": verified.local, "external": verified.web},
+        citations={"local": verified.brain, "external": verified.web},
         rejected_citations=verified.rejected,
         gaps=gaps,
         conflicts=_conflicts(draft, verified, offline),
@@ -354,7 +354,7 @@ def _conflicts(
 def _passages(row: Row, rank: int, passages: Mapping[str, Passage]) -> list[Passage]:
     """The texts a row answers from: its own and, for an item shown with its linked page, the
     page's (cited by the page's key, which points at the same row)."""
-    origin = "local" if isinstance(row, LocalRow) else "external"
+    origin = "local" if isinstance(row, BrainRow) else "external"
     found = []
     for n, key in enumerate(row.keys):
         passage = passages.get(key)

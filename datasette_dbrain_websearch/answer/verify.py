@@ -33,7 +33,7 @@ NOT_A_KEY = "not_a_key"
 class RunKeys:
     """The keys a run retrieved, by origin, and the text each row can support claims with."""
 
-    local: tuple[str, ...]
+    brain: tuple[str, ...]
     web: tuple[str, ...]
     passages: Mapping[str, str] = field(default_factory=dict)
     _stems: dict[str, frozenset[str]] = field(default_factory=dict, compare=False, repr=False)
@@ -60,7 +60,7 @@ class RunKeys:
         return cache[key]
 
     def origin(self, key: str) -> str:
-        if key in self.local:
+        if key in self.brain:
             return "local"
         return "external" if key in self.web else ""
 
@@ -71,7 +71,7 @@ class Verified:
 
     sentences: list[dict[str, Any]]
     rejected: list[RejectedCitationJSON]
-    local: list[str]
+    brain: list[str]
     web: list[str]
     conflicts: list[dict[str, Any]] = field(default_factory=list)
     dropped_conflicts: list[dict[str, Any]] = field(default_factory=list)
@@ -91,7 +91,7 @@ def without_unsupported(verified: Verified, keys: RunKeys) -> Verified:
     return Verified(
         sentences=kept,
         rejected=verified.rejected,
-        local=[k for k in cited if keys.origin(k) == "local"],
+        brain=[k for k in cited if keys.origin(k) == "local"],
         web=[k for k in cited if keys.origin(k) == "external"],
         conflicts=verified.conflicts,
         dropped_conflicts=verified.dropped_conflicts,
@@ -225,7 +225,7 @@ def verify(
     outcome = Verified(
         sentences=sentences,
         rejected=rejected,
-        local=[k for k in cited_keys if keys.origin(k) == "local"],
+        brain=[k for k in cited_keys if keys.origin(k) == "local"],
         web=[k for k in cited_keys if keys.origin(k) == "external"],
     )
     for line in conflicts or []:

@@ -207,9 +207,9 @@ def cited_ids(pack: PackJSON) -> set[str]:
     cites the page too), plus the canonical URL of a cited web row."""
     citations = pack["answer"]["citations"]
     urls = {row["source_key"]: row["canonical_url"] for row in pack["external_evidence"]}
-    local = set(citations["local"])
-    local |= {k for row in pack["evidence"] if row["source_key"] in local for k in row_keys(row)}
-    return local | {
+    brain = set(citations["local"])
+    brain |= {k for row in pack["evidence"] if row["source_key"] in brain for k in row_keys(row)}
+    return brain | {
         value for key in citations["external"] for value in (key, urls.get(key, ""))
     } - {""}
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import citations, display, traces
 from ..brain import Hit, row_facts
-from ..pack_json import LOCAL_ORIGIN, AnswerJSON, PackJSON, ranked_row
+from ..pack_json import BRAIN_ORIGIN, AnswerJSON, PackJSON, ranked_row
 from ..promotions import promotion_message
 from ..row_texts import excerpt_fields
 from ..traces import TraceJSON
@@ -91,7 +91,7 @@ def compact_row(
             "in the user's brain",
         }
     else:
-        shown["provenance"] = display.LOCAL_BADGE
+        shown["provenance"] = display.BRAIN_BADGE
     shown |= {
         "kind": row["kind"],
         "title": row["title"],
@@ -111,7 +111,7 @@ def compact_row(
         page = row["linked_source"]
         shown["linked_page"] = {
             "key": page["source_key"],
-            "provenance": display.LOCAL_BADGE,
+            "provenance": display.BRAIN_BADGE,
             "title": page["title"],
             "url": page["url"],
             "excerpt": page["excerpt"],
@@ -150,8 +150,8 @@ def source_row(hit: Hit, row_url: Callable[[str, int], str], database: str, link
         "key": row["source_key"],
         "database": database,
         "kind": hit.kind,
-        "origin": LOCAL_ORIGIN,
-        "provenance": display.LOCAL_BADGE,
+        "origin": BRAIN_ORIGIN,
+        "provenance": display.BRAIN_BADGE,
         **row_facts(hit.kind, row),
     }
     shown["texts"] = trimmed_texts(excerpt_fields(hit.kind, row), SOURCE_TEXT_CHARS)

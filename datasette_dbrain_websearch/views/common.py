@@ -133,14 +133,14 @@ def citation_anchors(pack: PackJSON | None, labels: dict[str, str]) -> dict[str,
     anchors: dict[str, dict] = {}
     for n, entry in enumerate(pack["ranking"], start=1):
         row: Mapping[str, Any] = ranked_row(pack, entry)  # a web row's providers, not a brain row's
-        local = entry["list"] == "evidence"
+        brain = entry["list"] == "evidence"
         providers = " + ".join(labels.get(p, p) for p in row.get("providers", []))
         anchor = {
             "id": f"evidence-{n}",
             "label": refs[row["source_key"]],
-            "local": local,
+            "brain": brain,
             "title": row["title"],
-            "badge": "Your brain" if local else f"Outside dbrain corpus / {providers} / ephemeral",
+            "badge": "Your brain" if brain else f"Outside dbrain corpus / {providers} / ephemeral",
         }
         anchors[row["source_key"]] = anchor
         for key in row_keys(row)[1:]:  # a linked page's citation jumps to its item's row

@@ -12,13 +12,13 @@ from datasette_dbrain_websearch.answer.verify import RunKeys, verify
 from datasette_dbrain_websearch.judge import RunVerdict, Verdict
 from datasette_dbrain_websearch.pack import WebSearch
 
-from ..helpers import typed_local_row, typed_web_row
+from ..helpers import typed_brain_row, typed_web_row
 
 LOCAL = "src:0123456789ab"
 NOTE = "apple-note:espresso-1"
 WEB = "ext:brave:a1b2c3d4e5f6"
 KEYS = RunKeys(
-    local=(LOCAL, NOTE),
+    brain=(LOCAL, NOTE),
     web=(WEB,),
     passages={
         LOCAL: "Heat pumps\nCold climate heat pumps keep working at minus 25 degrees.",
@@ -49,7 +49,7 @@ def test_a_sentence_whose_only_citation_is_invented_is_unsupported():
     assert out.sentences[0]["citations"] == []
     assert out.sentences[0]["supported"] is False
     assert out.sentences[0]["support"]["reason"] == "no_citation"
-    assert out.local == [] and out.web == []
+    assert out.brain == [] and out.web == []
 
 
 def test_local_and_external_citations_are_split():
@@ -58,7 +58,7 @@ def test_local_and_external_citations_are_split():
         f"A federal rebate covers 30 percent of the install [{WEB}]. "
         f"The grinder matters more than the machine [{NOTE}]."
     )
-    assert out.local == [LOCAL, NOTE]
+    assert out.brain == [LOCAL, NOTE]
     assert out.web == [WEB]
     assert [s["citations"] for s in out.sentences] == [[LOCAL], [WEB], [NOTE]]
     assert all(s["supported"] for s in out.sentences)
@@ -222,11 +222,11 @@ def test_extractive_answer_skips_a_sentence_that_repeats_the_title():
 
 
 def test_web_rows_keep_a_third_of_the_answer_evidence():
-    local = [typed_local_row(f"l{i}") for i in range(20)]
+    brain = [typed_brain_row(f"l{i}") for i in range(20)]
     web = [typed_web_row(f"w{i}") for i in range(5)]
-    chosen = [r.source_key for r in choose_rows(local + web, 12)]
+    chosen = [r.source_key for r in choose_rows(brain + web, 12)]
     assert chosen == [f"l{i}" for i in range(8)] + [f"w{i}" for i in range(4)]
-    assert [r.source_key for r in choose_rows(local[:3] + web, 12)] == ["l0", "l1", "l2"] + [
+    assert [r.source_key for r in choose_rows(brain[:3] + web, 12)] == ["l0", "l1", "l2"] + [
         f"w{i}" for i in range(5)
     ]
 
@@ -252,13 +252,13 @@ def verdicts(before: str, after: str) -> RunVerdict:
 
 
 def test_gaps_name_uncovered_terms_the_brains_date_and_a_failed_web_lane():
-    local = [
-        typed_local_row("l1", ["heat", "pump"], published_at="2025-11-02T08:00:00Z"),
-        typed_local_row("l2", ["heat"], saved_at="2026-03-15T10:00:00Z"),
+    brain = [
+        typed_brain_row("l1", ["heat", "pump"], published_at="2025-11-02T08:00:00Z"),
+        typed_brain_row("l2", ["heat"], saved_at="2026-03-15T10:00:00Z"),
     ]
     web = searched(ran=True, current_state=True)
     gaps = find_gaps(
-        ("latest", "heat", "pump", "rebate"), local, [], web, "weak_evidence", ["l1"], []
+        ("latest", "heat", "pump", "rebate"), brain, [], web, "weak_evidence", ["l1"], []
     )
     assert [g["code"] for g in gaps] == [
         "terms_not_covered",
@@ -272,20 +272,20 @@ def test_gaps_name_uncovered_terms_the_brains_date_and_a_failed_web_lane():
 
 def test_web_skipped_is_a_gap_only_when_the_brain_is_not_enough():
     web = searched(skipped_reason="mode_never")
-    local = [typed_local_row("l1", ["heat"])]
-    assert find_gaps(("heat",), local, [], web, "enough_evidence", ["l1"], []) == []
-    weak = find_gaps(("heat",), local, [], web, "weak_evidence", ["l1"], [])
+    brain = [typed_brain_row("l1", ["heat"])]
+    assert find_gaps(("heat",), brain, [], web, "enough_evidence", ["l1"], []) == []
+    weak = find_gaps(("heat",), brain, [], web, "weak_evidence", ["l1"], [])
     assert [(g["code"], g["reason"]) for g in weak] == [("web_unavailable", "mode_never")]
     denied = searched(skipped_reason="not_permitted")
-    assert find_gaps(("heat",), local, [], denied, "enough_evidence", ["l1"], [])[0]["reason"] == (
+    assert find_gaps(("heat",), brain, [], denied, "enough_evidence", ["l1"], [])[0]["reason"] == (
         "not_permitted"
     )
     enough = searched(skipped_reason="local_evidence_enough")
-    assert find_gaps(("heat",), local, [], enough, "enough_evidence", ["l1"], []) == []
+    assert find_gaps(("heat",), brain, [], enough, "enough_evidence", ["l1"], []) == []
 
 
 def test_a_row_the_question_names_exactly_covers_its_terms():
-    exact = typed_local_row("src:1", exact=True)
+    exact = typed_brain_row("src:1", exact=True)
     terms = ("https://sqlite.org/fts5.html",)
     assert find_gaps(terms, [exact], [], searched(), "enough_evidence", ["src:1"], []) == []
 
@@ -313,7 +313,7 @@ def test_an_answer_resting_on_web_rows_alone_says_so():
 
 def test_web_contribution_compares_local_only_with_merged():
     ranked = [
-        typed_local_row("l1", ["heat"]),
+        typed_brain_row("l1", ["heat"]),
         typed_web_row("w1", ["heat", "rebate"]),
         typed_web_row("w2", ["rebate"]),
     ]

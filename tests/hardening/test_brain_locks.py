@@ -8,7 +8,7 @@ import sqlite3
 
 import pytest
 
-from datasette_dbrain_websearch import brain_access, local_stage, service
+from datasette_dbrain_websearch import brain_access, brain_stage, service
 from datasette_dbrain_websearch.brain_access import BUSY_WAIT_MS, reader
 from datasette_dbrain_websearch.errors import BUSY_MESSAGE, ResearchError
 
@@ -99,7 +99,7 @@ async def test_a_locked_brain_costs_the_page_one_wait_as_the_json(ds, locked, mo
 
 async def test_a_brain_locked_mid_run_is_a_503(ds, brain, monkeypatch):
     monkeypatch.setattr(brain_access, "BUSY_WAIT_MS", 50)  # the same answer, sooner
-    real = local_stage.retrieve
+    real = brain_stage.retrieve
 
     def retrieve_then_lock(conn, *args, **kwargs):
         other = sqlite3.connect(brain[0], isolation_level=None)
@@ -110,7 +110,7 @@ async def test_a_brain_locked_mid_run_is_a_503(ds, brain, monkeypatch):
             other.execute("rollback")
             other.close()
 
-    monkeypatch.setattr(local_stage, "retrieve", retrieve_then_lock)
+    monkeypatch.setattr(brain_stage, "retrieve", retrieve_then_lock)
     response = await ds.client.get("/-/research.json", params={"q": "espresso"})
     assert response.status_code == 503 and response.json()["code"] == "brain_busy"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from datasette_dbrain_websearch import cost, local_stage
+from datasette_dbrain_websearch import brain_stage, cost
 from datasette_dbrain_websearch.admission import gate_for
 
 from ..helpers import actor_cookies, make_datasette
@@ -18,7 +18,7 @@ async def test_heavy_questions_take_turns_and_are_limited_per_requester(brain, m
     requester has one in flight; light questions never wait behind them."""
     ds = make_datasette([str(brain[0])], settings={"num_sql_threads": 3})
     await ds.invoke_startup()
-    real = local_stage.retrieve
+    real = brain_stage.retrieve
     inside = threading.Semaphore(0)
     release = threading.Event()
 
@@ -28,7 +28,7 @@ async def test_heavy_questions_take_turns_and_are_limited_per_requester(brain, m
             release.wait(10)
         return real(conn, question, plan, *args, **kwargs)
 
-    monkeypatch.setattr(local_stage, "retrieve", slow_raw)
+    monkeypatch.setattr(brain_stage, "retrieve", slow_raw)
     alice, bob = actor_cookies(ds, "alice"), actor_cookies(ds, "bob")
     heavy = {"q": "esp* OR gri*", "syntax": "raw"}
 

@@ -18,7 +18,7 @@ import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
 
-from datasette_dbrain_websearch import brain_access, local_stage, pipeline, semantic, web_part
+from datasette_dbrain_websearch import brain_access, brain_stage, pipeline, semantic, web_part
 from datasette_dbrain_websearch.admission import gate_for
 from datasette_dbrain_websearch.answer import stage
 from datasette_dbrain_websearch.brain_access import (
@@ -206,8 +206,8 @@ def test_a_loop_reads_the_clock_every_few_rows():
 # Through HTTP: every phase under the limit, and the decision each way.
 
 PHASES: dict[str, tuple[Any, str]] = {
-    "planning": (local_stage, "plan_query"),
-    "excerpts": (local_stage, "local_row"),
+    "planning": (brain_stage, "plan_query"),
+    "excerpts": (brain_stage, "brain_evidence_row"),
     "judge": (pipeline, "_rule"),
     "extractive answer": (stage, "extract"),
     "verification": (stage, "verify"),
@@ -252,14 +252,14 @@ async def test_a_loop_over_rows_stops_at_the_first_row_past_the_deadline(
     conn.close()
     ds = await limited(brain)
     built: list[float] = []
-    real = local_stage.local_row
+    real = brain_stage.brain_evidence_row
 
     def row(*args: Any, **kwargs: Any) -> Any:
         clocks.compute(0.3 * LIMIT_S)
         built.append(clocks.wall)
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(local_stage, "local_row", row)
+    monkeypatch.setattr(brain_stage, "brain_evidence_row", row)
     assert_costly(await ds.client.get("/-/research.json", params={"q": "espresso", "limit": 20}))
     assert len(built) == 4 and built[-2] < LIMIT_S < built[-1]  # the fourth crossed it: stop
 
@@ -286,7 +286,7 @@ async def test_one_time_limit_covers_every_local_query_of_a_run(brain, fake, clo
     """Retrieval uses 60% of the limit and the lookup of web results the brain holds wants
     60% more: together they pass it, so the run stops (each alone would fit)."""
     ds = await limited(brain, **web_config(fake))
-    slowed(monkeypatch, local_stage, "retrieve", clocks, 0.6 * LIMIT_S)
+    slowed(monkeypatch, brain_stage, "retrieve", clocks, 0.6 * LIMIT_S)
     local_only = await ds.client.get("/-/research.json", params={"q": "espresso"})
     assert local_only.status_code == 200
     slowed(monkeypatch, web_part, "sources_by_url", clocks, 0.6 * LIMIT_S)
@@ -313,7 +313,7 @@ async def test_a_question_that_waited_for_its_turn_is_load_though_it_computed(
             await release.wait()
 
     holders = [asyncio.create_task(hold()) for _ in range(gate.slots)]
-    slowed(monkeypatch, local_stage, "local_row", clocks, 0.85 * LIMIT_S)
+    slowed(monkeypatch, brain_stage, "brain_evidence_row", clocks, 0.85 * LIMIT_S)
     asked = asyncio.create_task(ds.client.get("/-/research.json", params={"q": "espresso"}))
     for _ in range(1000):  # a bound on polling, not a duration asserted
         if gate.waiting:
@@ -334,8 +334,8 @@ async def test_a_question_too_long_by_construction_is_refused_at_once(ds, monkey
     """Planning reads every word: a question of more than MAX_QUESTION_WORDS words is a 400
     naming the limit before it is planned; one of that many is searched (its first terms)."""
     planned: list[str] = []
-    real = local_stage.plan_query
-    monkeypatch.setattr(local_stage, "plan_query", lambda q, *a: planned.append(q) or real(q, *a))
+    real = brain_stage.plan_query
+    monkeypatch.setattr(brain_stage, "plan_query", lambda q, *a: planned.append(q) or real(q, *a))
     response = await ds.client.get("/-/research.json", params={"q": words(MAX_QUESTION_WORDS + 1)})
     assert response.status_code == 400 and "retry-after" not in response.headers
     body = response.json()

@@ -319,7 +319,7 @@ async def test_a_linked_page_dbrain_never_extracted_shows_the_providers_text_ins
     agent_row = compact["brain_rows"][0]
     assert agent_row["linked_page"]["key"] == PAGE_KEY
     assert agent_row["linked_page"]["provider_excerpt"]["text"] == PROVIDER_WORDS
-    assert agent_row["linked_page"]["provenance"] == display.LOCAL_BADGE
+    assert agent_row["linked_page"]["provenance"] == display.BRAIN_BADGE
 
 
 def test_the_command_line_shows_the_linked_page_inside_the_item(linked_brain):

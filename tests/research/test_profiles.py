@@ -10,7 +10,7 @@ from datasette_dbrain_websearch.config import Settings
 from datasette_dbrain_websearch.config_keys import ConfigError
 from datasette_dbrain_websearch.profiles import apply_profile, boosts, profile_for
 
-from ..helpers import ask, typed_local_row, typed_web_row, web_ds
+from ..helpers import ask, typed_brain_row, typed_web_row, web_ds
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 
@@ -43,14 +43,14 @@ def test_news_favours_recent_pages():
 
 
 def test_apply_profile_reorders_but_keeps_exact_hits_first():
-    def local_row(url, score):
-        return typed_local_row(url, url=url, score=score)
+    def brain_row(url, score):
+        return typed_brain_row(url, url=url, score=score)
 
-    exact = local_row("https://blog.example/exact", 1.016)
+    exact = brain_row("https://blog.example/exact", 1.016)
     local = [
         exact,
-        local_row("https://blog.example/a", 0.016),
-        local_row("https://github.com/o/r", 0.0155),
+        brain_row("https://blog.example/a", 0.016),
+        brain_row("https://github.com/o/r", 0.0155),
     ]
     web = [
         typed_web_row("w", url="https://blog.example/w", score=0.016),

@@ -35,7 +35,7 @@ from datasette_dbrain_websearch.web import web_query
 from datasette_dbrain_websearch.web_gate import Decision, decide, is_current_state
 from datasette_dbrain_websearch.web_hits import normalize_hits
 
-from ..helpers import typed_local_row, typed_web_row
+from ..helpers import typed_brain_row, typed_web_row
 
 ENABLED = Settings.from_config({"external_search": {"enabled": True}}).web
 
@@ -286,7 +286,7 @@ def test_merge_collapses_merges_filters_and_budgets():
     exa, _ = hit_list("exa", ["https://b.example/2", "https://c.example/3"])
     outcome = merge_web(
         brave + exa,
-        local_urls={"https://sqlite.org/fts5.html"},
+        brain_urls={"https://sqlite.org/fts5.html"},
         policy=DomainPolicy(block=("spam.example",)),
         budget=2,
     )
@@ -364,9 +364,9 @@ def test_web_key_formula():
 
 def test_reading_order_puts_web_after_local_unless_current_state():
     local = [
-        typed_local_row("exact", exact=True),
-        typed_local_row("strong"),
-        typed_local_row("weak", missing=["x"]),
+        typed_brain_row("exact", exact=True),
+        typed_brain_row("strong"),
+        typed_brain_row("weak", missing=["x"]),
     ]
     web = [typed_web_row("ext:brave:1")]
     normal = [r.source_key for r in reading_order(local, web, current_state=False)]

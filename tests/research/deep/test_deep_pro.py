@@ -331,7 +331,7 @@ def test_a_proposal_is_refused_for_what_the_run_does_not_allow():
 
 
 def test_claims_name_their_problems_against_the_runs_keys():
-    keys = RunKeys(local=("src:aaaaaaaaaaaa",), web=("ext:brave:bbbbbbbbbbbb",))
+    keys = RunKeys(brain=("src:aaaaaaaaaaaa",), web=("ext:brave:bbbbbbbbbbbb",))
     reply = json.dumps(
         {
             "schema": "dbrain_websearch.claims.v1",

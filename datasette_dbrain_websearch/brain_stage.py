@@ -1,4 +1,4 @@
-"""The local stage of a research run (``LocalStage``): plan the question, survey what it would
+"""The brain's stage of a research run (``BrainStage``): plan the question, survey what it would
 cost, wait for its turn (``admission``), search the brain with the semantic lane when it can
 run, and shape the rows with their excerpts, corrections ("did you mean") and warnings.
 """
@@ -15,26 +15,26 @@ from .brain_access import LIGHT_PROGRESS_OPS, PROGRESS_OPS, Checkpoint, ExecuteF
 from .config import Settings
 from .cost import Cost, check_words
 from .embeddings import SemanticUnavailable
-from .evidence import RowUrl, local_row
+from .evidence import RowUrl, brain_evidence_row
 from .options import ResearchRequest
-from .pack_rows import LocalRow
+from .pack_rows import BrainRow
 from .query_plan import QueryPlan, plan_query
-from .retrieval import LocalResult, retrieve
+from .retrieval import BrainResult, retrieve
 from .semantic import SemanticLane, semantic_question, semantic_state, semantic_warnings
 from .spelling import Correction, suggest
 from .survey import Survey, narrow, question_cost, survey
 
 
 @dataclass
-class LocalStage:
+class BrainStage:
     """What the brain gave: the rows, the plan they were searched with, the semantic lane's
-    state, spelling corrections and the warnings and timings of the local search."""
+    state, spelling corrections and the warnings and timings of the brain's search."""
 
     plan: QueryPlan
     cost: Cost
-    result: LocalResult
+    result: BrainResult
     surveyed: Survey
-    rows: list[LocalRow]
+    rows: list[BrainRow]
     semantic_lane: dict[str, Any]
     lane: SemanticLane | None
     corrections: list[Correction]
@@ -42,8 +42,8 @@ class LocalStage:
     timings_ms: dict[str, float]
 
 
-async def local_stage(
-    local_query: ExecuteFn,
+async def brain_stage(
+    brain_query: ExecuteFn,
     budget: TimeBudget,
     options: ResearchRequest,
     settings: Settings,
@@ -52,7 +52,7 @@ async def local_stage(
     semantic_index: str | None,
     gate: Gate | None,
     requester: str | None,
-) -> LocalStage:
+) -> BrainStage:
     """Plan the question, survey what it would cost, wait for its turn, search the brain and
     shape the rows."""
     with budget.phase():
@@ -64,7 +64,7 @@ async def local_stage(
     surveyed: Survey = {}
     surveying = time.perf_counter()
     if plan.syntax != "raw" and options.ranking != "dbrain":
-        surveyed = await local_query(lambda conn: survey(conn, plan, options.filters))
+        surveyed = await brain_query(lambda conn: survey(conn, plan, options.filters))
     surveyed_ms = _ms(surveying)
     plan = narrow(plan, surveyed)
     cost = question_cost(plan, surveyed, options.ranking)
@@ -82,19 +82,19 @@ async def local_stage(
             """Retrieval, then the rows and their excerpts in the same hop to the query thread:
             excerpts are CPU work (a matcher over every row's texts), not the event loop's;
             each row's is checked against the deadline."""
-            found = _local(
+            found = _search_brain(
                 conn, options, settings, plan, database, semantic_index, surveyed, budget.check
             )
             searched = plan.searched(found[0].prefixed)
             rows = [
-                local_row(h, searched, row_url, settings.excerpt_chars)
+                brain_evidence_row(h, searched, row_url, settings.excerpt_chars)
                 for h in paced(found[0].hits, budget.check, every=1)
             ]
             return (*found, searched, rows)
 
-        result, semantic_lane, lane, corrections, plan, rows = await local_query(search)
+        result, semantic_lane, lane, corrections, plan, rows = await brain_query(search)
     budget.yielding, budget.progress_ops = None, PROGRESS_OPS
-    return LocalStage(
+    return BrainStage(
         plan=plan,
         cost=cost,
         result=result,
@@ -103,7 +103,7 @@ async def local_stage(
         semantic_lane=semantic_lane,
         lane=lane,
         corrections=corrections,
-        warnings=[*result.warnings, *_local_warnings(plan, result, semantic_lane)],
+        warnings=[*result.warnings, *_brain_warnings(plan, result, semantic_lane)],
         timings_ms={
             "local_survey": round(surveyed_ms, 3),
             "local_turn": round(admitted.waited_s * 1000, 3),
@@ -113,7 +113,7 @@ async def local_stage(
     )
 
 
-def _local(
+def _search_brain(
     conn: Any,
     options: ResearchRequest,
     settings: Settings,
@@ -122,7 +122,7 @@ def _local(
     semantic_index: str | None,
     surveyed: Survey,
     checkpoint: Checkpoint,
-) -> tuple[LocalResult, dict[str, Any], SemanticLane | None, list[Correction]]:
+) -> tuple[BrainResult, dict[str, Any], SemanticLane | None, list[Correction]]:
     """Local retrieval, with the semantic lane when its model and index are there: returns the
     result, the lane's state for the pack's ``retrieval_lanes``, the lane when it was used
     (the answer reads its sentences' closeness to the question from it), and corrections for
@@ -177,8 +177,8 @@ def _local(
     return result, state, lane if lane is not None and lane.used else None, corrections
 
 
-def _local_warnings(
-    plan: QueryPlan, result: LocalResult, semantic_lane: dict[str, Any]
+def _brain_warnings(
+    plan: QueryPlan, result: BrainResult, semantic_lane: dict[str, Any]
 ) -> list[dict[str, Any]]:
     """What the person should know about how their question was searched."""
     warnings: list[dict[str, Any]] = []
