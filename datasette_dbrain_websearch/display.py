@@ -215,14 +215,14 @@ def answer_parts(answer: Row) -> list[tuple[str, list[Row]]]:
     """The answer's sentences by origin: ``"brain"`` (resting on the brain, or citing
     nothing) and ``"web"`` (citing only web rows, shown under "From the web"), never mixed;
     the part that holds the answer's first sentence (its point) first, empty parts left out."""
-    web = set(answer["citations"]["external"])
+    web_keys = set(answer["citations"]["external"])
     brain: list[Row] = []
-    outside: list[Row] = []
+    web: list[Row] = []
     for sentence in answer["sentences"]:
         cited = sentence["citations"]
-        (outside if cited and all(k in web for k in cited) else brain).append(sentence)
-    parts = [("brain", brain), ("web", outside)]
-    if outside and outside[0] is answer["sentences"][0]:
+        (web if cited and all(k in web_keys for k in cited) else brain).append(sentence)
+    parts = [("brain", brain), ("web", web)]
+    if web and web[0] is answer["sentences"][0]:
         parts.reverse()
     return [(origin, part) for origin, part in parts if part]
 

@@ -310,8 +310,8 @@ def run_params(pack: PackJSON) -> Params:
 
 def checked_web(settings: Settings, given: WebFields) -> WebRequest:
     """The web part of a request, checked (``checked_request``)."""
-    ext = settings.web
-    mode = web_mode(_text(given.mode)) or ext.default_mode
+    web = settings.web
+    mode = web_mode(_text(given.mode)) or web.default_mode
     if mode not in MODES:
         raise ResearchError(
             "external must be 'never', 'on_weak' (or 'on-weak', 'on_weak_local_evidence') or "
@@ -321,7 +321,7 @@ def checked_web(settings: Settings, given: WebFields) -> WebRequest:
     providers = _listed(given.providers)
     if ALL in providers:
         providers = (ALL,)
-    freshness = _text(given.freshness) or ext.freshness
+    freshness = _text(given.freshness) or web.freshness
     if freshness == "custom":  # the page's custom range: two date fields
         since, until = _text(given.freshness_since), _text(given.freshness_until)
         if not (since and until):
@@ -340,13 +340,13 @@ def checked_web(settings: Settings, given: WebFields) -> WebRequest:
             "2026-01-01to2026-06-30.",
             code="bad_freshness",
         )
-    count = _whole("external_count", given.count, ext.count, ext.max_count, "bad_external_count")
+    count = _whole("external_count", given.count, web.count, web.max_count, "bad_external_count")
     return WebRequest(
         mode=mode,
         providers=providers,
         freshness=freshness,
         count=count,
-        read=_whole("read", given.read, ext.read, MAX_READ, "bad_read", low=0),
+        read=_whole("read", given.read, web.read, MAX_READ, "bad_read", low=0),
         sites=_sites(given.sites, "site"),
         not_sites=_sites(given.not_sites, "not_site"),
     )

@@ -33,7 +33,7 @@ def provenance_rows(
     return [
         {
             "run_id": trace["run_id"],
-            "external_source_key": item.ext_key,
+            "external_source_key": item.web_source_key,
             "local_source_key": result["local_source_key"],
             "database_name": database,
             "status": result["status"],
@@ -74,7 +74,7 @@ async def hold_provenance(
         return []
     pending = [
         {
-            "source_key": c.ext_key,
+            "source_key": c.web_source_key,
             "local_source_key": c.columns["source_key"],
             "status": PENDING,
             "content_hash": "",

@@ -53,7 +53,7 @@ class Annotation:
 class Candidate:
     """One row to write, prepared outside the write transaction (network work done)."""
 
-    ext_key: str
+    web_source_key: str
     url: str
     columns: dict[str, Any]
     provider: str
@@ -110,7 +110,7 @@ def candidate(row: Mapping[str, Any], fetched: FetchResult | None, now: str) -> 
         }
     lane = row["retrieval"]["lanes"][0]
     return Candidate(
-        ext_key=row["source_key"],
+        web_source_key=row["source_key"],
         url=row["canonical_url"],
         columns=columns,
         provider=lane.get("provider", ""),

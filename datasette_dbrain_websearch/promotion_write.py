@@ -164,7 +164,7 @@ def _existing(sources: Table, normalized_url: str) -> tuple[int, str] | None:
 
 def _result(item: Candidate, status: str, row_id: int, columns: Mapping[str, Any]) -> dict:
     return {
-        "source_key": item.ext_key,
+        "source_key": item.web_source_key,
         "status": status,
         "local_source_key": columns["source_key"],
         "row_id": row_id,

@@ -26,14 +26,14 @@ async def promoted_rows(datasette: Any, pack: PackJSON | None) -> dict[str, dict
     if pack is None or db is None or not pack.get("trace_url"):
         return {}
     promoted = await promoted_in_run(db, pack["run_id"])
-    for ext_key, info in promoted.items():
+    for web_source_key, info in promoted.items():
         brain = info["database"]
         if brain not in datasette.databases:
             continue
         row_id = await reader(datasette.get_database(brain))(
             partial(source_id, source_key=info["local_source_key"])
         )
-        promoted[ext_key]["row_url"] = (
+        promoted[web_source_key]["row_url"] = (
             str(datasette.urls.row(brain, "sources", str(row_id))) if row_id else ""
         )
     return promoted

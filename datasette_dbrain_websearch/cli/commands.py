@@ -95,12 +95,14 @@ def register(cli: click.Group) -> None:
     @click.option(
         "--external",
         "--external-search",
+        "web_mode",
         metavar="never|on-weak|always",
         help="Search the web too: never, on-weak (on_weak) or always (needs "
         "external_search.enabled in the config; default: its default_mode)",
     )
     @click.option(
         "--external-count",
+        "web_count",
         metavar="N",
         help="Web rows to keep (default: external_search.count, at most its max_count)",
     )
@@ -152,8 +154,8 @@ def register(cli: click.Group) -> None:
         syntax: str | None,
         since: str | None,
         until: str | None,
-        external: str | None,
-        external_count: str | None,
+        web_mode: str | None,
+        web_count: str | None,
         provider: tuple[str, ...],
         freshness: str | None,
         read: int | None,
@@ -172,8 +174,8 @@ def register(cli: click.Group) -> None:
             ("syntax", syntax),
             ("since", since),
             ("until", until),
-            ("external", external),
-            ("external_count", external_count),
+            ("external", web_mode),
+            ("external_count", web_count),
             ("freshness", freshness),
             ("read", read),
             ("strategy", strategy),

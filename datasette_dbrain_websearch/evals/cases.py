@@ -178,8 +178,8 @@ def parse_case(raw: Any) -> Case:
     name = _string(raw, "name", required=True)
     question = _string(raw, "question", required=True)
     lists = {key: _strings(raw, key) for key in KEY_LISTS}
-    external = _string(raw, "external") or "never"
-    if external not in MODES:
+    web_mode = _string(raw, "external") or "never"
+    if web_mode not in MODES:
         raise ValueError(f"'external' must be one of {', '.join(MODES)}")
     verdict = _string(raw, "expect_verdict")
     if verdict and verdict not in VERDICTS:
@@ -196,7 +196,7 @@ def parse_case(raw: Any) -> Case:
             ReplayProvider.from_fixture(provider, fixture)
         except ReplayError as exc:
             raise ValueError(f"fixtures.{provider}: {exc}") from exc
-    params: dict[str, list[str]] = {"q": [question], "external": [external]}
+    params: dict[str, list[str]] = {"q": [question], "external": [web_mode]}
     for key in ("limit", "external_count"):
         if key in raw:
             params[key] = [str(_integer(raw, key, 1))]
