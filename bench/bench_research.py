@@ -201,7 +201,7 @@ def web_served(
         fake_port, port = free_port(), free_port()
         fake = start_fakeweb(fake_port, latency_ms, keys["BENCH_BRAVE_KEY"], keys["BENCH_EXA_KEY"])
         fake_url = f"http://127.0.0.1:{fake_port}"
-        external = {
+        web = {
             "enabled": True,
             "providers": ["brave", "exa"],
             "cache_ttl": 0,
@@ -212,7 +212,7 @@ def web_served(
             },
             "exa": {"api_key": {"$env": "BENCH_EXA_KEY"}, "base_url": f"{fake_url}/exa"},
         }
-        config = {"plugins": {"datasette-dbrain-websearch": {"external_search": external}}}
+        config = {"plugins": {"datasette-dbrain-websearch": {"external_search": web}}}
         if permissions:
             config["permissions"] = permissions
         settings = Path(tmp) / "settings.json"
