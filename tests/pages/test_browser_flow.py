@@ -11,17 +11,28 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import time
 
 import pytest
 
 from ..browser import no_horizontal_overflow, shot
 
 
-def saved_runs(server) -> int:
-    """How many runs the server has saved (the plugin database next to the brain)."""
+def saved_runs(server, page) -> int:
+    """How many runs the server has saved (the plugin database next to the brain), once the
+    run on the page is among them: a run is saved in the background after its answer is sent,
+    so counting at once could miss it and find it later as a "new" run."""
+    run_id = page.input_value('input[name="run_id"]')
     conn = sqlite3.connect(server["brain"].parent / "research_runs.db")
     try:
-        return conn.execute("select count(*) from dbrain_websearch_runs").fetchone()[0]
+        for _ in range(600):  # a guard against a hang, not a bound on the save's time
+            found = conn.execute(
+                "select count(*) from dbrain_websearch_runs where run_id = ?", [run_id]
+            ).fetchone()[0]
+            if found:
+                return conn.execute("select count(*) from dbrain_websearch_runs").fetchone()[0]
+            time.sleep(0.05)
+        raise AssertionError(f"run {run_id} was never saved")
     finally:
         conn.close()
 
@@ -49,7 +60,7 @@ def test_web_search_promote_in_place_and_find_it_locally(page, server):
     assert "Outside dbrain corpus / Brave / ephemeral" in body
     assert re.search(r"Brain: \d+ · Web: \d+ \(Brave\)", body)
     shot(page, "research-web-1280.png")
-    url, runs = page.url, saved_runs(server)
+    url, runs = page.url, saved_runs(server, page)
     first = page.locator(".dbrain-row-external").first
     title = first.locator(".dbrain-title").inner_text()
     top = scroll_to(first)
@@ -64,7 +75,7 @@ def test_web_search_promote_in_place_and_find_it_locally(page, server):
     assert "ephemeral" not in first.inner_text()
     # In place: same page, the row where it was on the screen, no second search saved.
     assert page.url == url and abs(screen_top(first) - top) <= 1
-    assert saved_runs(server) == runs
+    assert saved_runs(server, page) == runs
     shot(page, "promoted-in-place-1280.png", full_page=False)
     # Ask again: the promoted page is now a local dbrain source, found by local search.
     page.goto(server["url"] + "/-/research?q=lattice+qcd&external=always")
@@ -85,7 +96,7 @@ def test_marks_change_the_row_in_place(page, server, width):
     names the run, so a reload shows the same rows and marks without a new search."""
     page.set_viewport_size({"width": width, "height": 900})
     page.goto(server["url"] + "/-/research?q=sqlite+fts5+bm25&external=always&provider=all")
-    runs = saved_runs(server)
+    runs = saved_runs(server, page)
     local = page.locator('.dbrain-row[data-origin="local"]')
     key, above = (local.nth(i).get_attribute("data-source-key") for i in (-1, -2))
     before = row_keys(page)
@@ -118,7 +129,7 @@ def test_marks_change_the_row_in_place(page, server, width):
     )
     assert thumbs_up.get_attribute("aria-pressed") == "false"
     assert page.locator(".dbrain-refine").is_visible()
-    assert saved_runs(server) == runs
+    assert saved_runs(server, page) == runs
     assert page.console_errors == []
 
 
@@ -227,9 +238,9 @@ def test_expand_widens_and_its_words_are_removable_chips(page, server):
     # The address names the run Expand made: a reload shows it again, no new search.
     page.wait_for_function("() => /[?&]run=/.test(location.search)")
     assert "refine_from" not in page.url
-    expanded, runs = row_keys(page), saved_runs(server)
+    expanded, runs = row_keys(page), saved_runs(server, page)
     page.reload()
-    assert row_keys(page) == expanded and saved_runs(server) == runs
+    assert row_keys(page) == expanded and saved_runs(server, page) == runs
     assert [c.inner_text().split()[0] for c in chips.all()] == words
     chips.first.click()
     page.wait_for_load_state()
