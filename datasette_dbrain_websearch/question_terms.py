@@ -42,6 +42,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import NamedTuple
 
 from .word_lists import (
@@ -91,15 +92,16 @@ def trim_token(token: str) -> str:
     return token[start:end]
 
 
+@lru_cache(maxsize=256)
 def search_text(question: str) -> str:
     """dbrain's ``SearchText``: a pasted chat prompt is reduced to its current and recent
-    questions, so headings and prior-evidence titles never become search terms."""
+    questions, so headings and prior-evidence titles never become search terms. (Kept for the
+    last questions: planning one reads it several times.)"""
     question = question.strip()
     if not question:
         return ""
     question = question.replace("\\n", "\n").replace("\\r", "\n").replace("\\t", " ")
-    for heading in CHAT_HEADINGS:
-        question = _break_before(question, heading)
+    question = _break_before_headings(question)
     lines = question.split("\n")
     if not any(_is_retrieval_heading(line.strip().lower()) for line in lines):
         return question.strip()
@@ -127,12 +129,17 @@ def search_text(question: str) -> str:
     return " ".join(parts).strip() if parts else question.strip()
 
 
-def _break_before(text: str, heading: str) -> str:
-    """A line break before every (ASCII case-insensitive) occurrence of a chat heading."""
-    pattern = re.compile(re.escape(heading), re.IGNORECASE | re.ASCII)
-    return pattern.sub(
+def _break_before_headings(text: str) -> str:
+    """A line break before every (ASCII case-insensitive) occurrence of a chat heading. No
+    heading holds another, so one pass over them all breaks as one pass per heading would."""
+    return _CHAT_HEADING.sub(
         lambda m: m[0] if m.start() == 0 or text[m.start() - 1] == "\n" else "\n" + m[0], text
     )
+
+
+_CHAT_HEADING = re.compile(
+    "|".join(re.escape(heading) for heading in CHAT_HEADINGS), re.IGNORECASE | re.ASCII
+)
 
 
 def _is_prior_evidence(lower: str) -> bool:
