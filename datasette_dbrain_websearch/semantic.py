@@ -13,6 +13,7 @@ lexically.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import threading
 from collections.abc import Callable, Sequence
@@ -31,8 +32,8 @@ from .embeddings import (
     embedding_model,
     numpy,
 )
-from .lexical import Remembered, brain_version, file_version
-from .semantic_index import EMBEDDINGS_TABLE
+from .lexical import Remembered, brain_version
+from .semantic_index import EMBEDDINGS_TABLE, generation
 
 NEAREST_BATCH = 64  # rows found by meaning checked against the filters at a time
 # Rows of the matrix scored at a time: ~15 ms each on a 2-core machine, between checkpoints.
@@ -87,7 +88,8 @@ def _added_since(
 
 
 # Per process: the matrices of nearest-row search (float16), by where their vectors are, with
-# the version of the file they were read from (``brain_version``); reloaded when it changes.
+# the version they were read at (``index_version``, or the brain's ``brain_version`` for
+# dbrain's own vectors); reloaded when it changes.
 _MATRICES: dict[tuple[str, ...], tuple[Any, Any, Any]] = {}
 _MATRICES_LOCK = threading.Lock()
 _LOCAL = threading.local()
@@ -130,7 +132,7 @@ class PluginIndex:
         return [(r[0], numpy().frombuffer(r[1], dtype="<f2")) for r in rows]
 
     def state(self, conn: sqlite3.Connection, kind: str) -> Any:
-        return brain_version(_reader(self.index_path))
+        return index_version(self.index_path, self.database, self.model_id, [kind])
 
     def rows(self, conn: sqlite3.Connection, kind: str) -> list[tuple[int, bytes]]:
         return (
@@ -302,7 +304,7 @@ class SemanticLane:
         state = self.vectors.state(conn, kind)
         with _MATRICES_LOCK:
             cached = _MATRICES.get(key)
-            if cached is not None and cached[0] == state:
+            if cached is not None and state is not None and cached[0] == state:
                 return cached[1], cached[2]
         np = numpy()
         rows = self.vectors.rows(conn, kind)
@@ -345,7 +347,13 @@ def semantic_state(
     if profile:
         return {"status": "used", "store": DbrainVectors.store, "profile": profile}
     kinds = filters.kinds(brain_shape(brain))
-    key = (brain_version(brain), file_version(index_path), database, model_id, tuple(kinds))
+    key = (
+        brain_version(brain),
+        index_version(index_path, database, model_id, kinds),
+        database,
+        model_id,
+        tuple(kinds),
+    )
     known = (
         _index_state(brain, index_path, database, model_id, kinds)
         if key[0] is None or key[1] is None
@@ -361,9 +369,29 @@ def semantic_state(
     }
 
 
-# Per process: ``_index_state`` by the brain's and the index's versions (``file_version``), so
-# a question pays two file stats for the index's freshness, not its queries.
+# Per process: ``_index_state`` by the brain's and the index's versions, so a question pays
+# a file stat and a lookup for the index's freshness, not its queries.
 _STATES = Remembered(most=64)
+
+
+def index_version(
+    index_path: str | None, database: str, model_id: str, kinds: list[str]
+) -> tuple[Any, ...] | None:
+    """What changes whenever the index's vectors of these tables do: the file (a rebuilt one is
+    another) and each table's ``generation``; None when it cannot be read (nothing is cached).
+    Saved runs share the file, so its size and time would change with every question."""
+    if not index_path:
+        return None
+    try:
+        found = os.stat(index_path)
+        conn = _reader(index_path)
+        return (
+            found.st_dev,
+            found.st_ino,
+            *(generation(conn, database, model_id, kind) for kind in kinds),
+        )
+    except (OSError, sqlite3.Error):
+        return None
 
 
 def _index_state(

@@ -24,6 +24,9 @@ from .brain import KINDS, TABLE, Hit, brain_shape, hydrate
 from .embeddings import BATCH, embed, embedding_model, numpy
 
 EMBEDDINGS_TABLE = "dbrain_websearch_embeddings"
+# A counter per brain, model and table, moved on by every write of its vectors: what a cache of
+# them is kept by. (The database file's version would not do: every saved run changes it.)
+GENERATIONS_TABLE = "dbrain_websearch_embedding_generations"
 EMBED_CHARS = 4000  # a row's text is cut here: titles and openings carry most of its meaning
 
 Progress = Callable[[int], None]
@@ -68,6 +71,36 @@ def create_table(conn: sqlite3.Connection) -> None:
         "row_id integer not null, source_key text not null, content_hash text not null, "
         "dims integer not null, vector blob not null, indexed_at text not null, "
         "primary key (database_name, model, kind, row_id))"
+    )
+    conn.execute(
+        f"create table if not exists [{GENERATIONS_TABLE}] ("
+        "database_name text not null, model text not null, kind text not null, "
+        "generation integer not null, primary key (database_name, model, kind))"
+    )
+
+
+def generation(index: sqlite3.Connection, database: str, model_id: str, kind: str) -> int:
+    """How many times the table's vectors were written (0: never, or an index built before the
+    counter was kept). One primary-key lookup."""
+    try:
+        found = index.execute(
+            f"select generation from [{GENERATIONS_TABLE}] "
+            "where database_name = ? and model = ? and kind = ?",
+            [database, model_id, kind],
+        ).fetchone()
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        return 0
+    return found[0] if found else 0
+
+
+def _written(index: sqlite3.Connection, database: str, model_id: str, kind: str) -> None:
+    """Move the table's generation on (inside the write's transaction)."""
+    index.execute(
+        f"insert into [{GENERATIONS_TABLE}] values (?, ?, ?, 1) on conflict "
+        "(database_name, model, kind) do update set generation = generation + 1",
+        [database, model_id, kind],
     )
 
 
@@ -179,12 +212,15 @@ def _drop_missing(
         )
         if r[0] not in kept
     ]
+    if not stale:
+        return 0
     with index:
         index.executemany(
             f"delete from [{EMBEDDINGS_TABLE}] where database_name = ? and model = ? "
             "and kind = ? and row_id = ?",
             [(database, model_id, kind, row_id) for row_id in stale],
         )
+        _written(index, database, model_id, kind)
     return len(stale)
 
 
@@ -246,3 +282,4 @@ def _store(
                 for h, text, vector in zip(hits, texts, vectors, strict=True)
             ],
         )
+        _written(index, database, model_id, kind)

@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
 
-from datasette_dbrain_websearch import embeddings
+from datasette_dbrain_websearch import embeddings, semantic
 from datasette_dbrain_websearch.lexical import Remembered
 from datasette_dbrain_websearch.triggers import create_retrieval_triggers
 
@@ -379,3 +379,31 @@ async def test_a_locked_index_is_said_not_taken_for_a_missing_one(coffee_brain):
     assert "could not be read" in pack["warnings"][0]["message"]
     again = (await ds.client.get("/-/research.json", params={"q": "espresso"})).json()
     assert codes(again) == [] and lane(again)["status"] == "used"
+
+
+async def test_saved_runs_leave_the_index_as_read_and_its_writes_renew_it(coffee_brain):
+    """Runs are saved in the file the index lives in: a question must not make the next one
+    read every vector again (on a large brain, that is most of its time), while every write of
+    vectors (a build, a promotion) must."""
+    index(coffee_brain)
+    plugin_db = str(coffee_brain.parent / "research_runs.db")
+
+    def version() -> tuple | None:
+        return semantic.index_version(plugin_db, "brain", "wordllama", ["item", "source"])
+
+    before = version()
+    assert before is not None
+    ds = make_datasette([str(coffee_brain)])
+    pack = (await ds.client.get("/-/research.json", params={"q": "coffee mill"})).json()
+    assert lane(pack)["status"] == "used"
+    assert (await ds.client.get(pack["trace_url"] + ".json")).status_code == 200  # saved
+    assert db_rows(plugin_db, "select run_id from dbrain_websearch_runs") == [
+        {"run_id": pack["run_id"]}
+    ]
+    assert version() == before
+    conn = sqlite3.connect(coffee_brain)
+    with conn:
+        conn.execute("update items set text = 'A new text' where source_key = ?", [MARTINI])
+    conn.close()
+    assert "1 embedded" in index(coffee_brain)
+    assert version() not in (None, before)
