@@ -60,11 +60,19 @@ class _FoldTable(dict[int, str]):
 _FOLD = _FoldTable()
 
 
+_NON_ASCII_RUN = re.compile(r"([^\x00-\x7f]+)")
+
+
 def fold(text: str) -> str:
-    """Lowercase and strip Latin diacritics, character for character (same length)."""
+    """Lowercase and strip Latin diacritics, character for character (same length). Only the
+    runs of non-ASCII characters go through the table (``str.translate`` looks up every
+    character it is given); ASCII runs are lowercased as they stand."""
     if text.isascii():
         return text.lower()
-    return text.translate(_FOLD)
+    parts = _NON_ASCII_RUN.split(text)
+    parts[::2] = [part.lower() for part in parts[::2]]
+    parts[1::2] = [part.translate(_FOLD) for part in parts[1::2]]
+    return "".join(parts)
 
 
 @lru_cache(maxsize=65536)
