@@ -277,11 +277,38 @@ def reader(db: Any) -> ExecuteFn:
 
         def bounded(conn: sqlite3.Connection) -> Any:
             with brief_busy_wait(conn, db.name):
-                return fn(conn)
+                try:
+                    with plain_text(conn):
+                        return fn(conn)
+                except (sqlite3.OperationalError, ResearchError) as exc:
+                    if not _undecodable(exc):
+                        raise
+                return fn(conn)  # a row holds broken UTF-8: read again as Datasette reads it
 
         return await db.execute_fn(bounded)
 
     return execute
+
+
+def _undecodable(exc: BaseException) -> bool:
+    """Whether sqlite3 could not decode a text value (the error itself, or the ResearchError
+    a budget made of it)."""
+    cause = exc if isinstance(exc, sqlite3.OperationalError) else exc.__cause__
+    return isinstance(cause, sqlite3.OperationalError) and "Could not decode to UTF-8" in str(cause)
+
+
+@contextmanager
+def plain_text(conn: sqlite3.Connection) -> Iterator[None]:
+    """Text read by sqlite3 itself while the plugin reads: Datasette's connections decode every
+    text value with a Python function (replacing broken UTF-8), which costs as much as the
+    query on a page of long rows. A row holding broken UTF-8 raises instead; ``reader`` then
+    reads again with Datasette's function. Reads only: the plugin writes elsewhere."""
+    factory = conn.text_factory
+    conn.text_factory = str
+    try:
+        yield
+    finally:
+        conn.text_factory = factory
 
 
 def table_names(conn: sqlite3.Connection) -> list[str]:

@@ -140,10 +140,12 @@ async def researchable_brains(datasette: Any, actor: Actor, settings: Settings) 
 
 
 def row_url_for(datasette: Any, database: str) -> Callable[[str, int], str]:
-    """The Datasette row page of an evidence row (``/brain/sources/12``)."""
+    """The Datasette row page of an evidence row (``/brain/sources/12``), as ``urls.row``
+    builds it: the table's address worked out once, not once a row."""
+    tables = {kind: str(datasette.urls.table(database, table)) for kind, table in TABLE.items()}
 
     def row_url(kind: str, row_id: int) -> str:
-        return str(datasette.urls.row(database, TABLE[kind], str(row_id)))
+        return f"{tables[kind]}/{row_id}"
 
     return row_url
 

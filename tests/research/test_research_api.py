@@ -12,7 +12,7 @@ import pytest
 
 from datasette_dbrain_websearch import traces
 
-from ..helpers import actor_cookies, make_datasette
+from ..helpers import actor_cookies, add_item, empty_brain, make_datasette
 
 
 async def get(ds, path, **params):
@@ -574,3 +574,26 @@ async def test_per_database_stream_searches_that_brain(brain, tmp_path, fake):
     assert events[-1]["url"].startswith("/other/-/research?")
     page = await ds.client.get("/other/-/research")
     assert 'data-stream-url="/other/-/research/stream"' in page.text
+
+
+async def test_a_row_holding_broken_utf8_is_shown_as_datasette_shows_it(tmp_path):
+    """The plugin reads text with sqlite3's own decoder (fast); a row whose bytes are not UTF-8
+    makes it read again as Datasette does, replacing what cannot be decoded."""
+    path = tmp_path / "brain.db"
+    empty_brain(path)
+    conn = sqlite3.connect(path)
+    with conn:
+        add_item(conn, "apple-note:beans", "apple_note", title="Espresso beans", text="fine")
+        add_item(conn, "apple-note:grind", "apple_note", title="Espresso grind", text="fine")
+        conn.execute(
+            "update items set text = cast(x'457370726573736f20ff20726f617374' as text) "
+            "where source_key = 'apple-note:beans'"
+        )
+    conn.close()
+    response = await make_datasette([str(path)]).client.get(
+        "/-/research.json", params={"q": "espresso"}
+    )
+    assert response.status_code == 200
+    rows = {r["source_key"]: r for r in response.json()["evidence"]}
+    assert set(rows) == {"apple-note:beans", "apple-note:grind"}
+    assert rows["apple-note:beans"]["excerpt"] == "Espresso \ufffd roast"
