@@ -16,17 +16,21 @@ our own ``<mark>`` tags are added, so a title or excerpt holding ``<script>`` st
 from __future__ import annotations
 
 import html
-from collections import Counter
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .stemming import TermMatcher
 
 ELLIPSIS = "..."
+_ELLIPSIS_HTML = html.escape(ELLIPSIS)
 # Evidence roles of the compact fields dbrain reads before the raw ones.
 COMPACT_ROLES = frozenset({"derived_summary", "excerpt"})
 Field = tuple[str, str, str]  # (name, evidence_role, text)
 Terms = TermMatcher | Sequence[str]  # a plan's matcher, or plain words matched by their stems
+# The ASCII white space but " " (tab, newline, ...), searched for one at a time: a C scan each.
+_ASCII_SPACES = tuple(c for c in map(chr, range(128)) if c.isspace() and c != " ")
+_ESCAPED = re.compile("[&<>\"']")  # the characters html.escape replaces
 
 
 @dataclass(frozen=True)
@@ -39,7 +43,17 @@ class Excerpt:
 
 
 def squash(text: str) -> str:
-    """Collapse runs of white space (newlines included) into single spaces."""
+    """Collapse runs of white space (newlines included) into single spaces. An ASCII text whose
+    only white space is single spaces between words is returned as it is, without splitting
+    it into words (most texts are stored squashed)."""
+    if (
+        text.isascii()
+        and "  " not in text
+        and not text.startswith(" ")
+        and not text.endswith(" ")
+        and not any(space in text for space in _ASCII_SPACES)
+    ):
+        return text
     return " ".join(text.split())
 
 
@@ -58,15 +72,22 @@ def mark(text: str, terms: Terms) -> str:
 
 
 def _marked(text: str, matches: list[tuple[int, int, str]]) -> str:
-    """``mark`` with the matches already found."""
+    """``mark`` with the matches already found. A text without a character ``html.escape``
+    changes is joined as it stands (escaping each segment would give the same)."""
+    escape = _as_is if _ESCAPED.search(text) is None else html.escape
     out: list[str] = []
     pos = 0
     for start, end, _ in matches:
-        out.append(html.escape(text[pos:start]))
-        out.append("<mark>" + html.escape(text[start:end]) + "</mark>")
+        out.append(escape(text[pos:start]))
+        out.append("<mark>" + escape(text[start:end]) + "</mark>")
         pos = end
-    out.append(html.escape(text[pos:]))
+    out.append(escape(text[pos:]))
     return "".join(out)
+
+
+def _as_is(text: str) -> str:
+    """``_marked``'s escape for a text with nothing to escape."""
+    return text
 
 
 def _window(
@@ -79,40 +100,37 @@ def _window(
     Windows move only forward as the anchor does, so the terms inside are kept as the window
     slides (one pass over the matches, however many a long page holds)."""
     lead = max_chars // 4
-    inside: dict[str, int] = {}
+    weight = {term: 100 + 1000 // count + len(term) for term, count in counts.items()}
+    inside = dict.fromkeys(weight, 0)
     held = 0  # the score of the distinct terms inside
-
-    def enter(term: str) -> None:
-        nonlocal held
-        inside[term] = inside.get(term, 0) + 1
-        if inside[term] == 1:
-            held += 100 + 1000 // counts[term] + len(term)
-
-    def leave(term: str) -> None:
-        nonlocal held
-        inside[term] -= 1
-        if not inside[term]:
-            held -= 100 + 1000 // counts[term] + len(term)
-
-    best = (-1, 0, 0)  # score, -start, start
+    best_score, best_start = -1, 0
     low = high = 0  # the matches starting in the window: matches[low:high]
+    total, last_start = len(matches), len(text) - max_chars
     for anchor, _, term in matches:
-        window_start = max(0, min(anchor - lead, len(text) - max_chars))
+        window_start = max(0, min(anchor - lead, last_start))
         window_end = window_start + max_chars
-        while high < len(matches) and matches[high][0] <= window_end:
-            enter(matches[high][2])
+        while high < total and matches[high][0] <= window_end:
+            entering = matches[high][2]
+            inside[entering] += 1
+            if inside[entering] == 1:
+                held += weight[entering]
             high += 1
         while low < high and matches[low][0] < window_start:
-            leave(matches[low][2])
+            leaving = matches[low][2]
+            inside[leaving] -= 1
+            if not inside[leaving]:
+                held -= weight[leaving]
             low += 1
         score = len(term) + held
         # Matches do not overlap: only the last one starting inside can end outside.
         if high > low and matches[high - 1][1] > window_end:
             last = matches[high - 1][2]
             if inside[last] == 1:
-                score -= 100 + 1000 // counts[last] + len(last)
-        best = max(best, (score, -window_start, window_start))
-    return best[2], min(len(text), best[2] + max_chars), best[0]
+                score -= weight[last]
+        # Windows start in order, so a later one wins only with a higher score.
+        if score > best_score:
+            best_score, best_start = score, window_start
+    return best_start, min(len(text), best_start + max_chars), best_score
 
 
 def _snap(text: str, start: int, end: int) -> tuple[int, int]:
@@ -130,19 +148,31 @@ def _snap(text: str, start: int, end: int) -> tuple[int, int]:
 
 def best_excerpt(fields: Sequence[Field], terms: Terms, max_chars: int) -> Excerpt:
     """Pick the field and the window to show (see the module docstring); nothing matched gives
-    the start of the first non-empty field, compact ones first."""
-    texts = [(name, role, squash(raw or "")) for name, role, raw in fields]
-    compact = [f for f in texts if f[2] and f[1] in COMPACT_ROLES]
-    raw = [f for f in texts if f[2] and f[1] not in COMPACT_ROLES]
+    the start of the first non-empty field, compact ones first. Raw fields are read only when
+    the compact ones hold too few terms."""
+    compact = [
+        (name, role, text)
+        for name, role, raw in fields
+        if role in COMPACT_ROLES and (text := squash(raw or ""))
+    ]
     matcher = matcher_for(terms)
     unique = matcher.names
     in_compact = [find_matches(f[2], matcher) for f in compact]
     covered = {m[2] for matches in in_compact for m in matches}
-    candidates = compact if compact and len(covered) >= min(2, len(unique)) else compact + raw
+    candidates = compact
+    if not compact or len(covered) < min(2, len(unique)):
+        candidates = compact + [
+            (name, role, text)
+            for name, role, raw in fields
+            if role not in COMPACT_ROLES and (text := squash(raw or ""))
+        ]
     if not candidates:
         return Excerpt("", "", "", "", ())
     found = in_compact + [find_matches(f[2], matcher) for f in candidates[len(compact) :]]
-    counts = Counter(m[2] for matches in found for m in matches)
+    counts: dict[str, int] = {}
+    for matches in found:
+        for _, _, term in matches:
+            counts[term] = counts.get(term, 0) + 1
     best: tuple[int, Field, int, int, list[tuple[int, int, str]]] | None = None
     for field, matches in zip(candidates, found, strict=True):
         if matches:
@@ -157,14 +187,17 @@ def best_excerpt(fields: Sequence[Field], terms: Terms, max_chars: int) -> Excer
     name, role, text = field
     start, end = _snap(text, start, end)
     body = text[start:end]
-    prefix = ELLIPSIS if start > 0 else ""
-    suffix = ELLIPSIS if end < len(text) else ""
+    cut_start, cut_end = start > 0, end < len(text)
+    prefix = ELLIPSIS if cut_start else ""
+    suffix = ELLIPSIS if cut_end else ""
     # The field's own matches inside the window: a word the window's edge cuts is not one.
     shown = [(a - start, b - start, t) for a, b, t in matches if a >= start and b <= end]
     inside = {m[2] for m in shown}
     return Excerpt(
         text=prefix + body + suffix,
-        html=html.escape(prefix) + _marked(body, shown) + html.escape(suffix),
+        html=(_ELLIPSIS_HTML if cut_start else "")
+        + _marked(body, shown)
+        + (_ELLIPSIS_HTML if cut_end else ""),
         field=name,
         role=role,
         matched_terms=tuple(t for t in unique if t in inside),

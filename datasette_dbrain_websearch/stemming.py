@@ -129,6 +129,8 @@ SEPARATOR = "\x00" * 4  # between joined texts: no phrase or alternative spans i
 _TOKEN_REST = re.compile(r"[^\W_]*")
 _GAP = re.compile(r"[\W_]{0,4}")
 _NEXT_TOKEN = re.compile(r"(?:[^\w\x00]|_)*([^\W_]+)")
+# A token's term when its first alternative is the token alone, else its alternatives.
+_TokenMatch = tuple[str | None, tuple[tuple[str, tuple[Form, ...]], ...]]
 
 
 def _following(folded: str, end: int, count: int) -> list[tuple[int, int]]:
@@ -141,20 +143,6 @@ def _following(folded: str, end: int, count: int) -> list[tuple[int, int]]:
         spans.append(m.span(1))
         end = m.end()
     return spans
-
-
-def _tokens_starting(folded: str, head: str) -> Iterator[tuple[int, int]]:
-    """(start, end) of each token of ``folded`` that starts with ``head``, in order: a
-    ``str.find`` loop, which runs at memory speed."""
-    find, rest = folded.find, _TOKEN_REST.match
-    at = find(head)
-    while at != -1:
-        if not at or not folded[at - 1].isalnum():
-            end = rest(folded, at).end()  # type: ignore[union-attr]
-            yield at, end
-            at = find(head, end)
-        else:
-            at = find(head, at + 1)
 
 
 def _head(stem_: str) -> str:
@@ -191,7 +179,9 @@ class TermMatcher:
                 forms = tuple(forms)
                 if forms:
                     self._alternatives.append((name, forms))
+        self._names = tuple(dict.fromkeys(name for name, _ in self._alternatives))
         self._starting: dict[str, tuple[tuple[str, tuple[Form, ...]], ...]] = {}
+        self._by_token: dict[str, _TokenMatch] = {}
         self._heads: list[str] = []
         for head in sorted({_head(forms[0].stem) for _, forms in self._alternatives}):
             # A head that starts with another finds nothing more ("flo" finds every "flow").
@@ -202,11 +192,16 @@ class TermMatcher:
             (head, frozenset(n for n, f in self._alternatives if _head(f[0].stem).startswith(head)))
             for head in self._heads
         ]
+        # Each term's heads, in order (where ``side_by_side`` looks for it).
+        self._heads_of: dict[str, list[str]] = {}
+        for head, names in self._head_names:
+            for name in names:
+                self._heads_of.setdefault(name, []).append(head)
 
     @property
     def names(self) -> list[str]:
         """The terms' names, once each, in order."""
-        return list(dict.fromkeys(name for name, _ in self._alternatives))
+        return list(self._names)
 
     @classmethod
     def for_words(cls, words: Iterable[str]) -> TermMatcher:
@@ -221,11 +216,12 @@ class TermMatcher:
         if not self._heads or not text:
             return
         folded = fold(text)
+        match_at = self._match_at
         last_end = -1
         for start, end in self._token_starts(folded):
             if start < last_end:
                 continue
-            found = self._match_at(folded, start, end)
+            found = match_at(folded, start, end)
             if found is not None:
                 last_end, name = found
                 yield start, last_end, name
@@ -234,44 +230,69 @@ class TermMatcher:
         """The names of the terms a folded text holds: each head is searched only until its
         terms are found (a page repeats its words)."""
         held: set[str] = set()
+        find, rest, match_at = folded.find, _TOKEN_REST.match, self._match_at
         for head, names in self._head_names:
             if names <= held:
                 continue
-            for _, _, name in self._occurrences(folded, head):
-                held.add(name)
-                if names <= held:
-                    break
+            # ``_occurrences`` written out: a row meets every head, and a generator per head
+            # costs a sixth of the search.
+            at = find(head)
+            while at != -1:
+                if at and folded[at - 1].isalnum():
+                    at = find(head, at + 1)
+                    continue
+                end = rest(folded, at).end()  # type: ignore[union-attr]
+                found = match_at(folded, at, end)
+                if found is not None:
+                    held.add(found[1])
+                    if names <= held:
+                        break
+                at = find(head, end)
         return held
 
     def side_by_side(self, folded: str, first: str, second: str) -> bool:
         """Whether a match of term ``first`` is followed by one of ``second`` with at most
         three separating characters between them (a phrase)."""
-        for head, names in self._head_names:
-            if first not in names:
-                continue
+        gap_at, rest, match_at = _GAP.match, _TOKEN_REST.match, self._match_at
+        for head in self._heads_of.get(first, ()):
             for _, stop, name in self._occurrences(folded, head):
                 if name != first:
                     continue
-                gap = _GAP.match(folded, stop).end()  # type: ignore[union-attr]
+                gap = gap_at(folded, stop).end()  # type: ignore[union-attr]
                 if gap - stop > 3 or gap == len(folded):
                     continue
-                end = _TOKEN_REST.match(folded, gap).end()  # type: ignore[union-attr]
-                found = self._match_at(folded, gap, end)
+                end = rest(folded, gap).end()  # type: ignore[union-attr]
+                found = match_at(folded, gap, end)
                 if found is not None and found[1] == second:
                     return True
         return False
 
     def _occurrences(self, folded: str, head: str) -> Iterator[tuple[int, int, str]]:
-        """(start, end, term) of each match at a token starting with ``head``, in order."""
-        for start, end in _tokens_starting(folded, head):
-            found = self._match_at(folded, start, end)
+        """(start, end, term) of each match at a token starting with ``head``, in order: a
+        ``str.find`` loop, which runs at memory speed."""
+        find, rest, match_at = folded.find, _TOKEN_REST.match, self._match_at
+        at = find(head)
+        while at != -1:
+            if at and folded[at - 1].isalnum():
+                at = find(head, at + 1)
+                continue
+            end = rest(folded, at).end()  # type: ignore[union-attr]
+            found = match_at(folded, at, end)
             if found is not None:
-                yield start, found[0], found[1]
+                yield at, found[0], found[1]
+            at = find(head, end)
 
     def _match_at(self, folded: str, start: int, end: int) -> tuple[int, str] | None:
         """(end of the match, term) for the first alternative matching the token at
         ``start:end`` (and, for several forms, the tokens after it), or None."""
-        for name, forms in self._starting_with(stem(folded[start:end])):
+        token = folded[start:end]
+        plan = self._by_token.get(token)
+        if plan is None:
+            plan = self._by_token[token] = self._plan_for(token)
+        whole, alternatives = plan
+        if whole is not None:
+            return end, whole
+        for name, forms in alternatives:
             stop = end
             if len(forms) > 1:
                 following = _following(folded, end, len(forms) - 1)
@@ -287,14 +308,35 @@ class TermMatcher:
             return stop + len(tail), name
         return None
 
+    def _plan_for(self, token: str) -> _TokenMatch:
+        """``_match_at``'s work for one token, done once a token (a long text repeats its
+        words): the term when the first alternative is a single form without a tail (it
+        matches the token alone), else the alternatives to try."""
+        alternatives = self._starting_with(stem(token))
+        if alternatives:
+            name, forms = alternatives[0]
+            if len(forms) == 1 and not forms[0].tail:
+                return name, ()
+        return None, alternatives
+
     def _token_starts(self, folded: str) -> list[tuple[int, int]]:
-        """(start, end) of each token starting with one of the heads, in order (a search per
-        head, where a pattern that opens with a look-behind or an alternation tries every
-        position: 25 times slower on a page)."""
-        spans: dict[int, int] = {}
+        """(start, end) of each token starting with one of the heads, in order (a ``str.find``
+        loop per head, where a pattern that opens with a look-behind or an alternation tries
+        every position: 25 times slower on a page). Heads are prefixes of none of the others,
+        so no two find the same token."""
+        spans: list[tuple[int, int]] = []
+        append, find, rest = spans.append, folded.find, _TOKEN_REST.match
         for head in self._heads:
-            spans.update(_tokens_starting(folded, head))
-        return sorted(spans.items())
+            at = find(head)
+            while at != -1:
+                if at and folded[at - 1].isalnum():
+                    at = find(head, at + 1)
+                    continue
+                end = rest(folded, at).end()  # type: ignore[union-attr]
+                append((at, end))
+                at = find(head, end)
+        spans.sort()
+        return spans
 
     def _starting_with(self, token_stem: str) -> tuple[tuple[str, tuple[Form, ...]], ...]:
         """The alternatives whose first form matches a token's stem, worked out once a stem
@@ -307,7 +349,7 @@ class TermMatcher:
 
     def found(self, texts: Iterable[str]) -> set[str]:
         """The names of the terms that occur in any of the texts."""
-        names = {name for name, _ in self._alternatives}
+        names = set(self._names)
         seen: set[str] = set()
         for text in texts:
             if not text:
