@@ -1,7 +1,7 @@
 """Embedding text with an ``llm`` embedding model, for the semantic lane and its index: the
 model looked up once per process (``embedding_model``), texts embedded as L2-normalized vectors
-(``embed``), and why the lane cannot run when the model or numpy is missing
-(``SemanticUnavailable``).
+(``embed``; a question's vector kept for when it is asked again, ``question_vector``), and why
+the lane cannot run when the model or numpy is missing (``SemanticUnavailable``).
 
 Any model ``llm`` serves works (Ollama, OpenAI, sentence-transformers); the package registers an
 offline one, ``wordllama`` (``wordllama_model.py``, the ``[semantic]`` extra).
@@ -79,3 +79,20 @@ def embed(model: Any, texts: Sequence[str]) -> Any:
     vectors = np.asarray(list(model.embed_batch(list(texts))), dtype=np.float32)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     return vectors / np.where(norms == 0, 1, norms)
+
+
+# Per process: the newest questions' vectors, by model and text: a question asked again (a
+# reload, the compare page, a refinement, another person) is not embedded again, which a hosted
+# model bills and the offline one spends a third of a millisecond on.
+_QUESTIONS = Remembered(most=256)
+
+
+def question_vector(model_id: str, question: str) -> Any:
+    """The question's vector, read-only: every run that asks the question shares it."""
+
+    def embedded() -> Any:
+        vector = embed(embedding_model(model_id), [question])[0]
+        vector.setflags(write=False)
+        return vector
+
+    return _QUESTIONS.get((model_id, question), embedded)

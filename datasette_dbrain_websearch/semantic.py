@@ -31,6 +31,7 @@ from .embeddings import (
     embed,
     embedding_model,
     numpy,
+    question_vector,
 )
 from .lexical import Remembered, brain_version
 from .semantic_index import EMBEDDINGS_TABLE, generation
@@ -230,7 +231,7 @@ class SemanticLane:
         self.weight = weight
         self.min_cosine = min_cosine
         self.model = embedding_model(model_id)
-        self.query = embed(self.model, [question])[0]
+        self.query = question_vector(model_id, question)
         self.used = False
         profile = dbrain_profile(brain, model_id, len(self.query)) if brain is not None else None
         brain_path = brain.execute("pragma database_list").fetchone()[2] if brain else ""

@@ -407,3 +407,19 @@ async def test_saved_runs_leave_the_index_as_read_and_its_writes_renew_it(coffee
     conn.close()
     assert "1 embedded" in index(coffee_brain)
     assert version() not in (None, before)
+
+
+def test_a_question_asked_again_is_not_embedded_again(monkeypatch):
+    """A reload, the compare page or another person asking the same question reuses its
+    vector (a hosted model would bill each embedding); the shared vector cannot be changed."""
+    embedded: list[list[str]] = []
+    real = embeddings.embed
+    monkeypatch.setattr(embeddings, "_QUESTIONS", Remembered(most=4))
+    monkeypatch.setattr(
+        embeddings, "embed", lambda model, texts: embedded.append(list(texts)) or real(model, texts)
+    )
+    first = embeddings.question_vector("wordllama", "coffee mill")
+    again = embeddings.question_vector("wordllama", "coffee mill")
+    assert again is first and embedded == [["coffee mill"]] and not first.flags.writeable
+    embeddings.question_vector("wordllama", "burr grinder")
+    assert embedded == [["coffee mill"], ["burr grinder"]]
