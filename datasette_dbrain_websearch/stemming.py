@@ -236,24 +236,13 @@ class TermMatcher:
         """The names of the terms a folded text holds: each head is searched only until its
         terms are found (a page repeats its words)."""
         held: set[str] = set()
-        find, rest, match_at = folded.find, _TOKEN_REST.match, self._match_at
         for head, names in self._head_names:
             if names <= held:
                 continue
-            # ``_occurrences`` written out: a row meets every head, and a generator per head
-            # costs a sixth of the search.
-            at = find(head)
-            while at != -1:
-                if at and folded[at - 1].isalnum():
-                    at = find(head, at + 1)
-                    continue
-                end = rest(folded, at).end()  # type: ignore[union-attr]
-                found = match_at(folded, at, end)
-                if found is not None:
-                    held.add(found[1])
-                    if names <= held:
-                        break
-                at = find(head, end)
+            for _, _, name in self._occurrences(folded, head):
+                held.add(name)
+                if names <= held:
+                    break
         return held
 
     def side_by_side(self, folded: str, first: str, second: str) -> bool:
