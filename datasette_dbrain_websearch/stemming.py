@@ -151,6 +151,20 @@ def _following(folded: str, end: int, count: int) -> list[tuple[int, int]]:
     return spans
 
 
+def _tokens_starting(folded: str, head: str) -> Iterator[tuple[int, int]]:
+    """(start, end) of each token of ``folded`` that starts with ``head``, in order: a
+    ``str.find`` loop, which runs at memory speed."""
+    find, rest = folded.find, _TOKEN_REST.match
+    at = find(head)
+    while at != -1:
+        if at and folded[at - 1].isalnum():
+            at = find(head, at + 1)
+            continue
+        end = rest(folded, at).end()  # type: ignore[union-attr]
+        yield at, end
+        at = find(head, end)
+
+
 def _head(stem_: str) -> str:
     """What every token with this stem (or, for a prefix form, a longer one) starts with: all
     but the stem's last letter, since porter rewrites one ending letter at most (happy -> happi,
@@ -263,19 +277,12 @@ class TermMatcher:
         return False
 
     def _occurrences(self, folded: str, head: str) -> Iterator[tuple[int, int, str]]:
-        """(start, end, term) of each match at a token starting with ``head``, in order: a
-        ``str.find`` loop, which runs at memory speed."""
-        find, rest, match_at = folded.find, _TOKEN_REST.match, self._match_at
-        at = find(head)
-        while at != -1:
-            if at and folded[at - 1].isalnum():
-                at = find(head, at + 1)
-                continue
-            end = rest(folded, at).end()  # type: ignore[union-attr]
-            found = match_at(folded, at, end)
+        """(start, end, term) of each match at a token starting with ``head``, in order."""
+        match_at = self._match_at
+        for start, end in _tokens_starting(folded, head):
+            found = match_at(folded, start, end)
             if found is not None:
-                yield at, found[0], found[1]
-            at = find(head, end)
+                yield start, found[0], found[1]
 
     def _match_at(self, folded: str, start: int, end: int) -> tuple[int, str] | None:
         """(end of the match, term) for the first alternative matching the token at
@@ -320,16 +327,8 @@ class TermMatcher:
         every position: 25 times slower on a page). Heads are prefixes of none of the others,
         so no two find the same token."""
         spans: list[tuple[int, int]] = []
-        append, find, rest = spans.append, folded.find, _TOKEN_REST.match
         for head in self._heads:
-            at = find(head)
-            while at != -1:
-                if at and folded[at - 1].isalnum():
-                    at = find(head, at + 1)
-                    continue
-                end = rest(folded, at).end()  # type: ignore[union-attr]
-                append((at, end))
-                at = find(head, end)
+            spans.extend(_tokens_starting(folded, head))
         spans.sort()
         return spans
 
