@@ -411,6 +411,7 @@ def test_anonymous_visitor_is_told_how_to_search_the_web(browser, server):
         page.goto(server["url"] + "/-/research?q=kubernetes+network+policies")
         offer = page.locator(".dbrain-web-offer")
         assert "Sign in to search the web too" in offer.inner_text()
+        assert page.inner_text("body").count("Sign in to search the web too") == 1  # not twice
         assert page.locator(".dbrain-web-offer a.dbrain-button").count() == 0
         assert page.locator('input[name="external"]').count() == 0  # no choice it may not make
         shot(page, "anonymous-1280.png", full_page=False)
