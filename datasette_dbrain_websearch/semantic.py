@@ -37,7 +37,7 @@ from .lexical import Remembered, brain_version
 from .semantic_index import EMBEDDINGS_TABLE, generation
 
 NEAREST_BATCH = 64  # rows found by meaning checked against the filters at a time
-# Rows of the matrix scored at a time: ~15 ms each on a 2-core machine, between checkpoints.
+# Rows of the matrix scored at a time: ~5 ms each on a 2-core machine, between checkpoints.
 SCORE_BATCH = 8192
 # How long a question waits for the index another program holds locked: briefly, then it is
 # answered by its words, saying why (a WAL file's readers are not blocked by its writers).
@@ -279,10 +279,7 @@ class SemanticLane:
         if matrix is None or not len(ids) or count <= 0:
             return []
         np = numpy()
-        query = self.query.astype(matrix.dtype)
-        starts = paced(range(0, len(ids), SCORE_BATCH), self.checkpoint, every=1)
-        scores = np.concatenate([matrix[s : s + SCORE_BATCH] @ query for s in starts])
-        scores = scores.astype(np.float32)
+        scores = _scores(matrix, self.query, self.checkpoint)
         close = np.flatnonzero(scores >= self.min_cosine)
         order = close[np.argsort(-scores[close], kind="stable")]
         found: list[tuple[int, float]] = []
@@ -320,6 +317,22 @@ class SemanticLane:
         with _MATRICES_LOCK:
             _MATRICES[key] = (state, ids, matrix)
         return ids, matrix
+
+
+def _scores(matrix: Any, query: Any, checkpoint: Checkpoint) -> Any:
+    """Every row's cosine with the (float32) query. The matrix is kept as float16 (half the
+    memory), but numpy multiplies float16 without BLAS and sums in float16: each batch is
+    copied into one float32 buffer first, twice as fast and exact to float32 (float16 sums
+    were off by up to 0.03 on 100,000 rows)."""
+    np = numpy()
+    buffer = np.empty((min(SCORE_BATCH, len(matrix)), matrix.shape[1]), dtype=np.float32)
+    found = []
+    for start in paced(range(0, len(matrix), SCORE_BATCH), checkpoint, every=1):
+        batch = matrix[start : start + SCORE_BATCH]
+        rows = buffer[: len(batch)]
+        rows[...] = batch
+        found.append(rows @ query)
+    return np.concatenate(found)
 
 
 def semantic_question(question: str) -> str:

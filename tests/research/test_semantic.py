@@ -423,3 +423,18 @@ def test_a_question_asked_again_is_not_embedded_again(monkeypatch):
     assert again is first and embedded == [["coffee mill"]] and not first.flags.writeable
     embeddings.question_vector("wordllama", "burr grinder")
     assert embedded == [["coffee mill"], ["burr grinder"]]
+
+
+def test_rows_are_scored_in_float32_batch_by_batch(monkeypatch):
+    """The matrix is kept as float16 but scored as float32 (numpy sums float16 in float16,
+    off by hundredths on a large brain), in batches between the run's checkpoints."""
+    np = embeddings.numpy()
+    monkeypatch.setattr(semantic, "SCORE_BATCH", 64)
+    rng = np.random.default_rng(7)
+    matrix = rng.standard_normal((150, 32)).astype(np.float16)
+    query = rng.standard_normal(32).astype(np.float32)
+    checked: list[None] = []
+    scores = semantic._scores(matrix, query, lambda: checked.append(None))
+    assert scores.dtype == np.float32 and scores.shape == (150,)
+    assert np.allclose(scores, matrix.astype(np.float32) @ query, rtol=0, atol=1e-5)
+    assert len(checked) >= 3  # 64 + 64 + 22 rows, a checkpoint between batches
