@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from .stemming import TermMatcher
 
 ELLIPSIS = "..."
-_ELLIPSIS_HTML = html.escape(ELLIPSIS)
 # Evidence roles of the compact fields dbrain reads before the raw ones.
 COMPACT_ROLES = frozenset({"derived_summary", "excerpt"})
 Field = tuple[str, str, str]  # (name, evidence_role, text)
@@ -187,17 +186,14 @@ def best_excerpt(fields: Sequence[Field], terms: Terms, max_chars: int) -> Excer
     name, role, text = field
     start, end = _snap(text, start, end)
     body = text[start:end]
-    cut_start, cut_end = start > 0, end < len(text)
-    prefix = ELLIPSIS if cut_start else ""
-    suffix = ELLIPSIS if cut_end else ""
+    prefix = ELLIPSIS if start > 0 else ""
+    suffix = ELLIPSIS if end < len(text) else ""
     # The field's own matches inside the window: a word the window's edge cuts is not one.
     shown = [(a - start, b - start, t) for a, b, t in matches if a >= start and b <= end]
     inside = {m[2] for m in shown}
     return Excerpt(
         text=prefix + body + suffix,
-        html=(_ELLIPSIS_HTML if cut_start else "")
-        + _marked(body, shown)
-        + (_ELLIPSIS_HTML if cut_end else ""),
+        html=html.escape(prefix) + _marked(body, shown) + html.escape(suffix),
         field=name,
         role=role,
         matched_terms=tuple(t for t in unique if t in inside),
