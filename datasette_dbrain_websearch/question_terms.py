@@ -129,17 +129,17 @@ def search_text(question: str) -> str:
     return " ".join(parts).strip() if parts else question.strip()
 
 
+_CHAT_HEADING = re.compile(
+    "|".join(re.escape(heading) for heading in CHAT_HEADINGS), re.IGNORECASE | re.ASCII
+)
+
+
 def _break_before_headings(text: str) -> str:
     """A line break before every (ASCII case-insensitive) occurrence of a chat heading. No
     heading holds another, so one pass over them all breaks as one pass per heading would."""
     return _CHAT_HEADING.sub(
         lambda m: m[0] if m.start() == 0 or text[m.start() - 1] == "\n" else "\n" + m[0], text
     )
-
-
-_CHAT_HEADING = re.compile(
-    "|".join(re.escape(heading) for heading in CHAT_HEADINGS), re.IGNORECASE | re.ASCII
-)
 
 
 def _is_prior_evidence(lower: str) -> bool:
