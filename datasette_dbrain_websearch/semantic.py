@@ -115,6 +115,7 @@ class PluginIndex:
     """Vectors this plugin embedded (``build_index``), in its own database."""
 
     store = "plugin_index"
+    matrix_is_stored = True  # the nearest-row matrix holds the stored vectors, unchanged
 
     def __init__(self, index_path: str, database: str, model_id: str) -> None:
         self.index_path, self.database, self.model_id = index_path, database, model_id
@@ -158,6 +159,7 @@ class DbrainVectors:
 
     store = "dbrain_retrieval_embeddings"
     dtype = "<f4"
+    matrix_is_stored = False  # its matrix is float16, one row per chunk
 
     def __init__(self, brain_path: str, profile_id: str) -> None:
         self.brain_path, self.profile_id = brain_path, profile_id
@@ -242,15 +244,26 @@ class SemanticLane:
         )
 
     def cosines(self, conn: sqlite3.Connection, kind: str, ids: list[int]) -> list[float] | None:
+        """Each row's cosine with the question (0.0 for a row without a vector), None when none
+        has one. The vectors come from the nearest-row matrix when it is in memory and holds
+        exactly what is stored (the plugin's index), else from SQLite; scored in one product."""
         if not ids:
             return None
-        found = self.vectors.vectors(conn, kind, ids)
-        if not found:
+        self.checkpoint()
+        held = self._held_matrix(conn, kind) if self.vectors.matrix_is_stored else None
+        np = numpy()
+        if held is not None:
+            row_ids, vectors = _rows_of(held[0], held[1], ids)
+        else:
+            found = self.vectors.vectors(conn, kind, ids)
+            row_ids = [row_id for row_id, _ in found]
+            vectors = np.stack([v for _, v in found]) if found else None
+        if vectors is None:
             return None
         self.used = True
         best: dict[int, float] = {}
-        for row_id, vector in paced(found, self.checkpoint):
-            score = float(vector.astype("float32") @ self.query)
+        scores = (vectors.astype(np.float32) @ self.query).tolist()
+        for row_id, score in zip(row_ids, scores, strict=True):
             best[row_id] = max(best.get(row_id, -1.0), score)
         return [best.get(row_id, 0.0) for row_id in ids]
 
@@ -297,6 +310,16 @@ class SemanticLane:
         self.used = self.used or bool(found)
         return found[:count]
 
+    def _held_matrix(self, conn: sqlite3.Connection, kind: str) -> tuple[Any, Any] | None:
+        """The table's (ids, matrix) when they are in memory and current, else None: rows
+        re-scored by meaning never load the whole matrix (an 8x brain's is 400 MB)."""
+        state = self.vectors.state(conn, kind)
+        with _MATRICES_LOCK:
+            cached = _MATRICES.get(self.vectors.key(kind))
+        if cached is None or state is None or cached[0] != state or cached[2] is None:
+            return None
+        return cached[1], cached[2]
+
     def _matrix(self, conn: sqlite3.Connection, kind: str) -> tuple[Any, Any]:
         key = self.vectors.key(kind)
         state = self.vectors.state(conn, kind)
@@ -317,6 +340,16 @@ class SemanticLane:
         with _MATRICES_LOCK:
             _MATRICES[key] = (state, ids, matrix)
         return ids, matrix
+
+
+def _rows_of(ids: Any, matrix: Any, wanted: list[int]) -> tuple[list[int], Any]:
+    """The ids among ``wanted`` that the matrix holds and their rows (``ids`` is sorted, a row
+    id at most once: the plugin's index)."""
+    np = numpy()
+    asked = np.asarray(wanted, dtype=np.int64)
+    at = np.minimum(np.searchsorted(ids, asked), len(ids) - 1)
+    present = ids[at] == asked
+    return asked[present].tolist(), (matrix[at[present]] if present.any() else None)
 
 
 def _scores(matrix: Any, query: Any, checkpoint: Checkpoint) -> Any:

@@ -438,3 +438,25 @@ def test_rows_are_scored_in_float32_batch_by_batch(monkeypatch):
     assert scores.dtype == np.float32 and scores.shape == (150,)
     assert np.allclose(scores, matrix.astype(np.float32) @ query, rtol=0, atol=1e-5)
     assert len(checked) >= 3  # 64 + 64 + 22 rows, a checkpoint between batches
+
+
+def test_rows_are_rescored_from_the_matrix_once_it_is_in_memory(coffee_brain, monkeypatch):
+    """Re-scoring a lane's rows reads their vectors from SQLite until nearest-row search has
+    loaded the table's matrix, then from the matrix, with the same cosines; it never loads the
+    matrix itself (on an 8x brain it is hundreds of megabytes)."""
+    index(coffee_brain)
+    monkeypatch.setattr(semantic, "_MATRICES", {})
+    brain = sqlite3.connect(coffee_brain)
+    plugin_db = str(coffee_brain.parent / "research_runs.db")
+    lane = semantic.SemanticLane(plugin_db, "brain", "wordllama", "coffee mill", 0.3, brain)
+    ids = [3, 1, 999, 2]  # 999: a row the index does not hold
+    from_sqlite = lane.cosines(brain, "item", ids)
+    assert semantic._MATRICES == {}  # not loaded by re-scoring
+    assert lane.nearest(brain, "item", 1, set())  # loads the matrix
+    monkeypatch.setattr(semantic.PluginIndex, "vectors", lambda *a: pytest.fail("read from SQLite"))
+    from_matrix = lane.cosines(brain, "item", ids)
+    assert from_sqlite is not None and from_matrix is not None
+    assert from_matrix[2] == from_sqlite[2] == 0.0
+    assert from_matrix == pytest.approx(from_sqlite, abs=1e-6)
+    assert len({round(c, 3) for c in from_matrix}) == 4  # four different rows
+    assert lane.cosines(brain, "item", [999]) is None  # no vector for any of them
