@@ -195,34 +195,17 @@ def test_retention_keeps_every_run_younger_than_180_days(tmp_path, recent_count)
     conn.close()
 
 
-def test_retention_has_a_hard_ceiling(tmp_path, monkeypatch):
-    from datasette_dbrain_websearch import runs_db
-
-    from ..helpers import INSERT_RUN
-
-    monkeypatch.setattr(traces, "MAX_RUNS", 3)
-    path = tmp_path / "runs.db"
-    runs_db.create(path)
-    conn = sqlite3.connect(path)
-    for n in range(5):
-        started = f"2026-11-2{n}T00:00:00.000Z"
-        conn.execute(INSERT_RUN, [f"run-{n}", started, started])
-    with conn:
-        traces.prune(conn, "2026-06-03T00:00:00.000Z")
-    kept = [r[0] for r in conn.execute(f"select run_id from {runs_db.RUNS_TABLE} order by run_id")]
-    assert kept == ["run-2", "run-3", "run-4"]
-
-
 @pytest.mark.parametrize(
     ("removed", "kept"),
     [
-        # Five runs, row ids 1..5, two removed by hand: the span of ids says 5, the count is 3.
+        ([], ["run-2", "run-3", "run-4"]),
+        # Row ids 1..5, two runs removed by hand: the span of ids says 5, the count is 3.
         (["run-1", "run-3"], ["run-0", "run-2", "run-4"]),
         # One removed: four runs, one over the ceiling.
         (["run-2"], ["run-1", "run-3", "run-4"]),
     ],
 )
-def test_retention_ceiling_counts_runs_not_row_ids(tmp_path, monkeypatch, removed, kept):
+def test_retention_has_a_hard_ceiling_on_the_count_of_runs(tmp_path, monkeypatch, removed, kept):
     from datasette_dbrain_websearch import runs_db
 
     from ..helpers import INSERT_RUN
