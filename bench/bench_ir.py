@@ -19,7 +19,7 @@ and for every judged question reports nDCG@10, R@100 and p50 latency of, in one 
 Timings interleave the systems question by question (same machine, same moment). Prints; never
 fails (quality is measured here, and the README reports the numbers).
 
-    python bench/bench_ir.py [--collection nfcorpus] [--limit-queries N] [--brain PATH]
+    python bench/bench_ir.py [--collection cranfield] [--limit-queries N] [--brain PATH]
 """
 
 from __future__ import annotations
@@ -204,7 +204,7 @@ def semantic_index(brain: Path, folder: Path) -> Path | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--collection", default="nfcorpus")
+    parser.add_argument("--collection", default="cranfield")
     parser.add_argument("--limit-queries", type=int, default=0)
     parser.add_argument("--brain", type=Path, help="keep the built brain here")
     args = parser.parse_args()
