@@ -130,7 +130,8 @@ eval: $(VENV)/.installed
 	$(VENV)/bin/datasette dbrain-demo demo/eval-brain.db --force
 	$(VENV)/bin/datasette dbrain-websearch eval evals/demo.json demo/eval-brain.db
 
-# Answer quality on a SQuAD-layout QA collection beside plain baselines (DBRAIN_QA_DATA names it).
+# Answer quality on a SQuAD-layout QA collection beside plain baselines (the shared SQuAD
+# articles, or the file DBRAIN_QA_DATA names).
 bench-answer: $(VENV)/.installed
 	$(VENV)/bin/python bench/bench_answer_quality.py $(ARGS)
 

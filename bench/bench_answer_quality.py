@@ -24,8 +24,8 @@ for the plugin's extractive answer and two baselines:
 
 Prints; never fails (quality is measured here, and the README reports the numbers).
 
-    python bench/bench_answer_quality.py SQUAD_JSON [--questions 300] [--no-semantic]
-    DBRAIN_QA_DATA=SQUAD_JSON make bench-answer
+    python bench/bench_answer_quality.py [SQUAD_JSON] [--questions 300] [--no-semantic]
+    DBRAIN_QA_DATA=SQUAD_JSON make bench-answer    # without it: the shared SQuAD articles
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ import tempfile
 from collections import Counter
 from pathlib import Path
 
-from corpora import build_brain, doc_url
+from corpora import build_brain, data_dir, doc_url
 from datasette.app import Datasette
 from datasette.version import __version__ as datasette_version
 
@@ -53,6 +53,7 @@ from datasette_dbrain_websearch.stemming import stems
 from datasette_dbrain_websearch.urls import normalize_url
 
 NAME = "qa"
+SHARED_SQUAD = "squad/squad-v2-dev-2-articles.json"  # under corpora.data_dir()
 ROWS = 10
 K1, B = 1.2, 0.75
 
@@ -197,8 +198,9 @@ def main() -> None:
         "squad",
         type=Path,
         nargs="?",
-        default=os.environ.get("DBRAIN_QA_DATA"),
-        help="a SQuAD-layout JSON file (v1.1 or v2.0); default: $DBRAIN_QA_DATA",
+        default=os.environ.get("DBRAIN_QA_DATA") or data_dir() / SHARED_SQUAD,
+        help="a SQuAD-layout JSON file (v1.1 or v2.0); default: $DBRAIN_QA_DATA, else the "
+        "shared collections' two SQuAD articles",
     )
     parser.add_argument("--questions", type=int, default=300)
     parser.add_argument("--no-semantic", action="store_true")

@@ -116,7 +116,7 @@ async def run(
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--collection", default="nfcorpus")
+    parser.add_argument("--collection", default="cranfield")
     parser.add_argument("--limit-queries", type=int, default=0)
     args = parser.parse_args()
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not a line per request
