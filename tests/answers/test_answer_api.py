@@ -150,6 +150,11 @@ async def test_answer_with_web_rows_splits_local_and_external_citations(brain, f
     assert web["verdict_before"] == pack["judge"]["verdict"]
 
 
+# The answer's legend of citation labels (chips are links; the legend's labels are not).
+LEGEND_BRAIN = '<span class="dbrain-cite dbrain-cite-local">[1]</span>'
+LEGEND_WEB = '<span class="dbrain-cite dbrain-cite-external">[W1]</span>'
+
+
 async def test_page_renders_the_answer_with_chips_that_jump_to_their_rows(brain, fake):
     ds = await datasette_for(brain, fake)
     response = await get_as_root(
@@ -181,6 +186,9 @@ async def test_page_renders_the_answer_with_chips_that_jump_to_their_rows(brain,
     for key in pack["answer"]["citations"]["external"]:
         assert f'class="dbrain-cite dbrain-cite-external" href="#evidence-{positions[key]}"' in html
     assert "dbrain-sentence-unsupported" not in html
+    # The legend explains both labels, since the answer uses both.
+    assert pack["answer"]["citations"]["local"] and pack["answer"]["citations"]["external"]
+    assert f"{LEGEND_BRAIN} your brain" in html and f"{LEGEND_WEB} outside dbrain corpus" in html
 
 
 # ---------------------------------------------------------------------------------------------
@@ -478,6 +486,9 @@ async def test_run_page_shows_the_answer_with_chips_to_its_rows(brain):
         if entry["source_key"] in pack["answer"]["citations"]["local"]:
             assert f'class="dbrain-cite dbrain-cite-local" href="#evidence-{n}"' in html
             assert f'id="evidence-{n}"' in html
+    # No web row was cited (none was searched): the legend names the brain's labels only.
+    assert pack["answer"]["citations"]["local"] and not pack["answer"]["citations"]["external"]
+    assert f"{LEGEND_BRAIN} your brain" in html and LEGEND_WEB not in html
 
 
 @pytest.mark.skipif(DATASETTE_1, reason="0.65 publishes raw metadata; 1.0 redacts api_key")
