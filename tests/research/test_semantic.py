@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 from datasette.cli import cli
 
-from datasette_dbrain_websearch import embeddings, semantic
+from datasette_dbrain_websearch import embeddings, semantic, semantic_vectors
 from datasette_dbrain_websearch.lexical import Remembered
 from datasette_dbrain_websearch.triggers import create_retrieval_triggers
 
@@ -389,7 +389,7 @@ async def test_saved_runs_leave_the_index_as_read_and_its_writes_renew_it(coffee
     plugin_db = str(coffee_brain.parent / "research_runs.db")
 
     def version() -> tuple | None:
-        return semantic.index_version(plugin_db, "brain", "wordllama", ["item", "source"])
+        return semantic_vectors.index_version(plugin_db, "brain", "wordllama", ["item", "source"])
 
     before = version()
     assert before is not None
@@ -453,7 +453,9 @@ def test_rows_are_rescored_from_the_matrix_once_it_is_in_memory(coffee_brain, mo
     from_sqlite = lane.cosines(brain, "item", ids)
     assert semantic._MATRICES == {}  # not loaded by re-scoring
     assert lane.nearest(brain, "item", 1, set())  # loads the matrix
-    monkeypatch.setattr(semantic.PluginIndex, "vectors", lambda *a: pytest.fail("read from SQLite"))
+    monkeypatch.setattr(
+        semantic_vectors.PluginIndex, "vectors", lambda *a: pytest.fail("read from SQLite")
+    )
     from_matrix = lane.cosines(brain, "item", ids)
     assert from_sqlite is not None and from_matrix is not None
     assert from_matrix[2] == from_sqlite[2] == 0.0
