@@ -121,6 +121,7 @@ class SemanticLane:
         self.model = embedding_model(model_id)
         self.query = question_vector(model_id, question)
         self.used = False
+        self._states: dict[str, Any] = {}
         profile = dbrain_profile(brain, model_id, len(self.query)) if brain is not None else None
         brain_path = brain.execute("pragma database_list").fetchone()[2] if brain else ""
         self.vectors: PluginIndex | DbrainVectors = (
@@ -136,9 +137,10 @@ class SemanticLane:
         if not ids:
             return None
         self.checkpoint()
+        # Only a matrix already in memory: re-scoring never loads one (an 8x brain's is 400 MB).
         held = self._held_matrix(conn, kind) if self.vectors.matrix_is_stored else None
         np = numpy()
-        if held is not None:
+        if held is not None and held[1] is not None:
             row_ids, vectors = _rows_of(held[0], held[1], ids)
         else:
             found = self.vectors.vectors(conn, kind, ids)
@@ -196,23 +198,27 @@ class SemanticLane:
         self.used = self.used or bool(found)
         return found[:count]
 
+    def _state(self, conn: sqlite3.Connection, kind: str) -> Any:
+        """The version of the table's vectors, read once a run (re-scoring and nearest-row
+        search both ask for it)."""
+        if kind not in self._states:
+            self._states[kind] = self.vectors.state(conn, kind)
+        return self._states[kind]
+
     def _held_matrix(self, conn: sqlite3.Connection, kind: str) -> tuple[Any, Any] | None:
-        """The table's (ids, matrix) when they are in memory and current, else None: rows
-        re-scored by meaning never load the whole matrix (an 8x brain's is 400 MB)."""
-        state = self.vectors.state(conn, kind)
+        """The table's (ids, matrix) when they are in memory and current, else None."""
+        state = self._state(conn, kind)
         with _MATRICES_LOCK:
             cached = _MATRICES.get(self.vectors.key(kind))
-        if cached is None or state is None or cached[0] != state or cached[2] is None:
+        if cached is None or state is None or cached[0] != state:
             return None
         return cached[1], cached[2]
 
     def _matrix(self, conn: sqlite3.Connection, kind: str) -> tuple[Any, Any]:
-        key = self.vectors.key(kind)
-        state = self.vectors.state(conn, kind)
-        with _MATRICES_LOCK:
-            cached = _MATRICES.get(key)
-            if cached is not None and state is not None and cached[0] == state:
-                return cached[1], cached[2]
+        """The table's (ids, matrix), read from its store unless held (``_held_matrix``)."""
+        held = self._held_matrix(conn, kind)
+        if held is not None:
+            return held
         np = numpy()
         rows = self.vectors.rows(conn, kind)
         ids = np.array([r[0] for r in rows], dtype=np.int64)
@@ -224,7 +230,7 @@ class SemanticLane:
                 norms = np.linalg.norm(matrix.astype(np.float32), axis=1, keepdims=True)
                 matrix = (matrix / np.where(norms == 0, 1, norms)).astype(np.float16)
         with _MATRICES_LOCK:
-            _MATRICES[key] = (state, ids, matrix)
+            _MATRICES[self.vectors.key(kind)] = (self._state(conn, kind), ids, matrix)
         return ids, matrix
 
 
