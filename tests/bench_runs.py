@@ -10,6 +10,7 @@ keep their core; the tests that read them run last (see ``conftest``).
 from __future__ import annotations
 
 import atexit
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ import sys
 import tempfile
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
+from functools import cache
 from pathlib import Path
 from subprocess import CompletedProcess
 
@@ -61,6 +63,29 @@ SCRIPTS = {
 }  # fmt: skip
 # What a run needs in its environment beside the suite's.
 ENV = {"relevance": IR_TINY, "feedback": IR_TINY}
+# The runs that read the shared collections, which lie beside the checkout and are never copied
+# into it (``corpora.data_dir``): a clone somewhere else has none, and skips these runs.
+SHARED = {"speed_collections", "verdict", "spelling", "deep"}
+
+
+@cache
+def _shared_data() -> Path:
+    """Where the benchmarks look for the shared collections (``corpora.data_dir``)."""
+    spec = importlib.util.spec_from_file_location("bench_corpora", BENCH / "corpora.py")
+    assert spec is not None and spec.loader is not None
+    corpora = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(corpora)
+    found: Path = corpora.data_dir()
+    return found
+
+
+def missing(name: str) -> str | None:
+    """Why the named run cannot be made here (its data is not where it is looked for), or
+    None."""
+    if name in SHARED and not (data := _shared_data()).is_dir():
+        return f"the shared collections are not at {data} (DBRAIN_SHARED_DATA names them)"
+    return None
+
 
 # Below the tests' priority: the benchmarks take what the foreground leaves. Once a test waits
 # for one, the runs not started yet start at the usual priority (on a loaded machine, a niced

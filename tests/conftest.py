@@ -36,13 +36,24 @@ def benchmark_of(item: pytest.Item) -> str | None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that read a benchmark's smoke run go last: the runs happen in the background
-    meanwhile (``bench_runs``), so the tests find them done rather than wait."""
+    meanwhile (``bench_runs``), so the tests find them done rather than wait. A run whose data
+    is not on this machine is skipped, saying where it was looked for."""
     items.sort(key=lambda item: benchmark_of(item) is not None)
+    for item in items:
+        name = benchmark_of(item)
+        if name is not None and (why := bench_runs.missing(name)):
+            item.add_marker(pytest.mark.skip(reason=why))
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """Start the smoke runs the selected tests read, and only those."""
-    bench_runs.start([name for item in session.items if (name := benchmark_of(item))])
+    """Start the smoke runs the selected tests read, and only those that can run here."""
+    bench_runs.start(
+        [
+            name
+            for item in session.items
+            if (name := benchmark_of(item)) and not bench_runs.missing(name)
+        ]
+    )
 
 
 def pytest_sessionfinish() -> None:
