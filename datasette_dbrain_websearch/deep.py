@@ -7,9 +7,12 @@ played X"), a name the question says that no row is about yet, and question term
 or read page states (what the answer could not support). Each follow-up is a run of its own:
 the brain, then the web where the mode and permission allow, its top new pages read through
 the guarded reader. Its new rows join the run with their round recorded, and the gaps are
-computed again. The loop stops for a named reason (``answered``, ``no_progress``, ``budget``,
-``time``); one answer is then written over everything, citing a web row only where its page
-was read (or, where reading failed, marked as resting on the provider's snippet).
+computed again. The loop stops for a named reason: ``answered`` when a sentence of the rows
+answers the question (``deep_check``: the answer check, through the bridge for a two-part
+question), else ``no_progress``, ``budget`` or ``time``; one answer is then written over
+everything, led by that sentence, citing a web row only where its page was read (or, where
+reading failed, marked as resting on the provider's snippet). Its confidence stands on the
+same check: high only when a sentence answers.
 
 Every provider call and page read counts against ``deep``'s budgets, checked before the call
 with the worst case (every provider of the fallback order); the providers' own caps in the
@@ -22,20 +25,19 @@ whether to stop (``deep_rounds.stop_reason``) and how far to trust the answer
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 from . import deep_rounds
-from .answer import Passage
+from .answer.answerability import Answerability, explain, read_question
 from .config import Settings
+from .deep_check import answer_check, answer_rows, round_gaps
 from .deep_follow_ups import (
     FollowUp,
     bridge_entities,
     facets,
-    fold,
     follow_ups,
     question_names,
     uncovered,
@@ -54,25 +56,29 @@ from .deep_rounds import (
     stop_reason,
     web_cost,
 )
-from .deep_state import KEPT_FIRST, Loop, rows_of
+from .deep_state import Loop, rows_of
 from .display import plural
+from .judge import ENOUGH_EVIDENCE, WEAK_EVIDENCE, RunVerdict
 from .options import PRO, ResearchRequest
 from .pack import Pack
 from .pack_json import ConfidenceJSON, ResearchJSON
-from .pack_rows import Row, WebRow
+from .pack_rows import WebRow
 from .pipeline import Gathered, RunContext, answer_gathered, gather
 
 DEEP_BUDGET = "deep_budget"  # round 1's web skipped: one search could spend more than it allows
-PARENTHESIS = re.compile(r"\s*\([^)]*\)\s*$")
+# Confidence is "high" from here; fitted on the shared HotpotQA questions (bench_deep.py).
+HIGH, MEDIUM = 0.8, 0.5
 
 
 def confidence(
-    covered: int, facet_count: int, cited_web: Sequence[WebRow], conflicts: Mapping[str, Any]
+    found: Answerability, cited_web: Sequence[WebRow], conflicts: Mapping[str, Any]
 ) -> ConfidenceJSON:
-    """How far to trust the answer: how much of the question the evidence covers (most of the
-    weight), how much of the web it cites was read rather than a snippet, and whether the
-    cited sources agree (unknown when they were not compared)."""
-    coverage = covered / facet_count if facet_count else 1.0
+    """How far to trust the answer: whether a sentence answers the question (most of the
+    weight: without one the answer is a guess, never "high"), how much of the question its
+    window holds, how much of the web it cites was read rather than a snippet, and whether
+    the cited sources agree (unknown when they were not compared)."""
+    best = found.best
+    coverage = best.held if best is not None else 0.0
     read_depth = (
         sum(1 for r in cited_web if r.depth == "page") / len(cited_web) if cited_web else 1.0
     )
@@ -80,11 +86,15 @@ def confidence(
         agreement = max(0.0, 1.0 - 0.25 * len(conflicts.get("items") or []))
     else:
         agreement = 0.75
-    score = round(0.6 * coverage + 0.2 * read_depth + 0.2 * agreement, 2)
-    level = "high" if score >= 0.8 else "medium" if score >= 0.5 else "low"
+    if best is None:
+        score = round(0.3 * (found.closest.held if found.closest else 0.0), 2)
+    else:
+        score = round(0.5 + 0.3 * coverage + 0.1 * read_depth + 0.1 * agreement, 2)
+    level = "high" if score >= HIGH else "medium" if score >= MEDIUM else "low"
     return {
         "score": score,
         "level": level,
+        "answered": best is not None,
         "coverage": round(coverage, 2),
         "read_depth": round(read_depth, 2),
         "agreement": round(agreement, 2),
@@ -123,7 +133,15 @@ async def run_deep(options: ResearchRequest, run: RunContext) -> Pack:
     loop = Loop(first, terms, question_names(options.question), [options.question])
     loop.count(first)
     loop.spent.rounds = 1
+    question = read_question(options.question)
+    similarity = first.lane.similarity if first.lane is not None else None
+    most = settings.answer.max_evidence
+
+    def check() -> Answerability:
+        return answer_check(loop, question, similarity, most)
+
     passages = first.passages()
+    found = check()
     loop.rounds.append(
         {
             "round": 1,
@@ -138,7 +156,8 @@ async def run_deep(options: ResearchRequest, run: RunContext) -> Pack:
                 }
             ],
             "added": [r.source_key for r in rows_of(first.pack)],
-            "gaps": uncovered(facets(terms, loop.names), loop.evidence_texts(passages)),
+            "gaps": round_gaps(loop, found),
+            "answered": found.answered,
         }
     )
     # A question that names a page (its key or URL, held or read directly) is that page.
@@ -149,33 +168,45 @@ async def run_deep(options: ResearchRequest, run: RunContext) -> Pack:
     rounds_started = time.perf_counter()
     with first.budget.paused():
         if reason is None and options.strategy == PRO:
-            reason = await pro_rounds(loop, options, settings, search, emit, deadline, answering)
+            reason = await pro_rounds(
+                loop, options, settings, search, emit, deadline, answering, check
+            )
         while reason is None:
             bridges = bridge_entities(options.question, loop.best_rows(passages), terms)
             loop.names = list(dict.fromkeys([*loop.names, *bridges]))
+            found = check()
             wanted = facets(terms, loop.names)
             gaps = uncovered(wanted, loop.evidence_texts(passages))
-            queries = follow_ups(gaps, wanted, bridges, loop.asked)
-            reason = stop_reason(gaps, queries, loop.spent, budget, deadline - deep_rounds.clock())
+            queries = follow_ups(gaps, wanted, bridges, loop.asked, question.plain_words())
+            reason = stop_reason(
+                found.answered, queries, loop.spent, budget, deadline - deep_rounds.clock()
+            )
             if reason is not None:
                 break
             added = await run_round(loop, queries, options, settings, search, emit, deadline, cost)
             passages = first.passages()
-            loop.rounds[-1]["gaps"] = uncovered(
-                facets(terms, loop.names), loop.evidence_texts(passages)
-            )
-            if not added:
+            found = check()
+            loop.rounds[-1]["gaps"] = round_gaps(loop, found)
+            loop.rounds[-1]["answered"] = found.answered
+            if found.answered:
+                reason = ANSWERED
+            elif not added:
                 out_of_time = deadline - deep_rounds.clock() < MIN_ROUND_S
                 out_of_money = loop.spent.over_money
                 reason = TIME if out_of_time else BUDGET if out_of_money else NO_PROGRESS
     loop.reorder()
+    found = check() if not named else found
     pack = first.pack
     pack.timings_ms["deep_rounds"] = round((time.perf_counter() - rounds_started) * 1000, 3)
     if options.answer:
         # A model that directed the rounds writes the answer as claims bound to keys.
         writer = replace(answering, claims=True) if loop.model_directed else answering
-        await answer_gathered(first, replace(run, answering=writer), answer_rows(loop))
-    pack.research = _research(loop, options, reason, first.passages())
+        await answer_gathered(
+            first, replace(run, answering=writer), answer_rows(loop), None if named else found
+        )
+    pack.research = _research(loop, options, reason, found)
+    if not named:
+        pack.verdict = _deep_verdict(pack, found)
     await emit(
         {
             "stage": "deep",
@@ -191,14 +222,26 @@ async def run_deep(options: ResearchRequest, run: RunContext) -> Pack:
     return pack
 
 
+def _deep_verdict(pack: Pack, found: Answerability) -> RunVerdict:
+    """The run's verdict over every round: enough when a sentence answers the question, else
+    no better than weak (round 1's verdict stays as the brain's)."""
+    says = explain(found, pack.label_of)
+    before = pack.verdict
+    if found.answered:
+        combined = {"verdict": ENOUGH_EVIDENCE, "reason": "deep:answered", "message": says}
+    elif before.combined["verdict"] == ENOUGH_EVIDENCE:
+        combined = {"verdict": WEAK_EVIDENCE, "reason": "deep:not_answered", "message": says}
+    else:
+        combined = {**before.combined, "message": says}
+    return RunVerdict(before.brain, before.web, combined)
+
+
 def _research(
-    loop: Loop, options: ResearchRequest, reason: str, passages: Mapping[str, Passage]
+    loop: Loop, options: ResearchRequest, reason: str, found: Answerability
 ) -> ResearchJSON:
     """The pack's ``research``: the rounds, why the loop stopped and how far to trust it (the
-    loop's own, over every round: the ``judge`` verdict is round 1's)."""
+    loop's own answer check over every round)."""
     pack = loop.pack
-    wanted = facets(loop.terms, loop.names)
-    gaps = uncovered(wanted, loop.evidence_texts(passages))
     cited = set(pack.answer.citations.get("external", []))
     return {
         "depth": options.depth,
@@ -208,38 +251,11 @@ def _research(
         "stop_reason": reason,
         "stop_message": STOP_MESSAGES[reason],
         "confidence": confidence(
-            len(wanted.all()) - len(gaps),
-            len(wanted.all()),
-            [r for r in pack.web_rows if r.source_key in cited],
-            pack.answer.conflicts,
+            found, [r for r in pack.web_rows if r.source_key in cited], pack.answer.conflicts
         ),
+        "answer_check": found.to_json(),
         "spent": loop.spent.as_dict(),
     }
-
-
-def answer_rows(loop: Loop) -> list[Row]:
-    """The rows the answer reads, in order, each hop's best in turn: for each name the question
-    depends on (its own, then the bridges followed) the row about it, then round 1's best
-    row, the pages read and what follow-ups added, then the rest. Read before citing: a web
-    row whose page was neither read nor tried is left out."""
-    read = loop.first.read_urls
-    rows: list[Row] = [
-        *loop.pack.evidence,
-        *(r for r in loop.pack.web_rows if r.depth == "page" or r.canonical_url in read),
-    ]
-    added = set(loop.added_order)
-    hops = [row for name in loop.names if (row := _about(rows, name)) is not None]
-    brain_rows = [r for r in loop.pack.evidence if r.source_key not in added]
-    pages = [r for r in rows if isinstance(r, WebRow) and r.source_key not in added]
-    later = [r for key in loop.added_order for r in rows if r.source_key == key]
-    ordered = [*hops, *brain_rows[:KEPT_FIRST], *pages, *later, *brain_rows[KEPT_FIRST:]]
-    return list({id(r): r for r in ordered}.values())
-
-
-def _about(rows: Sequence[Row], name: str) -> Row | None:
-    """The row about a name: titled with it ("Big Stone Gap (film)" is about "Big Stone
-    Gap")."""
-    return next((r for r in rows if fold(PARENTHESIS.sub("", r.title)) == fold(name)), None)
 
 
 async def _silent(event: dict[str, Any]) -> None:

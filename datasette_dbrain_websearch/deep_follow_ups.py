@@ -143,9 +143,9 @@ def uncovered(wanted: Facets, texts: Sequence[tuple[str, str]]) -> list[str]:
 
 def says_facet(follow: FollowUp, texts: Sequence[str]) -> bool:
     """Does a row found by a follow-up say what the follow-up looked for: the name, or one
-    of the uncovered terms? Rows that do not are not added (the lexical or semantic lane may
-    bring them for other words)."""
-    if follow.reason in ("uncovered", "search"):
+    of the uncovered or unanswered words? Rows that do not are not added (the lexical or
+    semantic lane may bring them for other words)."""
+    if follow.reason in ("uncovered", "unanswered", "search"):
         return bool(matched_terms(follow.facet.split(), texts))
     return any(_has(text, follow.facet) for text in texts)
 
@@ -155,11 +155,15 @@ def follow_ups(
     wanted: Facets,
     bridges: Sequence[str],
     asked: Iterable[str],
+    unanswered: Sequence[str] = (),
     most: int = MAX_QUERIES,
 ) -> list[FollowUp]:
     """The next round's queries, most useful first: bridges the best rows named, then names
     the question gives that no row is about, then the terms no evidence states (with the
-    question's first name, so the query stays on its subject). Nothing asked before."""
+    question's first name, so the query stays on its subject). When every word is found but
+    no sentence answers yet, ``unanswered`` (what the question asks, in its words) with the
+    name it is asked of: the last bridge, else the question's first name. Nothing asked
+    before."""
     done = {fold(a) for a in asked}
     found: list[FollowUp] = []
 
@@ -181,4 +185,14 @@ def follow_ups(
         query = " ".join([anchor, *terms]).strip()
         listed = ", ".join(f"“{t}”" for t in terms)
         add(query, f"no brain row or page read says {listed}", "uncovered", " ".join(terms))
+    if not found and unanswered:
+        anchor = next(iter([*bridges, *names]), "")
+        query = " ".join([anchor, *unanswered]).strip()
+        about = f" of “{anchor}”" if anchor else ""
+        add(
+            query,
+            f"no sentence found yet says what is asked{about}",
+            "unanswered",
+            " ".join(unanswered),
+        )
     return found

@@ -8,11 +8,15 @@ takes over, which a warning says. Every proposal, run or not, is recorded in the
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from . import deep_rounds
 from .answer import AnswerAccess
+from .answer.answerability import Answerability
 from .answer.model import ModelFailure, ask_model, resolve_model
 from .config import Settings
-from .deep_follow_ups import FollowUp, facets, uncovered
+from .deep_check import round_gaps
+from .deep_follow_ups import FollowUp
 from .deep_pro import (
     MAX_REFUSALS,
     READ,
@@ -54,11 +58,14 @@ async def pro_rounds(
     emit: Progress,
     deadline: float,
     answering: AnswerAccess | None,
+    check: Callable[[], Answerability],
 ) -> str | None:
     """``strategy=pro``: the answer's model proposes each round (``deep_pro``), the runtime
     checks and runs it. Returns why the loop stopped, or None to hand over to the
     deterministic loop (the model may not be asked, failed, wrote something that is not a
-    step, or had its proposals refused twice in a row), which a warning then says."""
+    step, or had its proposals refused twice in a row), which a warning then says. A model's
+    "stop" is ``answered`` only where ``check`` (the answer check) finds an answering
+    sentence."""
     budget, spent = settings.deep, loop.spent
     if answering is None or not answering.model_permitted or answering.cross_site:
         why = (
@@ -115,8 +122,7 @@ async def pro_rounds(
         if step.action not in (SEARCH, READ):
             loop.proposals.append(proposal(turn, step, "stop"))
             await _say_proposal(emit, step, "stop")
-            gaps = uncovered(facets(loop.terms, loop.names), loop.evidence_texts(passages))
-            return NO_PROGRESS if gaps else ANSWERED
+            return ANSWERED if check().answered else NO_PROGRESS
         why_not = refusal(
             step,
             loop.asked,
@@ -150,9 +156,9 @@ async def pro_rounds(
             deadline,
             web_cost(options, settings, loop.first.web),
         )
-        loop.rounds[-1]["gaps"] = uncovered(
-            facets(loop.terms, loop.names), loop.evidence_texts(loop.first.passages())
-        )
+        found = check()
+        loop.rounds[-1]["gaps"] = round_gaps(loop, found)
+        loop.rounds[-1]["answered"] = found.answered
 
 
 def _follow(step: Step) -> FollowUp:

@@ -28,7 +28,7 @@ from .web import provider_order
 
 ANSWERED, NO_PROGRESS, BUDGET, TIME = "answered", "no_progress", "budget", "time"
 STOP_MESSAGES = {
-    ANSWERED: "every part of the question is covered by your brain's rows or pages read",
+    ANSWERED: "a sentence of your brain's rows or the pages read answers the question",
     NO_PROGRESS: "the last round found nothing new, or nothing was left to ask",
     BUDGET: "its budget of rounds, web searches, page reads or provider spending ran out",
     TIME: "its time ran out",
@@ -40,15 +40,16 @@ clock: Callable[[], float] = time.monotonic
 
 
 def stop_reason(
-    gaps: Sequence[str],
+    answered: bool,
     queries: Sequence[FollowUp],
     spent: Spent,
     budget: DeepSettings,
     seconds_left: float,
 ) -> str | None:
     """Why the loop stops before the next round, or None to go on (checked in this order:
-    answered, out of rounds or money, out of time, nothing left to ask)."""
-    if not gaps:
+    answered (a sentence answers the question: ``deep_check``), out of rounds or money, out
+    of time, nothing left to ask)."""
+    if answered:
         return ANSWERED
     if spent.rounds >= budget.rounds or spent.over_money:
         return BUDGET

@@ -19,8 +19,16 @@ semantic lane, a lexical-only fit). Rules, first that applies wins:
 3. no row holds any of the question's words        -> no_evidence     (``meaning_only``)
 4. a list of 1-3 keywords (no other word), and no
    top row holds every one of them                 -> weak_evidence   (``missing_keyword``)
-5. the best row's score is ``min_score`` or more   -> enough_evidence (``strong_match``)
-6. otherwise                                       -> weak_evidence   (``weak_match``)
+5. the best row's score is ``min_score`` or more, and
+   a sentence of the rows answers the question     -> enough_evidence (``answered``)
+6. ... but no sentence answers it                  -> weak_evidence   (``not_answered``)
+7. otherwise                                       -> weak_evidence   (``weak_match``)
+
+Holding the topic is not answering the question: rule 5 asks the answer check
+(``answer.answerability``: the question's type and focus against each sentence of the rows an
+answer reads), passed in as ``Answered``; without it (a caller that does not run the check),
+rule 5 stands on the score alone (``strong_match``). Its messages are plain words naming rows
+by their labels ("[3]"); the numbers that decided stay in ``inputs`` (the page's details).
 
 A row found by meaning alone (no word in common) is shown, labelled, but never counts.
 
@@ -73,12 +81,24 @@ class Verdict:
 @dataclass(frozen=True)
 class Evidence:
     """What the judge reads of one row, in ranked order: the question's terms it holds, its
-    cosine with the question (None without the semantic lane), and whether only its meaning
-    brought it (no word in common)."""
+    cosine with the question (None without the semantic lane), whether only its meaning
+    brought it (no word in common), and the label people see it by ("3", "W2")."""
 
     held: frozenset[str]
     cosine: float | None = None
     meaning_only: bool = False
+    label: str = ""
+
+
+@dataclass(frozen=True)
+class Answered:
+    """What the answer check found in the rows judged: whether a sentence answers the
+    question, that said in plain words ("[2] says “Bergen”."; "nothing says where: ..."),
+    and its record for the verdict's inputs."""
+
+    answered: bool
+    says: str
+    record: dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -172,10 +192,11 @@ def assess(
     thresholds: JudgeThresholds,
     common_words: Sequence[str] = (),
     keywords: bool = False,
+    answered: Answered | None = None,
 ) -> Verdict:
     """The calibrated verdict (module docstring) on the rows in ranked order; ``keywords``: the
     question is a list of keywords (``question_terms.is_keyword_list``), each of which one row must
-    hold."""
+    hold; ``answered``: what the answer check found in the rows."""
     terms = list(dict.fromkeys(query_terms))
     matching = [r for r in evidence if r.held and not r.meaning_only]
     meaning = sum(1 for r in evidence if r.meaning_only)
@@ -195,11 +216,15 @@ def assess(
         "query_terms": terms,
         "top_k": thresholds.top_k,
         "term_weights": dict(weights),
-        "best_row": None if best is None else {"rank": best + 1, **scored[best].to_json()},
+        "best_row": None
+        if best is None
+        else {"rank": best + 1, "label": top[best].label, **scored[best].to_json()},
         "missing_terms_in_top_rows": missing,
         "min_score": thresholds.min_score,
         "rows_in_brain": rows_in_brain,
     }
+    if answered is not None:
+        inputs["answer_check"] = answered.record
     found = _found(len(evidence), exact_hits, common_words, inputs)
     if found is not None:
         return found
@@ -211,31 +236,53 @@ def assess(
             + (f"; {plural(meaning, 'row')} only read close to it." if meaning else "."),
             inputs,
         )
-    why = _why(scored[best], best + 1, thresholds.min_score)
+    row = top[best]
     if not whole and wanted:
-        held = [t for t in terms if t in top[best].held]
-        lacking = [t for t in terms if t not in top[best].held]
+        held = [t for t in terms if t in row.held]
+        lacking = [t for t in terms if t not in row.held]
         return Verdict(
             WEAK_EVIDENCE,
             "missing_keyword",
-            f"No row holds every keyword: the best, row {best + 1}, holds {', '.join(held)} "
-            f"but not {', '.join(lacking)}.",
+            f"No row holds every keyword: {_named(row)} holds {_words(held)} but "
+            f"not {_words(lacking)}.",
             inputs,
         )
-    if scored[best].score >= thresholds.min_score:
-        return Verdict(ENOUGH_EVIDENCE, "strong_match", why, inputs)
-    return Verdict(WEAK_EVIDENCE, "weak_match", why, inputs)
+    if scored[best].score < thresholds.min_score:
+        says = answered.says if answered is not None and not answered.answered else ""
+        return Verdict(WEAK_EVIDENCE, "weak_match", says or _why(row, terms), inputs)
+    if answered is None:
+        return Verdict(ENOUGH_EVIDENCE, "strong_match", _why(row, terms), inputs)
+    if answered.answered:
+        return Verdict(
+            ENOUGH_EVIDENCE, "answered", f"Your brain answers it: {answered.says}", inputs
+        )
+    return Verdict(WEAK_EVIDENCE, "not_answered", answered.says, inputs)
 
 
-def _why(found: RowScore, rank: int, needed: float) -> str:
-    """The best row's signals in words: "Row 1 holds 72% of what the question asks (its words
-    weighed by rarity) and reads close to it (cosine 0.61): evidence score 0.83, enough from
-    0.70."."""
-    close = "" if found.closeness is None else f" (cosine {found.closeness:.2f} with it)"
-    return (
-        f"Row {rank} holds {found.weight:.0%} of what the question asks, its words weighed by "
-        f"rarity{close}: evidence score {found.score:.2f}, enough from {needed:.2f}."
-    )
+def _named(row: Evidence) -> str:
+    """A row as people see it: "the closest row, [3]" (by its label, never by a position
+    that can change), or "the closest row" without one."""
+    return f"the closest row, [{row.label}]," if row.label else "the closest row"
+
+
+def _words(terms: Sequence[str]) -> str:
+    quoted = [f"“{t}”" for t in terms]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def _why(row: Evidence, terms: Sequence[str]) -> str:
+    """What the closest row holds of the question, in words: "The closest row, [2], holds
+    “heat” and “pump” but not “cold”." (its evidence score and the signals behind it are in
+    the inputs, which the page shows under its details)."""
+    held = [t for t in terms if t in row.held]
+    lacking = [t for t in terms if t not in row.held]
+    named = _named(row)
+    named = named[:1].upper() + named[1:]
+    if not lacking:
+        return f"{named} holds every word of the question."
+    if not held:
+        return f"{named} reads close to the question but holds none of its words."
+    return f"{named} holds {_words(held)} but not {_words(lacking)}."
 
 
 def judge(
@@ -317,6 +364,7 @@ class Rule:
         exact_hits: int,
         query_terms: Sequence[str],
         common_words: Sequence[str] = (),
+        answered: Answered | None = None,
     ) -> Verdict:
         if self.mode == CALIBRATED and self.weights is not None:
             return assess(
@@ -328,6 +376,7 @@ class Rule:
                 self.thresholds,
                 common_words,
                 self.keywords,
+                answered,
             )
         counted = [r for r in evidence if not r.meaning_only]
         matched = [sorted(r.held) for r in counted]
@@ -335,10 +384,15 @@ class Rule:
 
 
 def web_part(
-    rule: Rule, query_terms: Sequence[str], evidence: Sequence[Evidence], searched: bool
+    rule: Rule,
+    query_terms: Sequence[str],
+    evidence: Sequence[Evidence],
+    searched: bool,
+    answered: Answered | None = None,
 ) -> dict:
     """The web's side of the verdict: its rows that hold any of the question's words judged
-    alone, by the brain's rule, and said in a few words ("2 of 3 rows cover every term")."""
+    alone, by the brain's rule (with the answer check over the web's rows, ``answered``), and
+    said in a few words ("3 rows; [W1] says “Bergen”.")."""
     if not searched:
         return {
             "searched": False,
@@ -349,7 +403,7 @@ def web_part(
         }
     terms = list(dict.fromkeys(query_terms))
     matching = [r for r in evidence if r.held]
-    found = rule.verdict(matching, 0, terms)
+    found = rule.verdict(matching, 0, terms, answered=answered if matching else None)
     if not matching:
         found = replace(
             found, verdict=NO_EVIDENCE, reason="no_rows" if not evidence else "no_match"
@@ -360,6 +414,8 @@ def web_part(
     counted = plural(rows, "row")
     if not rows:
         summary = "nothing found"
+    elif answered is not None and matching:
+        summary = f"{counted}; " + (answered.says if answered.answered else "none answers it")
     elif missing:
         summary = f"{counted}; none mentions {', '.join(missing)}"
     elif whole == rows:
@@ -442,9 +498,10 @@ def run_verdict(
     web_ran: bool,
     brain_rows: int,
     surfaced: int,
+    web_answered: Answered | None = None,
 ) -> RunVerdict:
     """The run's verdict once the web stage is over (``web_evidence``: the web rows, in
-    order)."""
-    web = web_part(rule, query_terms, web_evidence, web_ran)
+    order; ``web_answered``: the answer check over them)."""
+    web = web_part(rule, query_terms, web_evidence, web_ran, web_answered)
     reported = with_web_findings(brain, brain_rows, web_ran, len(web_evidence), surfaced)
     return RunVerdict(reported, web, combined(brain, web))

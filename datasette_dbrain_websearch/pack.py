@@ -111,6 +111,7 @@ class Answer:
     web_contribution: dict[str, Any] = field(default_factory=dict)
     evidence: dict[str, Any] = field(default_factory=dict)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    answerability: dict[str, Any] = field(default_factory=dict)  # ``answer.answerability``
 
     def to_json(self) -> AnswerJSON:
         return {
@@ -128,6 +129,7 @@ class Answer:
             "conflicts": self.conflicts,
             "web_contribution": self.web_contribution,
             "evidence": self.evidence,
+            "answerability": self.answerability,
             "timings_ms": self.timings_ms,
         }
 
@@ -175,6 +177,17 @@ class Pack:
     answer: Answer = field(default_factory=no_answer)
     research: ResearchJSON | None = None  # deep research's rounds and stop (``deep``)
     secrets: tuple[str, ...] = ()  # never written: scrubbed from every string of the JSON
+
+    def label_of(self, key: str) -> str:
+        """A key's row as people cite it ("[3]", "[W2]"; ``citations``: a row is numbered by
+        its place in its own list), or "" for a key of no row."""
+        for n, brain_row in enumerate(self.evidence, start=1):
+            if key in brain_row.keys:
+                return f"[{n}]"
+        for n, web_row in enumerate(self.web_rows, start=1):
+            if key in web_row.keys:
+                return f"[W{n}]"
+        return ""
 
     def ranked(self) -> list[Row]:
         """Every row in reading order (``reading_order``)."""

@@ -233,6 +233,7 @@ class AnswerJSON(TypedDict):
     gaps: list[dict[str, Any]]
     conflicts: dict[str, Any]
     evidence: dict[str, Any]
+    answerability: dict[str, Any]  # does a sentence answer the question, and which
     web_contribution: dict[str, Any]
     timings_ms: dict[str, float]
 
@@ -243,14 +244,16 @@ class ResearchRoundJSON(TypedDict):
     round: int
     queries: list[dict[str, Any]]  # {query, why, reason, searched_web, added, proposed_by}
     added: list[str]  # keys of the rows it added to the run
-    gaps: list[str]  # the facets still uncovered after it
+    gaps: list[str]  # the facets still uncovered after it (none once a sentence answers)
+    answered: NotRequired[bool]  # a sentence answers the question after it (runs before: none)
 
 
 class ConfidenceJSON(TypedDict):
     """How far to trust the answer, computed from the evidence (never asked of a model)."""
 
     score: float
-    level: str  # high | medium | low
+    level: str  # high | medium | low ("high" only when a sentence answers)
+    answered: bool  # a sentence of the rows answers the question (``answer.answerability``)
     coverage: float
     read_depth: float
     agreement: float
@@ -266,6 +269,7 @@ class ResearchJSON(TypedDict):
     stop_reason: str  # answered | no_progress | budget | time
     stop_message: str
     confidence: ConfidenceJSON
+    answer_check: dict[str, Any]  # the answer check over every round (``Answerability``)
     spent: dict[str, int]  # rounds, web_searches, reads
 
 

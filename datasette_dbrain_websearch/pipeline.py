@@ -11,19 +11,21 @@ the web's ``web_part``; this module runs them in order, judges and assembles the
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .admission import Gate
 from .answer import AnswerAccess, Passage, answer_stage
+from .answer.answerability import Answerability, Question, assess, explain, read_question
+from .answer.extractive import checked_claims
 from .brain import Hit
 from .brain_access import ExecuteFn, TimeBudget
 from .brain_stage import BrainStage, brain_stage
 from .config import Settings
 from .errors import ResearchError
 from .evidence import RowUrl, extraction_warning
-from .judge import CALIBRATED, DBRAIN, Evidence, Rule, run_verdict, term_weights
+from .judge import CALIBRATED, DBRAIN, Answered, Evidence, Rule, run_verdict, term_weights
 from .options import ResearchRequest
 from .pack import Pack, new_run_id
 from .pack_json import DidYouMeanJSON
@@ -36,6 +38,7 @@ from .row_texts import passage_text
 from .semantic import SemanticLane
 from .spelling import Correction, corrected
 from .survey import brain_frequencies
+from .urls import URL_NOT_HELD, names_a_page
 from .web import ALL
 from .web_part import search_web
 from .web_ranking import WebRanker
@@ -153,11 +156,28 @@ async def gather(
     judge_started = time.perf_counter()
     with budget.phase():
         rule = _rule(brain_part, options, settings)
+        hits = brain_part.result.hits
+        question = read_question(options.question)
+        labels = _labels(hits)
+        checked = (
+            _answer_check(
+                question,
+                brain_part.plan.query_terms,
+                _brain_passages(hits[: settings.answer.max_evidence]).values(),
+                brain_part.lane,
+            )
+            if rule.mode == CALIBRATED and any(hit.matched for hit in hits)
+            else None
+        )
+        answered = _answered(checked, labels) if checked else None
+        if names_a_page(options.question) and not brain_part.result.exact_count:
+            answered = Answered(False, URL_NOT_HELD, {"answered": False, "asks": "url"})
         brain = rule.verdict(
-            [_evidence(hit) for hit in brain_part.result.hits],
+            [_evidence(hit, labels.get(hit.row.get("source_key", ""), "")) for hit in hits],
             brain_part.result.exact_count,
             brain_part.plan.query_terms,
             brain_part.plan.common_words,
+            answered,
         )
     judged_ms = _ms(judge_started)
     await emit(
@@ -191,6 +211,20 @@ async def gather(
         apply_profile(
             brain_part.rows, web_part.rows, profile_for(options.profile, settings.profiles)
         )
+        web_checked = (
+            _answer_check(
+                question,
+                brain_part.plan.query_terms,
+                [
+                    web_part.passages[r.source_key]
+                    for r in web_part.rows
+                    if r.source_key in web_part.passages
+                ],
+                brain_part.lane,
+            )
+            if rule.mode == CALIBRATED and web_part.rows
+            else None
+        )
         unextracted = extraction_warning(brain_part.rows)
         pack = Pack(
             run_id=run_id,
@@ -212,6 +246,9 @@ async def gather(
                 web_part.search.ran,
                 brain_rows=len(brain_part.result.hits),
                 surfaced=len(web_part.surfaced),
+                web_answered=_answered(web_checked, _web_labels(web_part.rows))
+                if web_checked
+                else None,
             ),
             web_search=web_part.search,
             web_rows=web_part.rows,
@@ -239,10 +276,14 @@ async def gather(
 
 
 async def answer_gathered(
-    gathered: Gathered, run: RunContext, order: Sequence[Row] | None = None
+    gathered: Gathered,
+    run: RunContext,
+    order: Sequence[Row] | None = None,
+    found: Answerability | None = None,
 ) -> None:
     """The answer over what the run gathered, written into its pack. ``order`` (deep
-    research) is the rows it reads and may cite, in order (``answer_stage``)."""
+    research) is the rows it reads and may cite, in order, and ``found`` its answer check
+    (``deep_check``: through a bridge) (``answer_stage``)."""
     pack, budget = gathered.pack, gathered.budget
     with budget.phase():
         passages = gathered.passages()
@@ -256,6 +297,7 @@ async def answer_gathered(
         budget,
         gathered.lane.similarity if gathered.lane is not None else None,
         order,
+        found,
     )
     pack.warnings.extend(answer_warnings)
     pack.timings_ms["answer"] = pack.answer.timings_ms["total"]
@@ -291,15 +333,48 @@ def _rule(brain_part: BrainStage, options: ResearchRequest, settings: Settings) 
     return Rule(thresholds, CALIBRATED, weights, rows, keywords)
 
 
-def _evidence(hit: Hit) -> Evidence:
+def _evidence(hit: Hit, label: str) -> Evidence:
     """What the judge reads of a brain row: the terms it (or its linked page) holds, its
-    closest cosine, and whether meaning alone brought it."""
+    closest cosine, whether meaning alone brought it, and its label."""
     cosines = [part.cosine for part in hit.parts() if part.cosine is not None]
     return Evidence(
         frozenset(hit.matched),
         max(cosines) if cosines else None,
         meaning_only=hit.dense_only and not hit.matched and not hit.exact_rank,
+        label=label,
     )
+
+
+def _labels(hits: Sequence[Hit]) -> dict[str, str]:
+    """Each brain key's label as people see it (an item's linked page shares its item's)."""
+    return {
+        part.row.get("source_key", ""): str(n)
+        for n, hit in enumerate(hits, start=1)
+        for part in hit.parts()
+    }
+
+
+def _web_labels(rows: Sequence[WebRow]) -> dict[str, str]:
+    """Each web row's key and its label ("W2")."""
+    return {row.source_key: f"W{n}" for n, row in enumerate(rows, start=1)}
+
+
+def _answer_check(
+    question: Question,
+    terms: Sequence[str],
+    passages: Iterable[Passage],
+    lane: SemanticLane | None,
+) -> Answerability:
+    """Does a sentence of these rows answer the question (``answer.answerability``)? Their
+    claims are those the answer would read."""
+    claims = checked_claims(terms, list(passages))
+    return assess(question, claims, lane.similarity if lane is not None else None)
+
+
+def _answered(found: Answerability, labels: Mapping[str, str]) -> Answered:
+    """The answer check as the judge reads it: its finding in plain words, rows by label."""
+    says = explain(found, lambda key: f"[{labels[key]}]" if key in labels else "")
+    return Answered(found.answered, says, found.to_json())
 
 
 def _web_evidence(rows: list[WebRow]) -> list[Evidence]:

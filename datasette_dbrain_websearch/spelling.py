@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from functools import lru_cache
 
@@ -56,21 +56,25 @@ class Correction:
 
 
 @lru_cache(maxsize=1)
-def english_words() -> frozenset[str] | None:
-    """The English words of ``pyspellchecker``'s dictionary (folded as FTS5 folds them, so
-    "fiancée" is "fiancee"; about 160,000 words,
-    read once per process in a quarter of a second), or None when it cannot be read."""
+def english_words() -> Mapping[str, int] | None:
+    """The English words of ``pyspellchecker``'s dictionary, each with how often it occurs in
+    its corpus (folded as FTS5 folds them, so "fiancée" is "fiancee"; about 160,000 words, read
+    once per process in a quarter of a second), or None when it cannot be read. Did you mean
+    asks whether a word is English; the answer check, how specific a word is."""
     try:
         from spellchecker import SpellChecker
 
-        words = frozenset(map(fold, SpellChecker(language="en").word_frequency.dictionary))
+        table: dict[str, int] = {}
+        for word, count in SpellChecker(language="en").word_frequency.dictionary.items():
+            folded = fold(word)
+            table[folded] = table.get(folded, 0) + count
     except Exception as exc:  # not installed, or its data unreadable: suggest nothing
         log.warning("did you mean is off: no English word list (%s)", exc)
         return None
-    return words or None
+    return table or None
 
 
-def is_english(word: str, words: frozenset[str]) -> bool:
+def is_english(word: str, words: Mapping[str, int]) -> bool:
     return fold(word) in words
 
 
@@ -193,7 +197,7 @@ def _spellings(conn: sqlite3.Connection, tables: Sequence[str], term: str) -> Co
 
 
 def _candidates(
-    conn: sqlite3.Connection, tables: Sequence[str], word: str, english: frozenset[str]
+    conn: sqlite3.Connection, tables: Sequence[str], word: str, english: Mapping[str, int]
 ) -> list[tuple[int, int, str, str]]:
     """(edits, rows, stem, spelling) of the brain's words within ``allowed_edits`` of a word as
     typed and common enough, nearest and commonest first.
@@ -260,7 +264,7 @@ def suggest(
     conn: sqlite3.Connection,
     tables: Sequence[str],
     words: Sequence[str],
-    english: frozenset[str] | None = None,
+    english: Mapping[str, int] | None = None,
 ) -> list[Correction]:
     """Corrections for the question's words that look like typos: no table holds them and no
     English word list knows them (``english``, default ``english_words()``). None when more

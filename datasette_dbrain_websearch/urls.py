@@ -221,6 +221,15 @@ def is_web_url(url: str) -> bool:
     return url.strip().lower().startswith(("http://", "https://"))
 
 
+URL_NOT_HELD = "Your brain does not hold the page at this URL."
+
+
+def names_a_page(question: str) -> bool:
+    """Is the question nothing but an http(s) URL (a page asked for by its address)?"""
+    question = question.strip()
+    return is_web_url(question) and not any(c.isspace() for c in question)
+
+
 _SITE_LABEL = re.compile(r"[^\W_](?:[\w-]{0,61}[^\W_])?")
 
 

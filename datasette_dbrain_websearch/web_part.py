@@ -26,7 +26,7 @@ from .providers import DIRECT
 from .providers.base import WebResult
 from .query_plan import QueryPlan
 from .reading import PageReader, ReadOutcome, read_targets
-from .urls import NormalizedURL, is_web_url, try_normalize_url
+from .urls import URL_NOT_HELD, NormalizedURL, names_a_page, try_normalize_url
 from .web import WebStage, web_query
 from .web_gate import decide, is_current_state
 from .web_hits import WebHit
@@ -105,8 +105,8 @@ async def search_web(
         part.warnings.append(
             {
                 "code": "direct_url_not_held",
-                "message": "Your brain does not hold the page at this URL. Searching the web "
-                "(External web: Only if weak or Always) would read the page itself.",
+                "message": f"{URL_NOT_HELD} Searching the web (External web: Only if weak or "
+                "Always) would read the page itself.",
             }
         )
     if not decision.run:
@@ -298,12 +298,7 @@ async def _named_page(
     (exact lookup found no row, and no source has that URL, whatever the filters): it is read
     directly, not searched for as words ("https quarkmatter blog ...")."""
     question = options.question.strip()
-    if (
-        brain.plan.syntax == "raw"
-        or brain.result.exact_count
-        or not is_web_url(question)
-        or any(c.isspace() for c in question)
-    ):
+    if brain.plan.syntax == "raw" or brain.result.exact_count or not names_a_page(question):
         return None
     url = try_normalize_url(question)
     if url is None:

@@ -33,6 +33,7 @@ from functools import lru_cache
 
 from ..brain_access import Checkpoint, paced, unbounded
 from ..stemming import TermMatcher
+from .answerability import Claim
 from .text import content_words, is_boilerplate, marked_sentences, words
 from .verify import strip_citations
 
@@ -109,16 +110,21 @@ def trim(sentence: str, matcher: TermMatcher) -> str:
     return text
 
 
-@lru_cache(maxsize=256)
 def claims(passage: Passage, terms: tuple[str, ...]) -> tuple[tuple[int, str, bool], ...]:
     """(position, sentence, in a list item) of the passage's sentences that read as claims:
     not its title, a heading, a question, a link or capture metadata; link tails cut off, long
-    ones trimmed to the clauses holding ``terms``. Read once a run (the answer and the
-    comparison of its sources both read them), hence remembered."""
+    ones trimmed to the clauses holding ``terms``."""
+    return _claims(passage.title, passage.text, terms)
+
+
+@lru_cache(maxsize=256)
+def _claims(title: str, text: str, terms: tuple[str, ...]) -> tuple[tuple[int, str, bool], ...]:
+    """``claims``, read once a run (the verdict's check, the answer and the comparison of its
+    sources all read them), hence remembered."""
     matcher = TermMatcher.for_words(terms)
-    title_words = frozenset(content_words(passage.title))
+    title_words = frozenset(content_words(title))
     found: list[tuple[int, str, bool]] = []
-    for position, (raw, item) in enumerate(marked_sentences(passage.text, headings=False)):
+    for position, (raw, item) in enumerate(marked_sentences(text, headings=False)):
         sentence = strip_citations(raw)
         if URL.search(sentence):  # "Good write-up: https://… Claim." keeps the claim only
             pieces = [p for p in URL.split(sentence) if p.strip() and not LINK_INTRO.fullmatch(p)]
@@ -134,13 +140,28 @@ def claims(passage: Passage, terms: tuple[str, ...]) -> tuple[tuple[int, str, bo
     return tuple(found)
 
 
+def checked_claims(terms: Sequence[str], passages: Sequence[Passage]) -> list[Claim]:
+    """The passages' claims as the answer check reads them: each with its row's key and
+    title and the claims around it, two before and one after (``answerability``)."""
+    found: list[Claim] = []
+    for passage in passages:
+        said = [sentence for _, sentence, _ in claims(passage, tuple(terms))]
+        for n, sentence in enumerate(said):
+            neighbours = tuple(said[max(0, n - 2) : n] + said[n + 1 : n + 2])
+            found.append(Claim(passage.key, passage.title, sentence, neighbours))
+    return found
+
+
 def candidates(
-    terms: Sequence[str], passages: Sequence[Passage], checkpoint: Checkpoint = unbounded
+    terms: Sequence[str],
+    passages: Sequence[Passage],
+    checkpoint: Checkpoint = unbounded,
+    leads: frozenset[str] = frozenset(),
 ) -> list[Candidate]:
     """Every claim of every passage with its term counts (claims holding none are kept only
-    for a row the question names exactly), ranked by its row's place among its origin's rows;
-    a sentence several rows repeat (a post and the page it links to) once, from the
-    best-ranked row. ``checkpoint`` runs before each passage."""
+    for a row the question names exactly, or when they answer it: ``leads``), ranked by its
+    row's place among its origin's rows; a sentence several rows repeat (a post and the page
+    it links to) once, from the best-ranked row. ``checkpoint`` runs before each passage."""
     matcher = TermMatcher.for_words(terms)
     found: list[Candidate] = []
     seen: set[str] = set()
@@ -156,7 +177,7 @@ def candidates(
         for position, sentence, item in claims(passage, tuple(terms)):
             counts = Counter(name for _, _, name in matcher.finditer(sentence))
             same = " ".join(words(sentence))
-            if (not counts and not passage.exact) or same in seen:
+            if (not counts and not passage.exact and sentence not in leads) or same in seen:
                 continue
             seen.add(same)
             found.append(
@@ -228,10 +249,12 @@ def pick(
     scores: Sequence[float],
     most: int,
     checkpoint: Checkpoint = unbounded,
+    leads: frozenset[str] | None = None,
 ) -> list[Candidate]:
     """Greedy MMR: the best score less its closeness to earlier picks, never a near-duplicate,
     at most ``MAX_PER_ROW`` a row; stops when what is left is far below the first pick.
-    ``checkpoint`` runs before each pick (a pass over the pool)."""
+    ``leads``: the sentences that may come first (those that answer the question), when only
+    some may. ``checkpoint`` runs before each pick (a pass over the pool)."""
     base = [
         s + ROW_PRIOR / (1 + c.rank) + (BRAIN_PRIOR if c.from_brain else 0.0)
         for c, s in zip(pool, scores, strict=True)
@@ -245,6 +268,8 @@ def pick(
         best: tuple[float, int, int, int] | None = None
         for i, c in enumerate(pool):
             if i in picked or overlap[i] >= NEAR_DUPLICATE or per_row[c.key] >= MAX_PER_ROW:
+                continue
+            if not picked and leads is not None and c.sentence not in leads:
                 continue
             rank = (base[i] - REDUNDANCY * overlap[i], -c.rank, -c.position, -i)
             if best is None or rank > best:
@@ -268,15 +293,17 @@ def extract(
     max_sentences: int,
     similarity: Similarity | None = None,
     checkpoint: Checkpoint = unbounded,
+    leads: frozenset[str] | None = None,
 ) -> str:
     """The draft answer: one picked sentence per line, each ending with ``[its row's key]``,
     the first pick (the best answer) first, then the brain's, then the web's. Returns ``""``
     when no sentence mentions any term. ``similarity`` scores sentences by meaning too (the
-    semantic lane's); ``checkpoint`` (the run's deadline) runs between passages and picks."""
-    pool = candidates(terms, passages, checkpoint)
+    semantic lane's); ``checkpoint`` (the run's deadline) runs between passages and picks;
+    ``leads``: the sentences that answer the question, one of which comes first."""
+    pool = candidates(terms, passages, checkpoint, leads or frozenset())
     weights = idf(pool, terms)
     most = min(MOST_SENTENCES, max_sentences)
-    chosen = pick(pool, relevance(pool, weights, similarity), most, checkpoint)
+    chosen = pick(pool, relevance(pool, weights, similarity), most, checkpoint, leads)
     # The first pick leads; then the brain's, then the web's, each side best first.
     chosen[1:] = sorted(chosen[1:], key=lambda c: not c.from_brain)
     return "\n".join(f"{bullet(c, chosen)}{c.sentence} [{c.key}]" for c in chosen)

@@ -17,16 +17,19 @@ from ..display import plural
 from ..pack import Answer, Pack
 from ..pack_rows import BrainRow, Row, WebRow
 from ..query_plan import matched_terms
+from ..urls import URL_NOT_HELD, names_a_page
 from ..web_gate import CROSS_SITE_WARNING
+from .answerability import Answerability, Question, assess, explain, read_question
 from .claims import ask_claims
 from .conflicts import find_conflicts
-from .extractive import Passage, Similarity, extract
+from .extractive import Passage, Similarity, checked_claims, extract
 from .gaps import find_gaps, web_contribution
 from .model import Labelled, ModelFailure, ask_model, build_prompt, resolve_model, split_reply
 from .verify import RunKeys, Verified, verify, without_unsupported
 
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
 EXTRACTIVE = "extractive"
+NOT_ANSWERED = "not_answered"  # the answer's status when no sentence answers the question
 
 
 @dataclass(frozen=True)
@@ -98,6 +101,7 @@ class Draft:
     evidence: dict[str, Any] = field(default_factory=dict)
     failure: str = ""
     claims: bool = False  # claims bound to keys: one no valid key supports is always dropped
+    not_answered: bool = False  # a model said the evidence does not answer the question
 
 
 async def answer_stage(
@@ -110,6 +114,7 @@ async def answer_stage(
     budget: TimeBudget,
     similarity: Similarity | None = None,
     order: Sequence[Row] | None = None,
+    found: Answerability | None = None,
 ) -> tuple[Answer, list[dict[str, str]]]:
     """The pack's ``answer`` over the run's rows and the warnings the stage adds.
     ``similarity`` (the semantic lane's, when it ran) scores the offline answer's sentences by
@@ -118,7 +123,9 @@ async def answer_stage(
 
     ``order`` (deep research) is the rows the answer reads, in its order (each hop's best in
     turn), instead of ``choose_rows``: a web row left out of it is neither read nor citable
-    (deep research cites only pages it read)."""
+    (deep research cites only pages it read); ``found``, its answer check (else the check runs
+    over the rows read here): the answer leads with a sentence that answers, and when none
+    does, says so and writes nothing."""
     started = time.perf_counter()
     warnings: list[dict[str, str]] = []
     ranked = list(order) if order is not None else pack.ranked()
@@ -156,13 +163,28 @@ async def answer_stage(
     )
     await emit({"stage": "answer", "status": "started", "message": "Writing an answer"})
     synthesis_started = time.perf_counter()
+    if found is None:
+        with budget.phase():
+            claims = checked_claims(terms, chosen)
+            named = frozenset(
+                key
+                for row in rows
+                if row.is_exact or (isinstance(row, WebRow) and row.direct_url)
+                for key in row.keys
+            )
+            found = assess(asked(pack), claims, similarity, named=named)
     if use_model:
         with budget.paused():
             draft = await _ask(pack.question, pairs, settings, access, labels, emit, keys)
-    else:
+    elif found.answered:
+        leads = frozenset(f.sentence for f in found.findings if f.answers)
         with budget.phase():
-            drafted = extract(terms, chosen, settings.max_sentences, similarity, budget.check)
+            drafted = extract(
+                terms, chosen, settings.max_sentences, similarity, budget.check, leads
+            )
         draft = Draft(EXTRACTIVE, drafted)
+    else:  # no sentence answers: nothing is written (the evidence stays below)
+        draft = Draft(EXTRACTIVE)
     synthesis_ms = _ms(synthesis_started)
     verification_started = time.perf_counter()
     with budget.phase():
@@ -188,7 +210,7 @@ async def answer_stage(
             else None
         )
     verification_ms = _ms(verification_started)
-    status, message = _outcome(draft, verified, bool(rows), missing)
+    status, message = _outcome(draft, verified, bool(rows), missing, found, pack)
     if status == "failed":
         warnings.append({"code": "answer_failed", "message": message})
     answer = Answer(
@@ -206,6 +228,7 @@ async def answer_stage(
         conflicts=_conflicts(draft, verified, offline),
         web_contribution=contribution,
         evidence=draft.evidence or {"admitted_source_keys": [p.key for p in chosen]},
+        answerability=found.to_json(),
         timings_ms={
             "synthesis": synthesis_ms,
             "verification": verification_ms,
@@ -226,6 +249,14 @@ WEB_AND_MODEL_CROSS_SITE = (
     "on your account: the answer was written offline from your brain's evidence; search again "
     "from this page to include them."
 )
+
+
+def asked(pack: Pack) -> Question:
+    """The question as the answer check reads it: a raw FTS5 query (``syntax=raw``) by its
+    words, as a topic."""
+    if pack.plan.syntax == "raw":
+        return read_question(" ".join(pack.plan.query_terms))
+    return read_question(pack.question)
 
 
 def _skip_model_cross_site(pack: Pack, warnings: list[dict[str, str]]) -> None:
@@ -304,30 +335,39 @@ async def _ask(
 
 
 def _outcome(
-    draft: Draft, verified: Verified, had_rows: bool, missing: list[str]
+    draft: Draft,
+    verified: Verified,
+    had_rows: bool,
+    missing: list[str],
+    found: Answerability,
+    pack: Pack,
 ) -> tuple[str, str]:
-    """The answer's status and the sentence that explains it (for no answer, what the rows
-    lack: the question's words they never say)."""
+    """The answer's status and the sentence that explains it: for no answer, what part of the
+    question nothing states (``answerability.explain``)."""
     if draft.failure:
         return "failed", f"No answer: {draft.failure}. The evidence below is complete."
     if not had_rows:
         return "no_evidence", "No answer: this run found no evidence to answer from."
     if verified.sentences:
         return "ok", _summary(verified)
-    if draft.synthesizer == EXTRACTIVE:
-        lacking = ", ".join(f"“{t}”" for t in missing)
-        return "no_evidence", (
-            f"No answer: nothing in the rows says {lacking}."
-            if missing
-            else "No answer: the rows name the question's words only in titles, links or "
-            "lists, never in a sentence that answers it."
-        )
+    where = "your brain or the web results" if pack.web_rows else "your brain"
+    if draft.synthesizer == EXTRACTIVE or draft.not_answered:
+        if names_a_page(pack.question):
+            said = URL_NOT_HELD
+        elif found.answered:
+            said = (
+                "The rows name the question's words only in titles, links or lists, never in "
+                "a sentence that answers it."
+            )
+        else:
+            said = explain(found, pack.label_of)
+        return NOT_ANSWERED, f"No answer in {where}. {said}"
     if verified.removed:
-        return "failed", (
-            "No answer: the rows the model cited support none of its sentences (listed as "
-            "removed below)."
+        return NOT_ANSWERED, (
+            f"No answer in {where}: the rows the model cited support none of its sentences "
+            "(listed as removed below)."
         )
-    return "failed", "No answer: the model's reply held no sentences."
+    return NOT_ANSWERED, f"No answer in {where}: the model's reply held no sentences."
 
 
 def _conflicts(

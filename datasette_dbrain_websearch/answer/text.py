@@ -8,6 +8,7 @@ wrote, so a sentence it picked is the sentence it checks.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from ..stemming import fold, stem
 from ..word_lists import STOP_WORDS
@@ -121,6 +122,8 @@ def content_words(text: str, ignore: frozenset[str] = frozenset()) -> list[str]:
     return list(found)
 
 
+@lru_cache(maxsize=8192)
 def stems(text: str) -> frozenset[str]:
-    """Every word stem in a text (what a cited row can support)."""
+    """Every word stem in a text (what a cited row can support; remembered: a run's answer
+    check, answer and verifier read the same sentences)."""
     return frozenset(stem(w) for w in words(text))

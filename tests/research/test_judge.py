@@ -4,6 +4,7 @@ import pytest
 
 from datasette_dbrain_websearch.config import JudgeThresholds
 from datasette_dbrain_websearch.judge import (
+    Answered,
     Evidence,
     Rule,
     assess,
@@ -109,9 +110,16 @@ WEIGHTS = term_weights(
 )
 
 
-def calibrated(*rows, cosine=None, exact=0, terms=("lattice", "qcd", "results", "gluon")):
-    evidence = [r if isinstance(r, Evidence) else Evidence(frozenset(r), cosine) for r in rows]
-    return assess(evidence, exact, terms, WEIGHTS, 1000, T, keywords=len(terms) <= 3)
+def calibrated(
+    *rows, cosine=None, exact=0, terms=("lattice", "qcd", "results", "gluon"), answered=None
+):
+    evidence = [
+        r if isinstance(r, Evidence) else Evidence(frozenset(r), cosine, label=str(n))
+        for n, r in enumerate(rows, start=1)
+    ]
+    return assess(
+        evidence, exact, terms, WEIGHTS, 1000, T, keywords=len(terms) <= 3, answered=answered
+    )
 
 
 def test_a_word_no_row_holds_weighs_the_most():
@@ -122,14 +130,42 @@ def test_holding_the_rare_words_and_reading_close_is_enough():
     v = calibrated(["lattice", "qcd", "results"], cosine=0.6)
     assert (v.verdict, v.reason) == ("enough_evidence", "strong_match")
     assert v.inputs["best_row"]["rank"] == 1 and v.inputs["best_row"]["score"] >= T.min_score
-    assert "evidence score" in v.message and "(cosine 0.60 with it)" in v.message
+    # Words for people; the numbers stay in the inputs.
+    assert v.message == (
+        "The closest row, [1], holds “lattice”, “qcd” and “results” but not “gluon”."
+    )
+    assert v.inputs["best_row"]["cosine"] == 0.6 and "0." not in v.message
+
+
+HOLDS_NOT_ANSWERS = Answered(
+    False, "Nothing says when: the closest sentence, [1], gives no date.", {}
+)
+
+
+def test_holding_the_topic_without_an_answering_sentence_is_weak():
+    v = calibrated(["lattice", "qcd", "results"], cosine=0.6, answered=HOLDS_NOT_ANSWERS)
+    assert (v.verdict, v.reason) == ("weak_evidence", "not_answered")
+    assert v.message == HOLDS_NOT_ANSWERS.says
+
+
+def test_an_answering_sentence_in_strong_rows_is_enough():
+    says = Answered(True, "[1] says “2019”.", {"answered": True})
+    v = calibrated(["lattice", "qcd", "results"], cosine=0.6, answered=says)
+    assert (v.verdict, v.reason) == ("enough_evidence", "answered")
+    assert v.message == "Your brain answers it: [1] says “2019”."
+    assert v.inputs["answer_check"] == {"answered": True}
+    # An answering sentence does not lift rows that hold little of the question.
+    thin = calibrated(["results"], cosine=0.6, answered=says)
+    assert (thin.verdict, thin.reason) == ("weak_evidence", "weak_match")
 
 
 def test_holding_only_the_common_word_is_weak_however_close():
     v = calibrated(["results"], ["results"], cosine=0.6)
     assert (v.verdict, v.reason) == ("weak_evidence", "weak_match")
     assert v.inputs["missing_terms_in_top_rows"] == ["lattice", "qcd", "gluon"]
-    assert "evidence score" in v.message and "enough from 0.70" in v.message
+    assert (
+        v.message == "The closest row, [1], holds “results” but not “lattice”, “qcd” and “gluon”."
+    )
 
 
 def test_closeness_moves_the_score():
@@ -151,7 +187,9 @@ def test_a_keyword_question_needs_every_keyword_in_one_row():
     keywords = ("lattice", "qcd")
     v = calibrated(["lattice"], ["qcd"], cosine=0.9, terms=keywords)
     assert (v.verdict, v.reason) == ("weak_evidence", "missing_keyword")
-    assert v.message == "No row holds every keyword: the best, row 2, holds qcd but not lattice."
+    assert v.message == (
+        "No row holds every keyword: the closest row, [2], holds “qcd” but not “lattice”."
+    )
     both = calibrated(["lattice"], ["lattice", "qcd"], cosine=0.6, terms=keywords)
     assert both.verdict == "enough_evidence" and both.inputs["best_row"]["rank"] == 2
 

@@ -1,0 +1,666 @@
+"""Does a sentence answer the question? Decided offline and deterministically (pure).
+
+Holding a question's words is not answering it: "Where did the author of The Slow Loaf train?"
+is not answered by a row that says where she lives, nor "what is the capital of Mongolia" by
+"operators only when written in capitals". Classic offline QA decides it the way this module
+does:
+
+1. **The question** (``read_question``): its *kind* (who, where, when, how many, how much,
+   which, what, why, how, yes/no, or a topic given as keywords), the *type of span* that kind
+   asks for (``question_types``: a person, a place, a date, a number, a reason, a thing), and
+   its *focus*: its content words, each weighing how specific it is in English
+   (``spelling.english_words``: "capital" weighs little, "Mongolia" much, a word no dictionary
+   knows the most), the names it gives, the numbers and dates it states as conditions, words
+   such as "first" or "oldest", and whether it asks about what is *not* so.
+2. **Each candidate sentence** (``answers``), read with its neighbours and its row's title
+   (its window). It answers when the window holds at least ``MIN_FOCUS`` of the focus's weight,
+   every name (in the sentence or title, or its window when it refers back: "It was written
+   by …"), every number, date and condition; when it says "not" where the question does; when
+   no question word is swapped for its opposite ("simplicity" where the row says
+   "complexity"); and when the sentence itself gives a span of the asked type that the
+   question does not already give (a sentence that only repeats the question says nothing).
+3. **The question is about its closest sentences** (``answering``): a sentence that passes
+   but matches the question far less closely (``CLOSE``: its focus words weighed by rarity
+   among the candidates, and its meaning where the semantic lane runs) than sentences that do
+   not answer is not what the question asks about.
+
+``assess`` returns the run's ``Answerability``: the best answering sentence, or the closest
+one and why it does not answer, which ``explain`` says in words a person reads in one breath.
+The verdict, the answer and deep research's stop all read it (one account of the run).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from functools import cached_property, lru_cache
+from typing import Any
+
+from ..spelling import english_words
+from ..stemming import fold, stem
+from ..word_lists import STOP_WORDS
+from .question_types import (
+    ASKING_WORDS,
+    AUXILIARIES,
+    CONDITION_WORDS,
+    HOW_NUMBER,
+    LOCATED,
+    MANNER,
+    MONTH_NAMES,
+    NAME,
+    NEGATING_PREFIXES,
+    NEGATION,
+    NOT_A_NEGATION,
+    NOUN_TYPES,
+    NUMBER,
+    NUMBER_SPAN,
+    OPPOSITES,
+    PERSON,
+    PERSON_NOUNS,
+    PLACE,
+    QUESTION_NUMBER,
+    REASON,
+    REASON_SPAN,
+    REFERS_BACK,
+    STATED_NUMBER,
+    STATEMENT,
+    THING,
+    TIME,
+    TIME_SPAN,
+    TOPIC,
+    WANTED,
+    WH_WORDS,
+    normal_number,
+    superlative,
+)
+from .text import ATTRIBUTION_WORDS, stems, words
+
+MIN_FOCUS = 0.35  # share of the focus's weight a window holds to answer
+MOST_WEIGHT = 8.0  # a word no dictionary knows, or a name: the most specific
+LEAST_WEIGHT = 1.0
+CLOSE = 0.8  # an answering sentence matches the question at least this share of the closest
+SEMANTIC_WEIGHT = 0.3  # how far meaning decides which sentences match the question closest
+NEIGHBOURS = 1  # sentences either side that belong to a sentence's window
+
+Similarity = Callable[[Sequence[str]], Sequence[float]]  # texts -> cosine with the question
+
+# Why a sentence does not answer (``Finding.problem``).
+OFF_TOPIC, NO_NAME, NO_NUMBER, NO_CONDITION = "off_topic", "name", "number", "condition"
+NOT_NEGATED, OPPOSITE, TOO_LITTLE, NO_SPAN = "negation", "opposite", "too_little", "no_span"
+NOT_CLOSEST = "not_closest"
+CONTRADICTIONS = frozenset({NO_NAME, NO_NUMBER, NO_CONDITION, NOT_NEGATED, OPPOSITE})
+
+
+@dataclass(frozen=True)
+class Question:
+    """What a question asks, as the check reads it (hashable: sentences are judged once)."""
+
+    text: str
+    kind: str  # who, where, when, how many, how much, which, what, why, how, yes/no, topic
+    expects: str  # the span it asks for (``question_types``: PERSON, PLACE, TIME, ...)
+    weights: tuple[tuple[str, float], ...]  # (content stem, how specific it is), in order
+    written: tuple[tuple[str, str], ...]  # (content stem, the word as the question writes it)
+    names: tuple[tuple[str, frozenset[str]], ...]  # (a name as written, its stems)
+    numbers: frozenset[str]  # numbers and dates it states as conditions ("1948", "10")
+    conditions: frozenset[str]  # "first", "oldest": what an answer must say too
+    negated: bool
+
+    @cached_property
+    def focus(self) -> dict[str, float]:
+        return dict(self.weights)
+
+    @cached_property
+    def weight(self) -> float:
+        return sum(self.focus.values())
+
+    @cached_property
+    def plain(self) -> frozenset[str]:
+        """Focus stems that are no part of a name: what is asked about the names."""
+        named = frozenset().union(*(n for _, n in self.names))
+        return frozenset(self.focus) - named
+
+    def word(self, stem_: str) -> str:
+        """A focus stem as the question writes it."""
+        return dict(self.written).get(stem_, stem_)
+
+    def plain_words(self) -> list[str]:
+        """What is asked about the names, as the question writes it, most specific first."""
+        ranked = sorted(self.weights, key=lambda pair: -pair[1])
+        return [self.word(s) for s, _ in ranked if s in self.plain]
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A sentence judged against the question: whether it answers, and why not when not."""
+
+    key: str
+    sentence: str
+    answers: bool
+    held: float  # share of the focus's weight its window holds
+    span: str = ""  # the span of the asked type it gives
+    missing: tuple[str, ...] = ()  # focus words (as written) its window lacks
+    problem: str = ""  # why it does not answer (OFF_TOPIC, NO_NAME, ...); "" when it does
+    detail: str = ""  # what the problem names: the name, number or opposite
+    aligned: float = 0.0  # how closely it matches the question, the closest sentence 1
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A sentence a row shows, as the check reads it: with its row's key and title and the
+    sentences either side of it."""
+
+    key: str
+    title: str
+    sentence: str
+    neighbours: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Answerability:
+    """Does the run's evidence answer the question: its best answering sentence, or its
+    closest sentence and why it does not."""
+
+    question: Question
+    best: Finding | None  # the answering sentence that matches the question closest
+    closest: Finding | None  # else the sentence closest to the question
+    checked: int = 0  # sentences judged
+    findings: tuple[Finding, ...] = field(default=(), repr=False)
+
+    @property
+    def answered(self) -> bool:
+        return self.best is not None
+
+    def to_json(self) -> dict[str, Any]:
+        """What the pack records of the check (the verdict's inputs, the answer's evidence)."""
+        found = self.best or self.closest
+        return {
+            "answered": self.answered,
+            "asks": self.question.kind,
+            "expects": self.question.expects,
+            "sentences_checked": self.checked,
+            "source_key": found.key if found else "",
+            "sentence": found.sentence if found else "",
+            "span": self.best.span if self.best else "",
+            "problem": "" if self.best or not found else found.problem,
+            "missing": list(found.missing) if found else [],
+        }
+
+
+def read_question(text: str) -> Question:
+    """The question's kind, the span it asks for and its focus (module docstring)."""
+    tokens = words(text)
+    kind, expects, asking = _kind(tokens, text)
+    weights: dict[str, float] = {}
+    written: dict[str, str] = {}
+    for word in re.findall(r"[^\W_]+", text):
+        low = fold(word)
+        if low in WH_WORDS or low in STOP_WORDS or low in ATTRIBUTION_WORDS or low in AUXILIARIES:
+            continue
+        if NEGATION.fullmatch(low) or (len(low) < 3 and not low.isdigit()):
+            continue
+        s = stem(low)
+        if s in asking:
+            continue
+        weights[s] = max(weights.get(s, 0.0), _specificity(low))
+        written.setdefault(s, word)
+    names = tuple(
+        (name, stems_)
+        for name in _names(text)
+        if (stems_ := frozenset(stem(w) for w in words(name) if w not in STOP_WORDS))
+    )
+    for _, stems_ in names:
+        for s in stems_ & weights.keys():
+            weights[s] = MOST_WEIGHT
+    return Question(
+        text=text,
+        kind=kind,
+        expects=expects,
+        weights=tuple(weights.items()),
+        written=tuple(written.items()),
+        names=names,
+        numbers=frozenset(n for m in QUESTION_NUMBER.finditer(text) if (n := normal_number(m))),
+        conditions=frozenset(stem(w) for w in tokens if w in CONDITION_WORDS or superlative(w)),
+        negated=bool(NEGATION.search(NOT_A_NEGATION.sub(" ", text))),
+    )
+
+
+def _kind(tokens: Sequence[str], text: str) -> tuple[str, str, frozenset[str]]:
+    """(kind, expected span, asking stems) from the question's wh-word and the noun after it;
+    a question opening with an auxiliary is yes/no; no wh-word nor "?" is a topic."""
+    # "When extensive time is required, this represents what case?": a clause before a comma
+    # opened by "when" or "if" sets a scene; the question is the wh-word after it.
+    clause = re.match(r"\s*(?:when|where|if|while|after|before|since)\b[^,]*,", text, re.I)
+    if clause and any(w in WH_WORDS for w in words(text[clause.end() :])):
+        tokens = words(text[clause.end() :])
+    for i, token in enumerate(tokens):
+        if token not in WH_WORDS:
+            continue
+        after = tokens[i + 1 : i + 4]
+        nxt = after[0] if after else ""
+        if token == "how":
+            if nxt in ("many", "much"):
+                return f"how {nxt}", NUMBER, frozenset()
+            if nxt == "long" and "ago" in tokens:
+                return "when", TIME, frozenset()
+            if nxt in HOW_NUMBER:
+                return "how much", NUMBER, frozenset({stem(nxt)})
+            return "how", MANNER, frozenset()
+        simple = {"when": TIME, "where": PLACE, "why": REASON, "who": PERSON, "whom": PERSON}
+        if token in simple or token == "whose":
+            return (
+                ("who" if token.startswith("wh") and token[2] == "o" else token),
+                simple.get(token, PERSON),
+                frozenset(),
+            )
+        # what / which: the noun asked about decides ("what year", "which country"); after
+        # "type of" or "kind of" it asks for a kind, whatever the noun ("what type of time").
+        asking = {stem(w) for w in after if w in ASKING_WORDS}
+        if nxt in ASKING_WORDS:
+            return token, THING, frozenset(asking)
+        noun = next((w for w in after if w not in STOP_WORDS), "")
+        expects = NOUN_TYPES.get(noun, THING)
+        if expects != THING:
+            asking.add(stem(noun))
+        return token, expects, frozenset(asking)
+    if tokens and tokens[0] in AUXILIARIES:
+        return "yes/no", STATEMENT, frozenset()
+    if text.rstrip().endswith("?"):
+        return "what", THING, frozenset()
+    return "topic", TOPIC, frozenset()
+
+
+def _specificity(word: str) -> float:
+    """How much a word says what the question is about: its rarity in English (a word the
+    dictionary lacks, a name, a product, a code: the most)."""
+    if word.isdigit():
+        return MOST_WEIGHT
+    count = (english_words() or {}).get(word, 0)
+    if not count:
+        return MOST_WEIGHT
+    return max(LEAST_WEIGHT, min(MOST_WEIGHT, math.log10(_english_total() / count)))
+
+
+@lru_cache(maxsize=1)
+def _english_total() -> int:
+    return sum((english_words() or {}).values()) or 1
+
+
+def _names(text: str) -> list[str]:
+    """The names the question gives: runs of capitalised words, without a leading word that
+    is only capitalised for opening it ("In", "What", "Is") or a question or function word."""
+    found: list[str] = []
+    for match in NAME.finditer(text):
+        name = _name_of(match)
+        if len(name) >= 2:
+            found.append(name)
+    return list(dict.fromkeys(found))
+
+
+def _name_of(match: re.Match[str]) -> str:
+    """A capitalised run without its leading common words ("In Britain" -> "Britain")."""
+    parts = match.group().split()
+    opening = _opens_sentence(match)
+    while parts:
+        low = fold(parts[0])
+        common = low in STOP_WORDS or low in WH_WORDS or low in AUXILIARIES
+        if not (common or (opening and low in (english_words() or {}))):
+            break
+        parts.pop(0)
+        opening = False
+    return " ".join(parts)
+
+
+def _opens_sentence(match: re.Match[str]) -> bool:
+    before = match.string[: match.start()].rstrip()
+    return not before or before.endswith((".", "!", "?", ":", '"', "\u201c"))
+
+
+def answers(
+    question: Question,
+    sentence: str,
+    neighbours: Sequence[str] = (),
+    title: str = "",
+    key: str = "",
+    given: frozenset[str] = frozenset(),
+) -> Finding:
+    """One sentence, read with its ``neighbours`` and its row's ``title`` (its window),
+    against the question (module docstring, step 2). ``given``: focus stems an earlier hop
+    of the research established (deep research: "the author of The Slow Loaf" is Ingrid
+    Halvorsen), held by every window."""
+    return replace(_judged(question, sentence, tuple(neighbours), title, given), key=key)
+
+
+@lru_cache(maxsize=4096)
+def _judged(
+    question: Question,
+    sentence: str,
+    neighbours: tuple[str, ...],
+    title: str,
+    given: frozenset[str],
+) -> Finding:
+    focus = question.focus
+    own = _held(stems(sentence), focus)
+    window_stems = own.union(
+        given, _held(stems(title), focus), *(_held(stems(n), focus) for n in neighbours)
+    )
+    # A sentence that refers back ("It was commissioned by Odo") names what it is about in
+    # the sentences around it: its window speaks for it; else only its own words and title.
+    close = (
+        window_stems if REFERS_BACK.search(sentence) else own | _held(stems(title), focus) | given
+    )
+    held = sum(w for s, w in focus.items() if s in window_stems) / (question.weight or 1.0)
+    missing = tuple(question.word(s) for s in focus if s not in window_stems)
+
+    def no(problem: str, detail: str = "") -> Finding:
+        return Finding("", sentence, False, held, "", missing, problem, detail)
+
+    # A later hop's sentence (its names are an earlier hop's) says itself something of what
+    # is asked about them: "lives in Bergen" does not say where she trained.
+    plain = question.plain - given
+    if not close & focus.keys() or (given and plain and not own & plain):
+        return no(OFF_TOPIC)
+    lacking_name = next((name for name, n in question.names if not _named(n, close)), None)
+    if lacking_name:
+        return no(NO_NAME, lacking_name)
+    window = " ".join([title, *neighbours, sentence])
+    stated = {n for m in STATED_NUMBER.finditer(window) if (n := normal_number(m))}
+    lacking = sorted(question.numbers - stated)
+    if lacking:
+        return no(NO_NUMBER, lacking[0])
+    unstated = next((w for w in question.conditions if w not in window_stems), None)
+    if unstated:
+        return no(NO_CONDITION, question.word(unstated))
+    negated = bool(NEGATION.search(sentence))
+    if question.negated and not negated:
+        return no(NOT_NEGATED)
+    swapped = None if negated else _swapped(question, own, window_stems)
+    if swapped:
+        return no(OPPOSITE, swapped)
+    if held < MIN_FOCUS:
+        return no(TOO_LITTLE)
+    span = _span(question, sentence)
+    if span is None:
+        return no(NO_SPAN)
+    return Finding("", sentence, True, held, span, missing)
+
+
+def _held(stems_: frozenset[str], focus: Mapping[str, float]) -> frozenset[str]:
+    """A text's stems, with each focus stem it holds in a longer or shorter form of five
+    letters or more ("bakeri" holds "baker", "nationality" "nation") added."""
+    wider = [
+        s for s in focus if s not in stems_ and len(s) >= 5 and any(_prefixed(s, t) for t in stems_)
+    ]
+    return stems_.union(wider) if wider else stems_
+
+
+def _prefixed(a: str, b: str) -> bool:
+    return len(b) >= 5 and (a.startswith(b) or b.startswith(a))
+
+
+def _named(name: frozenset[str], held: frozenset[str]) -> bool:
+    """Does the text give the name: all its words, or all but one of several ("William" for
+    "William the Conqueror"), a long word misspelt by a letter counting ("Hatmanis" for
+    "Hartmanis")?"""
+    found = sum(1 for w in name if w in held or _misspelt(w, held))
+    return found == len(name) or (len(name) > 1 and found >= len(name) - 1)
+
+
+def _misspelt(word: str, held: frozenset[str]) -> bool:
+    """Is a word of 6 letters or more one edit away from a word the text holds?"""
+    if len(word) < 6:
+        return False
+    return any(abs(len(w) - len(word)) <= 1 and _one_edit(word, w) for w in held)
+
+
+def _one_edit(a: str, b: str) -> bool:
+    """One insertion, deletion or substitution apart (or equal)."""
+    if len(a) > len(b):
+        a, b = b, a
+    i = next((n for n, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), len(a))
+    return a[i + (len(a) == len(b)) :] == b[i + 1 :]
+
+
+def _swapped(question: Question, sentence: frozenset[str], window: frozenset[str]) -> str:
+    """The sentence's word where the question says its opposite ("complexity" for the
+    question's "simplicity", "common" for "uncommon"), or ""."""
+    for s in question.focus:
+        if s in window:
+            continue
+        for other in OPPOSITES.get(s, ()):
+            if other in question.focus:  # "simple or complex?": a choice, not a condition
+                continue
+            if other in sentence:
+                return f"{other}|{question.word(s)}"
+        for prefix in NEGATING_PREFIXES:
+            base = s[len(prefix) :]
+            if s.startswith(prefix) and len(base) > 3 and base in sentence:
+                return f"{base}|{question.word(s)}"
+            if prefix + s in sentence:
+                return f"{prefix}{s}|{question.word(s)}"
+    return ""
+
+
+def _span(question: Question, sentence: str) -> str | None:
+    """The span of the asked type the sentence gives that the question does not, or None."""
+    asked = stems(question.text)
+    expects = question.expects
+    if expects in (STATEMENT, TOPIC):
+        return ""
+    if expects == TIME:
+        return _first_new(TIME_SPAN.finditer(sentence), asked)
+    if expects == NUMBER:
+        return _first_new(NUMBER_SPAN.finditer(sentence), asked)
+    if expects == REASON:
+        found = REASON_SPAN.search(sentence)
+        return found.group() if found else _new_words(sentence, asked, 2)
+    if expects == PLACE:  # a name where a place goes: "in Copenhagen and Lyon", "at Bannow"
+        return _first_new(LOCATED.finditer(sentence), asked)
+    if expects in (THING, MANNER):
+        return _new_words(sentence, asked, 1)
+    name = _first_new(NAME.finditer(sentence), asked, names=True)
+    if name is not None:
+        return name
+    # a person or a group is named, or said by what they are ("the dukes", "officials")
+    return next((w for w in words(sentence) if w in PERSON_NOUNS and stem(w) not in asked), None)
+
+
+def _first_new(
+    matches: Iterable[re.Match[str]], asked: frozenset[str], names: bool = False
+) -> str | None:
+    """The first match the question does not already say (for names: not a word that is only
+    capitalised for opening its sentence, nor a month or weekday)."""
+    for match in matches:
+        span = _name_of(match) if names else match.group(match.lastindex or 0)
+        if names and (not span or fold(span) in MONTH_NAMES):
+            continue
+        found = stems(span)
+        if found and not found <= asked:
+            return span
+    return None
+
+
+def _new_words(sentence: str, asked: frozenset[str], most: int) -> str | None:
+    """``most`` content words the question does not say, or None: the sentence says
+    something beyond the question."""
+    new = [
+        w
+        for w in words(sentence)
+        if w not in STOP_WORDS and w not in ATTRIBUTION_WORDS and len(w) > 2
+        if stem(w) not in asked
+    ]
+    return " ".join(new[:most]) if len(new) >= most else None
+
+
+def answering(
+    question: Question,
+    claims: Sequence[Claim],
+    similarity: Similarity | None = None,
+    given: frozenset[str] = frozenset(),
+) -> list[Finding]:
+    """Every claim that mentions the focus, judged, best first: the answering ones, then the
+    rest, each by how closely it matches the question (module docstring, step 3); ``given``
+    as for ``answers``."""
+    judged: list[Finding] = []
+    pool: list[tuple[frozenset[str], frozenset[str]]] = []
+    focus = question.focus.keys()
+    for claim in claims:
+        own = _held(stems(claim.sentence), question.focus) & focus
+        if not own:
+            continue
+        around = stems(claim.title).union(*(stems(n) for n in claim.neighbours)) & focus
+        pool.append((own, around - own))
+        judged.append(
+            answers(question, claim.sentence, claim.neighbours, claim.title, claim.key, given)
+        )
+    closeness = _closeness(pool, [f.sentence for f in judged], similarity)
+    closest = max(closeness, default=0.0) or 1.0
+    aligned = [c / closest for c in closeness]
+    # The question is about the sentence it matches closest: where that one contradicts it
+    # (another name, number or date, no "not", an opposite), a sentence matching it far less
+    # closely that happens to pass is not what it asks about.
+    contradicted = max(
+        (a for f, a in zip(judged, aligned, strict=True) if f.problem in CONTRADICTIONS),
+        default=0.0,
+    )
+    findings = []
+    for finding, close in zip(judged, aligned, strict=True):
+        if finding.answers and close < CLOSE * contradicted:
+            finding = replace(finding, answers=False, problem=NOT_CLOSEST)
+        findings.append(replace(finding, aligned=close))
+    findings.sort(key=lambda f: (not f.answers, -f.aligned))
+    return findings
+
+
+def _closeness(
+    pool: Sequence[tuple[frozenset[str], frozenset[str]]],
+    sentences: Sequence[str],
+    similarity: Similarity | None,
+) -> list[float]:
+    """How closely each sentence matches the question: its focus words weighed by their
+    rarity among the candidates (a word only its neighbours or title hold counts half),
+    interpolated with its meaning's closeness where the semantic lane gives one."""
+    df: dict[str, int] = {}
+    for own, _ in pool:
+        for s in own:
+            df[s] = df.get(s, 0) + 1
+    n = len(pool)
+    idf = {s: math.log(1 + (n - c + 0.5) / (c + 0.5)) for s, c in df.items()}
+    lexical = [
+        sum(idf[s] for s in own) + 0.5 * sum(idf.get(s, 0.0) for s in around)
+        for own, around in pool
+    ]
+    top = max(lexical, default=0.0) or 1.0
+    scores = [v / top for v in lexical]
+    if similarity is None or not sentences:
+        return scores
+    meaning = [max(0.0, float(v)) for v in similarity(sentences)]
+    return [
+        (1 - SEMANTIC_WEIGHT) * s + SEMANTIC_WEIGHT * m
+        for s, m in zip(scores, meaning, strict=True)
+    ]
+
+
+def assess(
+    question: Question,
+    claims: Sequence[Claim],
+    similarity: Similarity | None = None,
+    given: frozenset[str] = frozenset(),
+    named: frozenset[str] = frozenset(),
+) -> Answerability:
+    """Does any of the claims answer the question (``answering``)? A row the question names
+    exactly (its key, URL, id or note path: ``named``) is what it asks for: its first two
+    claims answer it."""
+    findings = answering(question, claims, similarity, given)
+    if named:
+        taken: dict[str, int] = {}
+        leading = []
+        for c in claims:
+            if c.key in named and taken.get(c.key, 0) < 2:
+                taken[c.key] = taken.get(c.key, 0) + 1
+                leading.append(c)
+        findings = [
+            *(Finding(c.key, c.sentence, True, 1.0, aligned=1.0) for c in leading),
+            *findings,
+        ]
+    best = findings[0] if findings and findings[0].answers else None
+    closest = None if best else max(findings, key=lambda f: f.aligned, default=None)
+    return Answerability(question, best, closest, len(findings), tuple(findings))
+
+
+def explain(found: Answerability, label: Callable[[str], str] = lambda key: "") -> str:
+    """What the evidence does and does not say, in plain words: "[2] says “Bergen”." or
+    "Nothing says where: the closest sentence, [3], does not mention “train”." ``label``
+    names a row by the label people see ("[3]"), never by a position that can change."""
+    question = found.question
+    if found.best is not None:
+        cited = label(found.best.key) or "A row"
+        if found.best.span:
+            return f"{cited} says “{found.best.span}”."
+        return f"{cited} {'states it' if question.kind == 'yes/no' else 'is about it'}."
+    asked = ASKED.get(question.kind, "what the question asks")
+    closest = found.closest
+    if question.kind == "topic" or closest is None:
+        words = _listed(_top_words(question) if closest is None else closest.missing[:3])
+        return f"No sentence mentions {words}." if words != "it" else "No sentence is about it."
+    cited = label(closest.key)
+    where = f"the closest sentence{', ' + cited + ',' if cited else ''}"
+    return f"Nothing says {asked}: {where} {_problem(question, closest)}."
+
+
+ASKED = {
+    "who": "who",
+    "where": "where",
+    "when": "when",
+    "why": "why",
+    "how many": "how many",
+    "how much": "how much",
+    "how": "how",
+    "which": "which",
+    "what": "what",
+    "yes/no": "whether it is so",
+    "topic": "anything about it",
+}
+
+
+def _problem(question: Question, closest: Finding) -> str:
+    """Why the closest sentence does not answer, as the end of a plain sentence."""
+    problem, detail = closest.problem, closest.detail
+    if problem == OFF_TOPIC or (problem == TOO_LITTLE and closest.missing):
+        return f"does not mention {_listed(closest.missing[:3])}"
+    if problem == NO_NAME:
+        return f"does not mention {detail}"
+    if problem == NO_NUMBER:
+        return f"does not state {detail}"
+    if problem == NO_CONDITION:
+        return f"does not say “{detail}”"
+    if problem == NOT_NEGATED:
+        return "does not say what is not so, which the question asks"
+    if problem == OPPOSITE:
+        says, asks = detail.split("|", 1)
+        return f"says “{says}”, not “{asks}”"
+    if problem == NO_SPAN:
+        return f"gives no {WANTED[question.expects]}"
+    if problem == NOT_CLOSEST:
+        return "is about something else"
+    return "says too little of what the question asks about"
+
+
+def _top_words(question: Question) -> list[str]:
+    ranked = sorted(question.weights, key=lambda pair: -pair[1])
+    return [question.word(s) for s, _ in ranked[:3]]
+
+
+def _listed(items: Sequence[str]) -> str:
+    quoted = [f"“{item}”" for item in items]
+    if len(quoted) <= 1:
+        return "".join(quoted) or "it"
+    return ", ".join(quoted[:-1]) + " or " + quoted[-1]
+
+
+def held_words(question: Question, texts: Iterable[str]) -> list[str]:
+    """The question's focus words (as written) the texts hold, most specific first."""
+    held = frozenset().union(*(stems(t) for t in texts))
+    ranked = sorted(question.weights, key=lambda pair: -pair[1])
+    return [question.word(s) for s, _ in ranked if s in held]
