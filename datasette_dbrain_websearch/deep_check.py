@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from .answer.answerability import Answerability, Claim, Question, Similarity, assess
 from .answer.extractive import checked_claims
 from .answer.text import stems
-from .deep_follow_ups import facets, fold, uncovered
+from .deep_follow_ups import bridge_entities, facets, fold, uncovered
 from .deep_state import KEPT_FIRST, Loop
 from .pack_rows import Row, WebRow
 
@@ -62,7 +62,9 @@ def answer_check(
     if found.answered:
         return found
     asked = {fold(n) for n, _ in question.names}
-    for bridge in loop.names:
+    best = loop.best_rows(passages)
+    bridges = dict.fromkeys([*loop.names, *bridge_entities(question.text, best, loop.terms)])
+    for bridge in bridges:
         if fold(bridge) in asked:
             continue
         answered = _through(question, claims, stems(bridge), similarity)

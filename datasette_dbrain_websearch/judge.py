@@ -253,9 +253,9 @@ def assess(
     if answered is None:
         return Verdict(ENOUGH_EVIDENCE, "strong_match", _why(row, terms), inputs)
     if answered.answered:
-        return Verdict(
-            ENOUGH_EVIDENCE, "answered", f"Your brain answers it: {answered.says}", inputs
-        )
+        holds = "holds" if answered.record.get("asks") == "topic" else "answers"
+        says = f"Your brain {holds} it: {answered.says}"
+        return Verdict(ENOUGH_EVIDENCE, "answered", says, inputs)
     return Verdict(WEAK_EVIDENCE, "not_answered", answered.says, inputs)
 
 
@@ -414,8 +414,10 @@ def web_part(
     counted = plural(rows, "row")
     if not rows:
         summary = "nothing found"
-    elif answered is not None and matching:
-        summary = f"{counted}; " + (answered.says if answered.answered else "none answers it")
+    elif answered is not None and found.verdict == ENOUGH_EVIDENCE:
+        summary = f"{counted}; {answered.says}"
+    elif answered is not None and found.reason == "not_answered":
+        summary = f"{counted}; none answers it"
     elif missing:
         summary = f"{counted}; none mentions {', '.join(missing)}"
     elif whole == rows:

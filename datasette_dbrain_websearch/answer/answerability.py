@@ -40,11 +40,13 @@ from typing import Any
 
 from ..spelling import english_words
 from ..stemming import fold, stem
-from ..word_lists import STOP_WORDS
+from ..word_lists import CURRENT_STATE_WORDS, STOP_WORDS
 from .question_types import (
     ASKING_WORDS,
     AUXILIARIES,
     CONDITION_WORDS,
+    FREQUENCY,
+    FREQUENCY_SPAN,
     HOW_NUMBER,
     LOCATED,
     MANNER,
@@ -198,6 +200,8 @@ def read_question(text: str) -> Question:
         low = fold(word)
         if low in WH_WORDS or low in STOP_WORDS or low in ATTRIBUTION_WORDS or low in AUXILIARIES:
             continue
+        if low in CURRENT_STATE_WORDS:  # "latest": asked of the web, never required of a row
+            continue
         if NEGATION.fullmatch(low) or (len(low) < 3 and not low.isdigit()):
             continue
         s = stem(low)
@@ -221,7 +225,11 @@ def read_question(text: str) -> Question:
         written=tuple(written.items()),
         names=names,
         numbers=frozenset(n for m in QUESTION_NUMBER.finditer(text) if (n := normal_number(m))),
-        conditions=frozenset(stem(w) for w in tokens if w in CONDITION_WORDS or superlative(w)),
+        conditions=frozenset(
+            stem(w)
+            for w in tokens
+            if (w in CONDITION_WORDS or superlative(w)) and w not in CURRENT_STATE_WORDS
+        ),
         negated=bool(NEGATION.search(NOT_A_NEGATION.sub(" ", text))),
     )
 
@@ -242,6 +250,8 @@ def _kind(tokens: Sequence[str], text: str) -> tuple[str, str, frozenset[str]]:
         if token == "how":
             if nxt in ("many", "much"):
                 return f"how {nxt}", NUMBER, frozenset()
+            if nxt == "often":
+                return "how often", FREQUENCY, frozenset()
             if nxt == "long" and "ago" in tokens:
                 return "when", TIME, frozenset()
             if nxt in HOW_NUMBER:
@@ -452,6 +462,8 @@ def _span(question: Question, sentence: str) -> str | None:
         return _first_new(TIME_SPAN.finditer(sentence), asked)
     if expects == NUMBER:
         return _first_new(NUMBER_SPAN.finditer(sentence), asked)
+    if expects == FREQUENCY:
+        return _first_new(FREQUENCY_SPAN.finditer(sentence), asked)
     if expects == REASON:
         found = REASON_SPAN.search(sentence)
         return found.group() if found else _new_words(sentence, asked, 2)
@@ -615,6 +627,7 @@ ASKED = {
     "when": "when",
     "why": "why",
     "how many": "how many",
+    "how often": "how often",
     "how much": "how much",
     "how": "how",
     "which": "which",

@@ -14,11 +14,12 @@ import re
 from ..stemming import stem
 
 # Question kinds, and the span each asks for.
-PERSON, PLACE, TIME, NUMBER, REASON, THING, MANNER, STATEMENT, TOPIC = (
+PERSON, PLACE, TIME, NUMBER, FREQUENCY, REASON, THING, MANNER, STATEMENT, TOPIC = (
     "person",
     "place",
     "time",
     "number",
+    "frequency",
     "reason",
     "thing",
     "manner",
@@ -57,7 +58,7 @@ NOUN_TYPES = {
     **dict.fromkeys(REASON_NOUNS, REASON),
 }
 HOW_NUMBER = frozenset(
-    "many much long old far big large tall high wide deep heavy fast often few".split()
+    "many much long old far big large tall high wide deep heavy fast few".split()
 )
 AUXILIARIES = frozenset(
     "is are was were do does did can could has have had will would should may might must shall "
@@ -101,6 +102,14 @@ _NUMBER_WORDS = (
 )
 NUMBER_SPAN = re.compile(
     r"\d+(?:[.,]\d+)*|\b(?:" + "|".join(_NUMBER_WORDS.split()) + r")\b", re.IGNORECASE
+)
+# How often: "weekly", "every few days", "twice a year", "3 times per week".
+FREQUENCY_SPAN = re.compile(
+    r"\b(?:hourly|daily|nightly|weekly|fortnightly|monthly|quarterly|yearly|annually|"
+    r"every\s+(?:\w+\s+)?(?:second|minute|hour|day|night|week|month|year|time)s?|"
+    r"(?:once|twice|\w+\s+times)\s+(?:a|an|per|each|every)\s+\w+|"
+    r"(?:each|per)\s+(?:day|week|month|year)|always|never|often|rarely|seldom|usually)\b",
+    re.IGNORECASE,
 )
 REASON_SPAN = re.compile(
     r"\b(?:because|due to|owing to|as a result|so that|in order to|thanks to|caused by|"
@@ -147,6 +156,7 @@ WANTED = {
     PLACE: "place",
     TIME: "date or time",
     NUMBER: "number",
+    FREQUENCY: "frequency",
     REASON: "reason",
     THING: "more than the question's own words",
     MANNER: "more than the question's own words",

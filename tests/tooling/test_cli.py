@@ -29,7 +29,9 @@ def test_research_text_output(brain):
     path, _ = brain
     result = CliRunner().invoke(cli, ["dbrain-research", str(path), "sqlite", "--limit", "1"])
     assert result.exit_code == 0, result.output
-    assert "Verdict: enough_evidence (strong_match) - Row 1 holds 100% of what" in result.output
+    assert "Verdict: enough_evidence (answered) - Your brain holds it: [1] is about it." in (
+        result.output
+    )
     assert "Local dbrain evidence: 1 rows" in result.output
     assert "  [1] [item/github_star] simonw/datasette" in result.output
 

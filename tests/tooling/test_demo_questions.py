@@ -17,7 +17,8 @@ VERDICTS = {
     "exact": "enough_evidence",
     "weak": "weak_evidence",
     "none": "no_evidence",
-    "first_hop": "enough_evidence",  # round 1's verdict: the note has the question's words
+    # Round 1's verdict: the note names the book's author, not where she lives (issue 41).
+    "first_hop": "weak_evidence",
 }
 
 
@@ -67,6 +68,10 @@ async def test_demo_question_answered_with_every_sentence_cited_and_supported(de
     answer = response.json()["answer"]
     if case["expect"] == "none":
         assert answer["status"] == "no_evidence"
+        return
+    if case["expect"] == "first_hop":  # a quick run holds the book, not where its author lives
+        assert answer["status"] == "not_answered" and answer["sentences"] == []
+        assert answer["message"].startswith("No answer in your brain. Nothing says where")
         return
     # Only a named row with no text yet (saved, never extracted) has nothing to answer with.
     assert answer["status"] == "ok" or case["expect"] == "exact", answer["message"]

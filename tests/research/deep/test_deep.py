@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from datasette.cli import cli
 
 from datasette_dbrain_websearch import deep_rounds
+from datasette_dbrain_websearch.answer.answerability import Answerability, Finding, read_question
 from datasette_dbrain_websearch.config import DeepSettings, Settings
 from datasette_dbrain_websearch.deep import confidence
 from datasette_dbrain_websearch.deep_follow_ups import (
@@ -289,7 +290,13 @@ async def test_a_stalled_round_ends_the_loop_on_time(film_brain, web, monkeypatc
     pack = await research(ds, depth="deep")
     assert (pack["research"]["stop_reason"], len(pack["research"]["rounds"])) == (TIME, 1)
     assert len(searches(web)) == 1
-    assert pack["answer"]["status"] == "ok"  # what round 1 found is answered from
+    # Round 1's rows name the director, not where she was born: no answer, and it says so.
+    assert pack["answer"]["status"] == "not_answered"
+    assert pack["answer"]["message"].startswith("No answer in your brain or the web results.")
+    assert (pack["research"]["confidence"]["level"], pack["judge"]["combined"]["verdict"]) == (
+        "low",
+        "weak_evidence",
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -355,34 +362,47 @@ def test_a_follow_up_keeps_only_rows_that_say_what_it_looked_for():
 
 
 @pytest.mark.parametrize(
-    "gaps, queries, spent, left, reason",
+    "answered, queries, spent, left, reason",
     [
-        ([], ["q"], Spent(rounds=1), 10.0, ANSWERED),
-        (["x"], ["q"], Spent(rounds=3), 10.0, BUDGET),
-        (["x"], ["q"], Spent(rounds=1, over_money=True), 10.0, BUDGET),
-        (["x"], ["q"], Spent(rounds=1), 0.5, TIME),
-        (["x"], [], Spent(rounds=1), 10.0, NO_PROGRESS),
-        (["x"], ["q"], Spent(rounds=1), 10.0, None),
+        (True, ["q"], Spent(rounds=1), 10.0, ANSWERED),
+        (True, [], Spent(rounds=3), 0.5, ANSWERED),  # answered wins over any budget
+        (False, ["q"], Spent(rounds=3), 10.0, BUDGET),
+        (False, ["q"], Spent(rounds=1, over_money=True), 10.0, BUDGET),
+        (False, ["q"], Spent(rounds=1), 0.5, TIME),
+        (False, [], Spent(rounds=1), 10.0, NO_PROGRESS),
+        (False, ["q"], Spent(rounds=1), 10.0, None),
     ],
 )
-def test_the_stop_decision(gaps, queries, spent, left, reason):
+def test_the_stop_decision(answered, queries, spent, left, reason):
     follow = [FollowUp(q, "", "bridge", q) for q in queries]
-    assert stop_reason(gaps, follow, spent, DeepSettings(), left) == reason
+    assert stop_reason(answered, follow, spent, DeepSettings(), left) == reason
 
 
-def test_confidence_weighs_coverage_read_depth_and_agreement():
+WHERE = read_question("Where did the keeper live?")
+SAYS = Finding("k", "The keeper lived in Mombasa.", True, 0.9, "Mombasa")
+SAYS_LITTLE = Finding("k", "The keeper lived by the sea.", False, 0.6, problem="no_span")
+
+
+def test_confidence_is_high_only_when_a_sentence_answers():
     agreed = {"status": "assessed", "items": []}
-    assert confidence(4, 4, [], agreed) == {
-        "score": 1.0,
+    answered = Answerability(WHERE, SAYS, None)
+    assert confidence(answered, [], agreed) == {
+        "score": 0.97,
         "level": "high",
-        "coverage": 1.0,
+        "answered": True,
+        "coverage": 0.9,
         "read_depth": 1.0,
         "agreement": 1.0,
     }
-    half = confidence(2, 4, [], {"status": "not_assessed", "items": []})
-    assert (half["score"], half["level"], half["agreement"]) == (0.65, "medium", 0.75)
-    disputed = confidence(1, 4, [], {"status": "assessed", "items": [{}, {}, {}, {}]})
-    assert (disputed["score"], disputed["level"]) == (0.35, "low")
+    disputed = confidence(answered, [], {"status": "assessed", "items": [{}, {}, {}, {}]})
+    assert (disputed["score"], disputed["level"]) == (0.87, "high")
+    # Rows that hold the question's words but no sentence that answers it: never high.
+    unanswered = confidence(Answerability(WHERE, None, SAYS_LITTLE), [], agreed)
+    assert (unanswered["score"], unanswered["level"], unanswered["answered"]) == (
+        0.18,
+        "low",
+        False,
+    )
 
 
 def test_a_round_ends_within_the_time_the_loop_has_left():
