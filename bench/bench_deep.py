@@ -16,7 +16,12 @@ budgets). Per variant and mode it prints the share of questions whose cited rows
 supporting paragraphs, the share whose answer holds the gold answer (case-insensitive, yes/no
 questions included as written), rounds per question, web calls and pages read (all questions
 together), and p50 time. Pages are read through the fake's reader (``read_via``), as deep
-research reads before it cites. Prints; never fails on the figures.
+research reads before it cites.
+
+For deep runs it also scores what the run says of itself against "the answer holds the gold"
+(``../shared/reference/relevance-benchmarks.md``, "Answering, not only holding"): the
+precision and recall of the stop reason ``answered``, and the AUROC of ``confidence.score``
+as a ranking (0.5 is chance). Prints; never fails on the figures.
 
     python bench/bench_deep.py [--modes quick,deep] [--limit-questions N]
 """
@@ -65,6 +70,29 @@ class Tally:
     rounds: list[int] = field(default_factory=list)
     reads: list[int] = field(default_factory=list)
     seconds: list[float] = field(default_factory=list)
+    stopped_answered: list[bool] = field(default_factory=list)  # deep: stop reason "answered"
+    confidence: list[float] = field(default_factory=list)  # deep: confidence.score
+
+
+def auroc(scores: list[float], positive: list[bool]) -> float:
+    """The chance a right answer's score ranks above a wrong one's (ties count half)."""
+    right = [s for s, p in zip(scores, positive, strict=True) if p]
+    wrong = [s for s, p in zip(scores, positive, strict=True) if not p]
+    if not right or not wrong:
+        return float("nan")
+    wins = sum((r > w) + 0.5 * (r == w) for r in right for w in wrong)
+    return wins / (len(right) * len(wrong))
+
+
+def stop_scores(tally: Tally) -> tuple[float, float, float]:
+    """(precision, recall) of the stop reason ``answered`` against the answer holding the
+    gold, and the AUROC of the confidence."""
+    said = tally.stopped_answered
+    held = tally.answered
+    true = sum(1 for s, h in zip(said, held, strict=True) if s and h)
+    precision = true / sum(said) if sum(said) else float("nan")
+    recall = true / sum(held) if sum(held) else float("nan")
+    return precision, recall, auroc(tally.confidence, held)
 
 
 def questions(limit: int) -> tuple[dict[str, dict[str, str]], list[Asked]]:
@@ -124,6 +152,7 @@ def run_variant(
     asked: list[Asked],
     modes: list[str],
     folder: Path,
+    dump: Any = None,
 ) -> dict[str, Tally]:
     """Build the variant's brain, serve it (with the fake web for ``brain + web``), ask."""
     web = name == "brain + web"
@@ -176,6 +205,26 @@ def run_variant(
                     tally.web_calls.append(len(pack["query_plan"]["external_queries"]))
                     research = pack.get("research") or {}
                     tally.rounds.append(len(research.get("rounds", [])) or 1)
+                    if research:
+                        tally.stopped_answered.append(research["stop_reason"] == "answered")
+                        tally.confidence.append(research["confidence"]["score"])
+                    if dump is not None:
+                        answer = pack.get("answer") or {}
+                        record = {
+                            "variant": name,
+                            "mode": mode,
+                            "question": question.text,
+                            "gold": question.answer,
+                            "holds": tally.answered[-1],
+                            "both_cited": tally.both_cited[-1],
+                            "status": answer.get("status"),
+                            "message": answer.get("message"),
+                            "text": answer.get("text"),
+                            "stop_reason": research.get("stop_reason"),
+                            "confidence": research.get("confidence"),
+                            "rounds": research.get("rounds"),
+                        }
+                        dump.write(json.dumps(record) + "\n")
                     tally.reads.append(len(pack["external_search"].get("read", [])))
     finally:
         server.terminate()
@@ -189,15 +238,19 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--modes", default="quick", help="comma-separated: quick, deep")
     parser.add_argument("--limit-questions", type=int, default=0)
+    parser.add_argument("--dump", type=Path, help="every run's outcome, as JSON lines")
     args = parser.parse_args()
     if not (corpora.data_dir() / COLLECTION).is_dir():
         sys.exit(f"No {COLLECTION} under {corpora.data_dir()} (see DBRAIN_SHARED_DATA).")
     documents, asked = questions(args.limit_questions)
     modes = args.modes.split(",")
     results: dict[str, dict[str, Tally]] = {}
+    dump = args.dump.open("w", encoding="utf-8") if args.dump else None
     with tempfile.TemporaryDirectory() as tmp:
         for variant in ("brain only", "brain + web"):
-            results[variant] = run_variant(variant, documents, asked, modes, Path(tmp))
+            results[variant] = run_variant(variant, documents, asked, modes, Path(tmp), dump)
+    if dump is not None:
+        dump.close()
     print()
     print(f"{COLLECTION}: {len(asked)} questions of two supporting paragraphs each")
     columns = (
@@ -216,6 +269,17 @@ def main() -> None:
                 f"{variant:14}{mode:>7}{sum(t.both_cited) / n:>12.2f}{sum(t.answered) / n:>14.2f}"
                 f"{sum(t.rounds) / n:>8.2f}{sum(t.web_calls):>11}{sum(t.reads):>7}"
                 f"{statistics.median(t.seconds or [0.0]):>8.2f}"
+            )
+    deep = [(v, t["deep"]) for v, t in results.items() if "deep" in t]
+    if deep:
+        print()
+        print("deep runs, what they say of themselves against 'the answer holds the gold':")
+        print(f"{'variant':14}{'answered':>10}{'precision':>11}{'recall':>8}{'AUROC':>8}")
+        for variant, t in deep:
+            precision, recall, area = stop_scores(t)
+            print(
+                f"{variant:14}{sum(t.stopped_answered):>10}{precision:>11.2f}{recall:>8.2f}"
+                f"{area:>8.2f}"
             )
 
 

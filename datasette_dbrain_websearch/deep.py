@@ -32,16 +32,10 @@ from typing import Any
 
 from . import deep_rounds
 from .answer.answerability import Answerability, explain, read_question
+from .answer.names import bridge_entities, question_names
 from .config import Settings
-from .deep_check import answer_check, answer_rows, round_gaps
-from .deep_follow_ups import (
-    FollowUp,
-    bridge_entities,
-    facets,
-    follow_ups,
-    question_names,
-    uncovered,
-)
+from .deep_check import answer_check, answer_rows, complete, round_gaps
+from .deep_follow_ups import FollowUp, facets, follow_ups, uncovered
 from .deep_pro_rounds import pro_rounds
 from .deep_rounds import (
     ANSWERED,
@@ -74,9 +68,10 @@ def confidence(
     found: Answerability, cited_web: Sequence[WebRow], conflicts: Mapping[str, Any]
 ) -> ConfidenceJSON:
     """How far to trust the answer: whether a sentence answers the question (most of the
-    weight: without one the answer is a guess, never "high"), how much of the question its
-    window holds, how much of the web it cites was read rather than a snippet, and whether
-    the cited sources agree (unknown when they were not compared)."""
+    weight: without one there is no answer, never "high"), whether the answer states every
+    part of it (``complete``), how much of the question the answering sentence's window
+    holds, how much of the web it cites was read rather than a snippet, and whether the cited
+    sources agree (unknown when they were not compared)."""
     best = found.best
     coverage = best.held if best is not None else 0.0
     read_depth = (
@@ -89,12 +84,13 @@ def confidence(
     if best is None:
         score = round(0.3 * (found.closest.held if found.closest else 0.0), 2)
     else:
-        score = round(0.5 + 0.3 * coverage + 0.1 * read_depth + 0.1 * agreement, 2)
+        whole = 0.15 if complete(found) else 0.0
+        score = round(0.45 + 0.2 * coverage + 0.1 * read_depth + 0.1 * agreement + whole, 2)
     level = "high" if score >= HIGH else "medium" if score >= MEDIUM else "low"
     return {
         "score": score,
         "level": level,
-        "answered": best is not None,
+        "answered": complete(found),
         "coverage": round(coverage, 2),
         "read_depth": round(read_depth, 2),
         "agreement": round(agreement, 2),
@@ -157,7 +153,7 @@ async def run_deep(options: ResearchRequest, run: RunContext) -> Pack:
             ],
             "added": [r.source_key for r in rows_of(first.pack)],
             "gaps": round_gaps(loop, found),
-            "answered": found.answered,
+            "answered": complete(found),
         }
     )
     # A question that names a page (its key or URL, held or read directly) is that page.
@@ -177,9 +173,11 @@ async def run_deep(options: ResearchRequest, run: RunContext) -> Pack:
             found = check()
             wanted = facets(terms, loop.names)
             gaps = uncovered(wanted, loop.evidence_texts(passages))
-            queries = follow_ups(gaps, wanted, bridges, loop.asked, question.plain_words())
+            asking = found.unstated()
+            anchor = found.best.span if found.best else ""
+            queries = follow_ups(gaps, wanted, bridges, loop.asked, asking, anchor)
             reason = stop_reason(
-                found.answered, queries, loop.spent, budget, deadline - deep_rounds.clock()
+                complete(found), queries, loop.spent, budget, deadline - deep_rounds.clock()
             )
             if reason is not None:
                 break
@@ -187,8 +185,8 @@ async def run_deep(options: ResearchRequest, run: RunContext) -> Pack:
             passages = first.passages()
             found = check()
             loop.rounds[-1]["gaps"] = round_gaps(loop, found)
-            loop.rounds[-1]["answered"] = found.answered
-            if found.answered:
+            loop.rounds[-1]["answered"] = complete(found)
+            if complete(found):
                 reason = ANSWERED
             elif not added:
                 out_of_time = deadline - deep_rounds.clock() < MIN_ROUND_S
@@ -227,7 +225,9 @@ def _deep_verdict(pack: Pack, found: Answerability) -> RunVerdict:
     no better than weak (round 1's verdict stays as the brain's)."""
     says = explain(found, pack.label_of)
     before = pack.verdict
-    if found.answered:
+    if found.best is not None:
+        who = "The web" if pack.label_of(found.best.key).startswith("[W") else "Your brain"
+        says = f"{who} answers it: {says}"
         combined = {"verdict": ENOUGH_EVIDENCE, "reason": "deep:answered", "message": says}
     elif before.combined["verdict"] == ENOUGH_EVIDENCE:
         combined = {"verdict": WEAK_EVIDENCE, "reason": "deep:not_answered", "message": says}

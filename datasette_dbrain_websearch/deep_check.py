@@ -1,13 +1,11 @@
 """Has deep research answered the question? The answer check (``answer.answerability``) over
-the rows its answer would read, through the names the rows gave (pure).
+the rows its answer would read, in the order it reads them (``answer_rows``), through the
+names the loop followed and those its best rows give (pure).
 
 A two-part question ("Where did the author of The Slow Loaf train?") is answered in two hops:
-a row says who the author is (the bridge, Ingrid Halvorsen), another what is asked of her. The
-second hop's sentence names her, not the book, so the check reads it with what the first hop
-established (``given``: the question's words the rows naming her hold, "author", "Slow Loaf")
-and asks that sentence itself to say what is asked ("bakeries", not only where she lives).
-The loop stops ``answered`` on this check, its confidence stands on it, and the answer leads
-with its sentence: one account of the run.
+a row says who the author is (the bridge, Ingrid Halvorsen), another what is asked of her
+(``answerability.assess`` with ``bridges``). The loop stops ``answered`` on this check, its
+confidence stands on it, and the answer leads with its sentence: one account of the run.
 """
 
 from __future__ import annotations
@@ -15,10 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from .answer.answerability import Answerability, Claim, Question, Similarity, assess
+from .answer.answerability import Answerability, Question, Similarity, assess, bridges_in
 from .answer.extractive import checked_claims
-from .answer.text import stems
-from .deep_follow_ups import bridge_entities, facets, fold, uncovered
+from .answer.names import fold
+from .deep_follow_ups import facets, uncovered
 from .deep_state import KEPT_FIRST, Loop
 from .pack_rows import Row, WebRow
 
@@ -54,56 +52,30 @@ def answer_check(
     loop: Loop, question: Question, similarity: Similarity | None, most: int
 ) -> Answerability:
     """Does a sentence of the first ``most`` rows the answer reads answer the question,
-    directly or through a bridge the rows gave (module docstring)?"""
+    directly or through a bridge: the names the loop followed and those round 1's best rows
+    give (module docstring)?"""
     passages = loop.first.passages()
     texts = [p for row in answer_rows(loop)[:most] for k in row.keys if (p := passages.get(k))]
-    claims = checked_claims(loop.terms, texts)
-    found = assess(question, claims, similarity)
-    if found.answered:
-        return found
     asked = {fold(n) for n, _ in question.names}
-    best = loop.best_rows(passages)
-    bridges = dict.fromkeys([*loop.names, *bridge_entities(question.text, best, loop.terms)])
-    for bridge in bridges:
-        if fold(bridge) in asked:
-            continue
-        answered = _through(question, claims, stems(bridge), similarity)
-        if answered is not None:
-            return answered
-    return found
+    followed = [n for n in loop.names if fold(n) not in asked]
+    bridges = [*followed, *bridges_in(question, loop.best_rows(passages), loop.terms)]
+    claims = checked_claims(loop.terms, texts)
+    found = assess(question, claims, similarity, bridges=list(dict.fromkeys(bridges)))
+    return found.completed(claims)
 
 
-def _through(
-    question: Question,
-    claims: Sequence[Claim],
-    bridge: frozenset[str],
-    similarity: Similarity | None,
-) -> Answerability | None:
-    """The check through one bridge: what the sentences naming it beside the question's own
-    words establish, then the sentences about it, or None when none answers."""
-    if not bridge:
-        return None
-    focus = frozenset(question.focus)
-    first_hop = [c for c in claims if bridge <= stems(c.sentence) and not _titled(c, bridge)]
-    given = frozenset().union(*((stems(c.sentence) | stems(c.title)) & focus for c in first_hop))
-    if not given:
-        return None
-    second_hop = [
-        c
-        for c in claims
-        if _titled(c, bridge) or bridge <= stems(" ".join([c.sentence, *c.neighbours]))
-    ]
-    found = assess(question, second_hop, similarity, given)
-    return found if found.answered else None
-
-
-def _titled(claim: Claim, bridge: frozenset[str]) -> bool:
-    return bool(bridge) and bridge <= stems(claim.title)
+def complete(found: Answerability) -> bool:
+    """Has the run answered every part of the question: a sentence answers it, and the
+    answer's sentences state all it asks beside its names (a two-part question: both
+    parts)? Stopping on less stops a two-part question after its first part, with the wrong
+    name as its answer."""
+    return found.answered and not found.unstated()
 
 
 def round_gaps(loop: Loop, found: Answerability) -> list[str]:
-    """What the rows still lack, for a round's record: nothing once a sentence answers (no
-    "still missing" beside an answer), else the question's facets no row covers."""
+    """What the rows still lack, for a round's record: nothing once the answer states every
+    part of the question (no "still missing" beside an answer), what it leaves unstated when
+    a sentence answers, else the question's facets no row covers."""
     if found.answered:
-        return []
+        return found.unstated()
     return uncovered(facets(loop.terms, loop.names), loop.evidence_texts(loop.first.passages()))

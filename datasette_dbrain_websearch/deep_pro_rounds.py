@@ -15,7 +15,7 @@ from .answer import AnswerAccess
 from .answer.answerability import Answerability
 from .answer.model import ModelFailure, ask_model, resolve_model
 from .config import Settings
-from .deep_check import round_gaps
+from .deep_check import complete, round_gaps
 from .deep_follow_ups import FollowUp
 from .deep_pro import (
     MAX_REFUSALS,
@@ -122,7 +122,7 @@ async def pro_rounds(
         if step.action not in (SEARCH, READ):
             loop.proposals.append(proposal(turn, step, "stop"))
             await _say_proposal(emit, step, "stop")
-            return ANSWERED if check().answered else NO_PROGRESS
+            return ANSWERED if complete(check()) else NO_PROGRESS
         why_not = refusal(
             step,
             loop.asked,
@@ -158,7 +158,7 @@ async def pro_rounds(
         )
         found = check()
         loop.rounds[-1]["gaps"] = round_gaps(loop, found)
-        loop.rounds[-1]["answered"] = found.answered
+        loop.rounds[-1]["answered"] = complete(found)
 
 
 def _follow(step: Step) -> FollowUp:

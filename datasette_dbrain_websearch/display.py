@@ -197,7 +197,7 @@ WEB_SKIPPED = {
     "mode_never": "the request said never",
     "disabled": "web search is turned off in this Datasette",
     "not_permitted": "not allowed for whoever asked",
-    "local_evidence_enough": "only if weak, and the brain had enough",
+    "local_evidence_enough": "your brain holds the answer",
     "empty_query": "no words to send",
     "cross_site": "the request came from another site",
     "sites_not_allowed": "the sites asked for are outside this Datasette's allow_domains",
@@ -209,6 +209,17 @@ WEB_SKIPPED = {
 def web_skipped(reason: str) -> str:
     """Why a run did not search the web, in words."""
     return WEB_SKIPPED.get(reason, reason.replace("_", " "))
+
+
+def no_answer(answer: Row) -> str:
+    """The answer box's first words when no sentence answers: "No answer in your brain"."""
+    return str(answer["message"]).split(". ", 1)[0].rstrip(".")
+
+
+def no_answer_reason(answer: Row) -> str:
+    """Why no sentence answers, after ``no_answer``'s words ("Nothing says where: …")."""
+    parts = answer["message"].split(". ", 1)
+    return parts[1] if len(parts) > 1 else ""
 
 
 def answer_parts(answer: Row) -> list[tuple[str, list[Row]]]:
@@ -241,10 +252,12 @@ def cited_quotes(pack: PackJSON | None) -> dict[str, list[str]]:
 
 def missing_words(pack: PackJSON) -> list[str]:
     """The question's words that none of the top rows mention, the brain's or the web's (what
-    the run's verdict lacks)."""
+    the run's verdict lacks); none where the verdict's message already says what the rows lack
+    (the answer check's: ``answered``, ``not_answered``, a deep run's)."""
     judge = pack["judge"]
     combined = judge.get("combined", judge)
-    if combined["verdict"] == "enough_evidence":
+    checked = "answered" in combined["reason"] or pack.get("research")
+    if combined["verdict"] == "enough_evidence" or checked:
         return []
     missing = list(judge["inputs"].get("missing_terms_in_top_rows", []))
     web = judge.get("web") or {}
@@ -266,6 +279,29 @@ def matches_note(pack: PackJSON) -> str:
         f"{plural(items, 'item')} and {plural(sources, 'source')} hold its rarest word; "
         f"the best {shown} are shown."
     )
+
+
+def verdict_numbers(pack: PackJSON) -> str:
+    """The numbers behind the verdict, for the page's details (its message is words): the
+    best row's evidence score against the threshold, its share of the question's weight and
+    its cosine, and how many sentences the answer check read."""
+    inputs = pack["judge"]["inputs"]
+    best = inputs.get("best_row")
+    parts = []
+    if best:
+        label = f"[{best['label']}]" if best.get("label") else f"row {best['rank']}"
+        close = "" if best.get("cosine") is None else f", cosine {best['cosine']:.2f}"
+        parts.append(
+            f"evidence score {best['score']:.2f} (enough from {inputs['min_score']:.2f}) for "
+            f"{label}: {best['weight_share']:.0%} of the question's weight{close}"
+        )
+    check = inputs.get("answer_check")
+    if check and check.get("sentences_checked") is not None:
+        parts.append(
+            f"answer check: {plural(check['sentences_checked'], 'sentence')} read, "
+            + ("one answers" if check["answered"] else "none answers")
+        )
+    return ("Verdict: " + "; ".join(parts)) if parts else ""
 
 
 def spaced(value: Any) -> str:

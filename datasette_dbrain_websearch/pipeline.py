@@ -17,7 +17,14 @@ from typing import Any
 
 from .admission import Gate
 from .answer import AnswerAccess, Passage, answer_stage
-from .answer.answerability import Answerability, Question, assess, explain, read_question
+from .answer.answerability import (
+    Answerability,
+    Question,
+    assess,
+    bridges_in,
+    explain,
+    read_question,
+)
 from .answer.extractive import checked_claims
 from .brain import Hit
 from .brain_access import ExecuteFn, TimeBudget
@@ -367,8 +374,10 @@ def _answer_check(
 ) -> Answerability:
     """Does a sentence of these rows answer the question (``answer.answerability``)? Their
     claims are those the answer would read."""
-    claims = checked_claims(terms, list(passages))
-    return assess(question, claims, lane.similarity if lane is not None else None)
+    texts = list(passages)
+    bridges = bridges_in(question, [(p.title, p.text) for p in texts], terms)
+    claims = checked_claims(terms, texts)
+    return assess(question, claims, lane.similarity if lane is not None else None, bridges=bridges)
 
 
 def _answered(found: Answerability, labels: Mapping[str, str]) -> Answered:

@@ -41,6 +41,7 @@ from typing import Any
 from ..spelling import english_words
 from ..stemming import fold, stem
 from ..word_lists import CURRENT_STATE_WORDS, STOP_WORDS
+from .names import bridge_entities
 from .question_types import (
     ASKING_WORDS,
     AUXILIARIES,
@@ -84,7 +85,8 @@ MOST_WEIGHT = 8.0  # a word no dictionary knows, or a name: the most specific
 LEAST_WEIGHT = 1.0
 CLOSE = 0.8  # an answering sentence matches the question at least this share of the closest
 SEMANTIC_WEIGHT = 0.3  # how far meaning decides which sentences match the question closest
-NEIGHBOURS = 1  # sentences either side that belong to a sentence's window
+BRIDGE_ROWS = 5  # the best rows bridges are read from
+CHOICE = re.compile(r"\bor\b", re.IGNORECASE)  # "A or B?": a choice between two names
 
 Similarity = Callable[[Sequence[str]], Sequence[float]]  # texts -> cosine with the question
 
@@ -169,10 +171,39 @@ class Answerability:
     closest: Finding | None  # else the sentence closest to the question
     checked: int = 0  # sentences judged
     findings: tuple[Finding, ...] = field(default=(), repr=False)
+    via: Claim | None = None  # a two-part answer's first part: the sentence naming the bridge
 
     @property
     def answered(self) -> bool:
         return self.best is not None
+
+    def unstated(self) -> list[str]:
+        """What the question asks (its words beside its names, as written) that no sentence
+        of the answer states, in its window: a two-part question's part still to find."""
+        if self.best is None:
+            return self.question.plain_words()
+        held = _window(self.via) if self.via is not None else frozenset()
+        stem_of = {word: s for s, word in self.question.written}
+        return [
+            w
+            for w in self.question.plain_words()
+            if w in self.best.missing and stem_of.get(w, w) not in held
+        ]
+
+    def completed(self, claims: Sequence[Claim]) -> Answerability:
+        """The answer with a sentence about its span stating what the question asks that the
+        answering sentence does not ("Henry J. Kaiser ... known as the father of modern
+        American shipbuilding"), as its second part (``via``), where one does."""
+        unstated = self.unstated()
+        if self.best is None or self.via is not None or not unstated or not self.best.span:
+            return self
+        about = stems(self.best.span)
+        wanted = {s for s, word in self.question.written if word in unstated}
+        around = [c for c in claims if about and about <= _window(c)]
+        best = max(around, key=lambda c: len(wanted & _window(c)), default=None)
+        if best is None or not wanted <= _window(best):
+            return self
+        return replace(self, via=best)
 
     def to_json(self) -> dict[str, Any]:
         """What the pack records of the check (the verdict's inputs, the answer's evidence)."""
@@ -187,6 +218,9 @@ class Answerability:
             "span": self.best.span if self.best else "",
             "problem": "" if self.best or not found else found.problem,
             "missing": list(found.missing) if found else [],
+            "via": {"source_key": self.via.key, "sentence": self.via.sentence}
+            if self.via
+            else None,
         }
 
 
@@ -580,10 +614,11 @@ def assess(
     similarity: Similarity | None = None,
     given: frozenset[str] = frozenset(),
     named: frozenset[str] = frozenset(),
+    bridges: Sequence[str] = (),
 ) -> Answerability:
-    """Does any of the claims answer the question (``answering``)? A row the question names
-    exactly (its key, URL, id or note path: ``named``) is what it asks for: its first two
-    claims answer it."""
+    """Does any of the claims answer the question (``answering``), directly or through one of
+    the ``bridges`` (``bridges_in``)? A row the question names exactly (its key, URL, id or
+    note path: ``named``) is what it asks for: its first two claims answer it."""
     findings = answering(question, claims, similarity, given)
     if named:
         taken: dict[str, int] = {}
@@ -597,8 +632,82 @@ def assess(
             *findings,
         ]
     best = findings[0] if findings and findings[0].answers else None
+    if best is None:
+        for bridge in bridges:
+            through = _through(question, claims, stems(bridge), similarity)
+            if through is not None:
+                return through
+        both = _compared(question, claims, similarity)
+        if both is not None:
+            return both
     closest = None if best else max(findings, key=lambda f: f.aligned, default=None)
     return Answerability(question, best, closest, len(findings), tuple(findings))
+
+
+def _compared(
+    question: Question, claims: Sequence[Claim], similarity: Similarity | None
+) -> Answerability | None:
+    """A choice between two names ("Who is older, Annie Morton or Terry Richardson?") is
+    answered when a sentence answers it of each (their birth dates); None otherwise. The first
+    name's sentence leads, the second's follows (``via``)."""
+    if len(question.names) != 2 or not CHOICE.search(question.text):
+        return None
+    parts: list[tuple[Answerability, Finding]] = []
+    for name, other in (question.names, question.names[::-1]):
+        focus = tuple((s, w) for s, w in question.weights if s not in other[1] - name[1])
+        found = assess(replace(question, weights=focus, names=(name,)), claims, similarity)
+        if found.best is None:
+            return None
+        parts.append((found, found.best))
+    (first, _), (_, second) = parts
+    return replace(first, question=question, via=Claim(second.key, "", second.sentence))
+
+
+def bridges_in(
+    question: Question, rows: Sequence[tuple[str, str]], terms: Sequence[str]
+) -> list[str]:
+    """The names the best rows (``(title, text)``, best first) give that the question depends
+    on but does not say (``names.bridge_entities``)."""
+    return bridge_entities(question.text, rows[:BRIDGE_ROWS], terms)
+
+
+def _through(
+    question: Question,
+    claims: Sequence[Claim],
+    bridge: frozenset[str],
+    similarity: Similarity | None,
+) -> Answerability | None:
+    """The check through one bridge (a two-part question): what the sentences naming it hold
+    of the question's words is established ("the author of The Slow Loaf" is Ingrid
+    Halvorsen), then the sentences about it are checked with that ``given``; None when none
+    answers."""
+    if not bridge:
+        return None
+    focus = frozenset(question.focus)
+    first_hop = [c for c in claims if bridge <= stems(c.sentence) and not _titled(c, bridge)]
+    held = [(stems(c.sentence) | stems(c.title)) & focus for c in first_hop]
+    given = frozenset().union(*held)
+    if not given:
+        return None
+    second_hop = [
+        c
+        for c in claims
+        if _titled(c, bridge) or bridge <= stems(" ".join([c.sentence, *c.neighbours]))
+    ]
+    found = assess(question, second_hop, similarity, given)
+    if not found.answered:
+        return None
+    via = max(zip(first_hop, held, strict=True), key=lambda pair: len(pair[1]))[0]
+    return replace(found, via=via)
+
+
+def _window(claim: Claim) -> frozenset[str]:
+    """The stems of a claim, its title and its neighbours."""
+    return stems(claim.sentence).union(stems(claim.title), *(stems(n) for n in claim.neighbours))
+
+
+def _titled(claim: Claim, bridge: frozenset[str]) -> bool:
+    return bridge <= stems(claim.title)
 
 
 def explain(found: Answerability, label: Callable[[str], str] = lambda key: "") -> str:

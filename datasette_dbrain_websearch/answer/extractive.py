@@ -250,16 +250,19 @@ def pick(
     most: int,
     checkpoint: Checkpoint = unbounded,
     leads: frozenset[str] | None = None,
+    then: str | None = None,
 ) -> list[Candidate]:
     """Greedy MMR: the best score less its closeness to earlier picks, never a near-duplicate,
     at most ``MAX_PER_ROW`` a row; stops when what is left is far below the first pick.
     ``leads``: the sentences that may come first (those that answer the question), when only
-    some may. ``checkpoint`` runs before each pick (a pass over the pool)."""
+    some may; ``then``: the sentence that must come second (a two-part answer's first part).
+    ``checkpoint`` runs before each pick (a pass over the pool)."""
     base = [
         s + ROW_PRIOR / (1 + c.rank) + (BRAIN_PRIOR if c.from_brain else 0.0)
         for c, s in zip(pool, scores, strict=True)
     ]
     picked: list[int] = []
+    wanted = {c.sentence for c in pool} if then is not None else set()
     per_row: Counter[str] = Counter()
     overlap = [0.0] * len(pool)
     top = 0.0
@@ -271,13 +274,15 @@ def pick(
                 continue
             if not picked and leads is not None and c.sentence not in leads:
                 continue
+            if len(picked) == 1 and then is not None and c.sentence != then and then in wanted:
+                continue
             rank = (base[i] - REDUNDANCY * overlap[i], -c.rank, -c.position, -i)
             if best is None or rank > best:
                 best = rank
         if best is None:
             break
         i = -best[3]
-        if picked and base[i] < STOP_BELOW * top:
+        if picked and base[i] < STOP_BELOW * top and pool[i].sentence != then:
             break
         top = max(top, base[i])
         picked.append(i)
@@ -294,16 +299,18 @@ def extract(
     similarity: Similarity | None = None,
     checkpoint: Checkpoint = unbounded,
     leads: frozenset[str] | None = None,
+    then: str | None = None,
 ) -> str:
     """The draft answer: one picked sentence per line, each ending with ``[its row's key]``,
     the first pick (the best answer) first, then the brain's, then the web's. Returns ``""``
     when no sentence mentions any term. ``similarity`` scores sentences by meaning too (the
     semantic lane's); ``checkpoint`` (the run's deadline) runs between passages and picks;
-    ``leads``: the sentences that answer the question, one of which comes first."""
-    pool = candidates(terms, passages, checkpoint, leads or frozenset())
+    ``leads``: the sentences that answer the question, one of which comes first; ``then``:
+    the sentence that comes second (a two-part answer's first part, naming its bridge)."""
+    pool = candidates(terms, passages, checkpoint, (leads or frozenset()) | {then or ""})
     weights = idf(pool, terms)
     most = min(MOST_SENTENCES, max_sentences)
-    chosen = pick(pool, relevance(pool, weights, similarity), most, checkpoint, leads)
+    chosen = pick(pool, relevance(pool, weights, similarity), most, checkpoint, leads, then)
     # The first pick leads; then the brain's, then the web's, each side best first.
     chosen[1:] = sorted(chosen[1:], key=lambda c: not c.from_brain)
     return "\n".join(f"{bullet(c, chosen)}{c.sentence} [{c.key}]" for c in chosen)

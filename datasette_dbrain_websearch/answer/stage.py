@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..brain_access import TimeBudget
@@ -19,12 +19,28 @@ from ..pack_rows import BrainRow, Row, WebRow
 from ..query_plan import matched_terms
 from ..urls import URL_NOT_HELD, names_a_page
 from ..web_gate import CROSS_SITE_WARNING
-from .answerability import Answerability, Question, assess, explain, read_question
+from .answerability import (
+    Answerability,
+    Question,
+    answers,
+    assess,
+    bridges_in,
+    explain,
+    read_question,
+)
 from .claims import ask_claims
 from .conflicts import find_conflicts
 from .extractive import Passage, Similarity, checked_claims, extract
 from .gaps import find_gaps, web_contribution
-from .model import Labelled, ModelFailure, ask_model, build_prompt, resolve_model, split_reply
+from .model import (
+    Labelled,
+    ModelFailure,
+    ask_model,
+    build_prompt,
+    declined,
+    resolve_model,
+    split_reply,
+)
 from .verify import RunKeys, Verified, verify, without_unsupported
 
 Progress = Callable[[dict[str, Any]], Awaitable[None]]
@@ -102,6 +118,7 @@ class Draft:
     failure: str = ""
     claims: bool = False  # claims bound to keys: one no valid key supports is always dropped
     not_answered: bool = False  # a model said the evidence does not answer the question
+    lacking: str = ""  # what it said the evidence lacks
 
 
 async def answer_stage(
@@ -172,15 +189,18 @@ async def answer_stage(
                 if row.is_exact or (isinstance(row, WebRow) and row.direct_url)
                 for key in row.keys
             )
-            found = assess(asked(pack), claims, similarity, named=named)
+            question = asked(pack)
+            bridges = bridges_in(question, [(p.title, p.text) for p in chosen], terms)
+            found = assess(question, claims, similarity, named=named, bridges=bridges)
     if use_model:
         with budget.paused():
             draft = await _ask(pack.question, pairs, settings, access, labels, emit, keys)
     elif found.answered:
         leads = frozenset(f.sentence for f in found.findings if f.answers)
+        then = found.via.sentence if found.via else None
         with budget.phase():
             drafted = extract(
-                terms, chosen, settings.max_sentences, similarity, budget.check, leads
+                terms, chosen, settings.max_sentences, similarity, budget.check, leads, then
             )
         draft = Draft(EXTRACTIVE, drafted)
     else:  # no sentence answers: nothing is written (the evidence stays below)
@@ -211,6 +231,14 @@ async def answer_stage(
         )
     verification_ms = _ms(verification_started)
     status, message = _outcome(draft, verified, bool(rows), missing, found, pack)
+    if status == NOT_ANSWERED and verified.sentences:  # a model's sentences that answer nothing
+        verified = replace(
+            verified,
+            sentences=[],
+            brain=[],
+            web=[],
+            removed=[*verified.removed, *verified.sentences],
+        )
     if status == "failed":
         warnings.append({"code": "answer_failed", "message": message})
     answer = Answer(
@@ -329,6 +357,9 @@ async def _ask(
                 resolved.model, system, prompt, resolved.key, settings.timeout, on_text
             )
             draft.text, draft.conflicts = split_reply(reply)
+            lacking = declined(draft.text)
+            if lacking is not None:  # the model says the evidence does not answer
+                draft.text, draft.not_answered, draft.lacking = "", True, lacking
     except ModelFailure as exc:
         draft.failure = str(exc)
     return draft
@@ -348,9 +379,16 @@ def _outcome(
         return "failed", f"No answer: {draft.failure}. The evidence below is complete."
     if not had_rows:
         return "no_evidence", "No answer: this run found no evidence to answer from."
-    if verified.sentences:
-        return "ok", _summary(verified)
     where = "your brain or the web results" if pack.web_rows else "your brain"
+    if verified.sentences and not answers_nothing(draft, verified, found):
+        return "ok", _summary(verified)
+    if draft.synthesizer != EXTRACTIVE and verified.sentences:
+        return NOT_ANSWERED, (
+            f"No answer in {where}. {explain(found, pack.label_of)} The model's sentences "
+            "do not answer it either (kept below as removed)."
+        )
+    if draft.lacking:
+        return NOT_ANSWERED, f"No answer in {where}. The model says: {draft.lacking}"
     if draft.synthesizer == EXTRACTIVE or draft.not_answered:
         if names_a_page(pack.question):
             said = URL_NOT_HELD
@@ -364,10 +402,19 @@ def _outcome(
         return NOT_ANSWERED, f"No answer in {where}. {said}"
     if verified.removed:
         return NOT_ANSWERED, (
-            f"No answer in {where}: the rows the model cited support none of its sentences "
+            f"No answer in {where}. The rows the model cited support none of its sentences "
             "(listed as removed below)."
         )
-    return NOT_ANSWERED, f"No answer in {where}: the model's reply held no sentences."
+    return NOT_ANSWERED, f"No answer in {where}. The model's reply held no sentences."
+
+
+def answers_nothing(draft: Draft, verified: Verified, found: Answerability) -> bool:
+    """Does a model's answer answer nothing: no sentence of the evidence answers the question
+    (the answer check), and none of the model's own sentences does either? Then it is no
+    answer, however well each sentence is supported."""
+    if draft.synthesizer == EXTRACTIVE or found.answered:
+        return False
+    return not any(answers(found.question, s["text"]).answers for s in verified.sentences)
 
 
 def _conflicts(

@@ -16,13 +16,11 @@ from datasette_dbrain_websearch import deep_rounds
 from datasette_dbrain_websearch.answer.answerability import Answerability, Finding, read_question
 from datasette_dbrain_websearch.config import DeepSettings, Settings
 from datasette_dbrain_websearch.deep import confidence
+from datasette_dbrain_websearch.answer.names import bridge_entities, names_in, question_names
 from datasette_dbrain_websearch.deep_follow_ups import (
     FollowUp,
-    bridge_entities,
     facets,
     follow_ups,
-    names_in,
-    question_names,
     says_facet,
     uncovered,
 )
@@ -387,7 +385,7 @@ def test_confidence_is_high_only_when_a_sentence_answers():
     agreed = {"status": "assessed", "items": []}
     answered = Answerability(WHERE, SAYS, None)
     assert confidence(answered, [], agreed) == {
-        "score": 0.97,
+        "score": 0.98,
         "level": "high",
         "answered": True,
         "coverage": 0.9,
@@ -395,7 +393,12 @@ def test_confidence_is_high_only_when_a_sentence_answers():
         "agreement": 1.0,
     }
     disputed = confidence(answered, [], {"status": "assessed", "items": [{}, {}, {}, {}]})
-    assert (disputed["score"], disputed["level"]) == (0.87, "high")
+    assert (disputed["score"], disputed["level"]) == (0.88, "high")
+    # A sentence answers, but the answer leaves what the question asks of it unsaid ("live"
+    # missing from its window): not every part is answered, so not high.
+    partly = Finding("k", "The keeper's house stands in Mombasa.", True, 0.6, "Mombasa", ("live",))
+    part = confidence(Answerability(WHERE, partly, None), [], agreed)
+    assert (part["score"], part["level"], part["answered"]) == (0.77, "medium", False)
     # Rows that hold the question's words but no sentence that answers it: never high.
     unanswered = confidence(Answerability(WHERE, None, SAYS_LITTLE), [], agreed)
     assert (unanswered["score"], unanswered["level"], unanswered["answered"]) == (

@@ -158,9 +158,11 @@ async def test_claims_that_keep_their_mistakes_are_dropped_after_one_repair(
     assert INVENTED not in answer["text"] and "green cheese" not in answer["text"]
     removed = [s["text"] for s in answer["removed_sentences"]]
     assert any("green cheese" in t for t in removed)
-    cited = answer["citations"]["local"] + answer["citations"]["external"]
-    held = [r["source_key"] for r in pack["evidence"] + pack["external_evidence"]]
-    assert cited and set(cited) <= set(held)
+    # What is left names the director, not where she was born: no answer (issue 41), its
+    # sentences kept as removed, and nothing cited.
+    assert answer["status"] == "not_answered" and answer["sentences"] == []
+    assert "do not answer it either" in answer["message"] and len(removed) >= 2
+    assert answer["citations"] == {"local": [], "external": []}
 
 
 @pytest.mark.parametrize("reply", ["Let's look up the director next.", '{"action": "search"}'])
