@@ -84,8 +84,8 @@ def confidence(
     if best is None:
         score = round(0.3 * (found.closest.held if found.closest else 0.0), 2)
     else:
-        whole = 0.15 if complete(found) else 0.0
-        score = round(0.45 + 0.2 * coverage + 0.1 * read_depth + 0.1 * agreement + whole, 2)
+        whole = 0.25 if complete(found) else 0.0  # without every part stated: at most medium
+        score = round(0.4 + 0.15 * coverage + 0.1 * read_depth + 0.1 * agreement + whole, 2)
     level = "high" if score >= HIGH else "medium" if score >= MEDIUM else "low"
     return {
         "score": score,

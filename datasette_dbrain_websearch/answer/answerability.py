@@ -67,6 +67,7 @@ from .question_types import (
     REASON,
     REASON_SPAN,
     REFERS_BACK,
+    SETTING_ASIDE,
     STATED_NUMBER,
     STATEMENT,
     THING,
@@ -235,6 +236,8 @@ def read_question(text: str) -> Question:
         if low in WH_WORDS or low in STOP_WORDS or low in ATTRIBUTION_WORDS or low in AUXILIARIES:
             continue
         if low in CURRENT_STATE_WORDS:  # "latest": asked of the web, never required of a row
+            continue
+        if low in SETTING_ASIDE:  # "aside from", "what other": no word a row must say
             continue
         if NEGATION.fullmatch(low) or (len(low) < 3 and not low.isdigit()):
             continue

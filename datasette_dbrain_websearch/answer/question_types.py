@@ -65,6 +65,8 @@ AUXILIARIES = frozenset(
     "isn aren wasn weren don doesn didn".split()
 )
 WH_WORDS = frozenset("what which who whom whose when where why how".split())
+# Words that set aside rather than say what is asked: "Aside from X, what other ...".
+SETTING_ASIDE = frozenset("aside besides other others else except apart instead".split())
 # Words that ask rather than say what is asked: "What is the name of ...", "What type of ...".
 ASKING_WORDS = frozenset(
     "name named called call term kind kinds type types sort example examples mean means "
