@@ -65,6 +65,12 @@ DEMO_QUESTIONS: list[dict[str, Any]] = [
         "expect": "none",
     },
     {
+        "q": "What is the capital of Mongolia?",
+        "shows": "no answer in your brain: a row says “capitals”, none says anything of "
+        "Mongolia, so the answer box says so and writes nothing",
+        "expect": "no_answer",
+    },
+    {
         "q": "Where does the author of The Slow Loaf live?",
         "external": "always",
         "depth": "deep",
@@ -72,12 +78,22 @@ DEMO_QUESTIONS: list[dict[str, Any]] = [
         "she lives on the (fake) web, reads the page and cites it (a quick run never does)",
         "expect": "first_hop",
     },
+    {
+        "q": "Where did the author of The Slow Loaf train as a baker?",
+        "external": "always",
+        "depth": "deep",
+        "shows": "deep research stops when it has answered: the page it reads says where she "
+        "trained (“Copenhagen and Lyon”), not only where she lives; without the web, no "
+        "answer, and never a high confidence",
+        "expect": "first_hop",
+    },
 ]
 """Curated questions for the demo brain.
 
 ``q`` is the question; ``shows`` says which feature it demonstrates; ``expect`` is what the
-demo brain holds for it (``enough``, ``weak``, ``none``, ``exact``, or ``first_hop``: the
-first part of a two-part question, the second only on the fake web) and ``source_key`` the
+demo brain holds for it (``enough``, ``weak``, ``none``, ``exact``, ``no_answer``: rows with
+a word of it but no sentence that answers it, or ``first_hop``: the first part of a two-part
+question, the second only on the fake web) and ``source_key`` the
 row an exact lookup must return. The remaining keys (``tag``, ``kind``, ``syntax``,
 ``external``, ``depth``) are request parameters.
 """

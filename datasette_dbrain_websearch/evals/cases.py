@@ -21,7 +21,7 @@ EXPECT_VALUES = ("relevant", "more")
 FORBID_VALUES = ("irrelevant", "less")
 
 
-ANSWER_STATUSES = ("ok", "no_evidence", "failed")
+ANSWER_STATUSES = ("ok", "not_answered", "no_evidence", "failed")
 
 
 KEY_LISTS = (
@@ -84,7 +84,7 @@ CASES.json is an array of objects with these fields (any other is refused):
             fixtures {"brave": [{"url", "title", "snippet", "text", "published_at", "rank"}],
                       "exa": {"error": "provider_failed", "message": "..."}}
   answer    answer (true), expected_citations, forbidden_citations (keys or web URLs),
-            expected_answer_terms, expect_answer_status (ok|no_evidence|failed)
+            expected_answer_terms, expect_answer_status (ok|not_answered|no_evidence|failed)
   request   tag, source_type, kind, syntax, since, until, profile, provider, freshness,
             external_count
 
