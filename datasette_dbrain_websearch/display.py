@@ -256,7 +256,7 @@ def missing_words(pack: PackJSON) -> list[str]:
     (the answer check's: ``answered``, ``not_answered``, a deep run's)."""
     judge = pack["judge"]
     combined = judge.get("combined", judge)
-    checked = "answered" in combined["reason"] or pack.get("research")
+    checked = "answer_check" in judge["inputs"] or pack.get("research")
     if combined["verdict"] == "enough_evidence" or checked:
         return []
     missing = list(judge["inputs"].get("missing_terms_in_top_rows", []))

@@ -98,13 +98,13 @@ def test_the_rounds_are_shown_live_and_kept_beside_the_answer(browser, server, w
         record = page.locator(".dbrain-deep")
         stop = record.locator(".dbrain-research-stop").inner_text()
         assert "Deep research: 2 rounds; stopped: answered" in stop
-        assert "confidence high" in stop and "over every round" in stop
+        assert "confidence high" in stop and "whether a sentence answers" in stop
         answer = page.locator("#dbrain-answer").bounding_box()
         assert 0 <= answer["y"] - record.bounding_box()["y"] < 400  # right above the answer
         record.locator("summary").click()
         kept = record.locator(".dbrain-rounds li[data-round='2']").inner_text()
         assert ODUYA in kept and "1 new row" in kept and "the web searched" in kept
-        assert "Nothing missing" in kept
+        assert "A sentence now answers the question" in kept
         assert small_targets(page) == []
         no_horizontal_overflow(page)
         record.evaluate("el => el.scrollIntoView()")

@@ -14,9 +14,9 @@ from datasette.cli import cli
 
 from datasette_dbrain_websearch import deep_rounds
 from datasette_dbrain_websearch.answer.answerability import Answerability, Finding, read_question
+from datasette_dbrain_websearch.answer.names import bridge_entities, names_in, question_names
 from datasette_dbrain_websearch.config import DeepSettings, Settings
 from datasette_dbrain_websearch.deep import confidence
-from datasette_dbrain_websearch.answer.names import bridge_entities, names_in, question_names
 from datasette_dbrain_websearch.deep_follow_ups import (
     FollowUp,
     facets,
