@@ -60,6 +60,7 @@ WEAK_EVIDENCE = "weak_evidence"
 ENOUGH_EVIDENCE = "enough_evidence"
 VERDICTS = (NO_EVIDENCE, WEAK_EVIDENCE, ENOUGH_EVIDENCE)
 CALIBRATED, DBRAIN = "calibrated", "dbrain"
+STRONG_MATCH = "strong_match"  # rows that hold the question, before the answer check
 
 
 @dataclass(frozen=True)
@@ -251,7 +252,7 @@ def assess(
         says = answered.says if answered is not None and not answered.answered else ""
         return Verdict(WEAK_EVIDENCE, "weak_match", says or _why(row, terms), inputs)
     if answered is None:
-        return Verdict(ENOUGH_EVIDENCE, "strong_match", _why(row, terms), inputs)
+        return Verdict(ENOUGH_EVIDENCE, STRONG_MATCH, _why(row, terms), inputs)
     if answered.answered:
         holds = "holds" if answered.record.get("asks") == "topic" else "answers"
         says = f"Your brain {holds} it: {answered.says}"

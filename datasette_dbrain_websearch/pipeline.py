@@ -32,7 +32,17 @@ from .brain_stage import BrainStage, brain_stage
 from .config import Settings
 from .errors import ResearchError
 from .evidence import RowUrl, extraction_warning
-from .judge import CALIBRATED, DBRAIN, Answered, Evidence, Rule, run_verdict, term_weights
+from .judge import (
+    CALIBRATED,
+    DBRAIN,
+    STRONG_MATCH,
+    Answered,
+    Evidence,
+    Rule,
+    Verdict,
+    run_verdict,
+    term_weights,
+)
 from .options import ResearchRequest
 from .pack import Pack, new_run_id
 from .pack_json import DidYouMeanJSON
@@ -166,26 +176,25 @@ async def gather(
         hits = brain_part.result.hits
         question = read_question(options.question)
         labels = _labels(hits)
-        checked = (
-            _answer_check(
-                question,
-                brain_part.plan.query_terms,
-                _brain_passages(hits[: settings.answer.max_evidence]).values(),
-                brain_part.lane,
+        evidence = [_evidence(hit, labels.get(hit.row.get("source_key", ""), "")) for hit in hits]
+        plan = brain_part.plan
+
+        def judged(answered: Answered | None) -> Verdict:
+            return rule.verdict(
+                evidence,
+                brain_part.result.exact_count,
+                plan.query_terms,
+                plan.common_words,
+                answered,
             )
-            if rule.mode == CALIBRATED and any(hit.matched for hit in hits)
-            else None
-        )
-        answered = _answered(checked, labels) if checked else None
+
+        brain = judged(None)
         if names_a_page(options.question) and not brain_part.result.exact_count:
-            answered = Answered(False, URL_NOT_HELD, {"answered": False, "asks": "url"})
-        brain = rule.verdict(
-            [_evidence(hit, labels.get(hit.row.get("source_key", ""), "")) for hit in hits],
-            brain_part.result.exact_count,
-            brain_part.plan.query_terms,
-            brain_part.plan.common_words,
-            answered,
-        )
+            brain = judged(Answered(False, URL_NOT_HELD, {"answered": False, "asks": "url"}))
+        elif brain.reason == STRONG_MATCH:  # the rows hold the question: do they answer it?
+            passages = _brain_passages(hits[: settings.answer.max_evidence]).values()
+            checked = _answer_check(question, plan.query_terms, passages, brain_part.lane)
+            brain = judged(_answered(checked, labels))
     judged_ms = _ms(judge_started)
     await emit(
         {

@@ -32,7 +32,8 @@ async def test_the_markdown_export_holds_the_answer_references_and_origins(brain
     assert text.startswith(f"# {QUESTION}\n")
     assert f"http://localhost{pack['trace_url']}" in text  # links work where the file goes
     verdict = pack["judge"]["combined"]
-    assert f"**{verdict['verdict'].replace('_', ' ').capitalize()}.** {verdict['message']}" in text
+    said = verdict["message"].replace("[", "\\[").replace("]", "\\]")  # "[W2]" as Markdown
+    assert f"**{verdict['verdict'].replace('_', ' ').capitalize()}.** {said}" in text
     # The verified answer, each citation a numbered reference: web rows are W1, W2…
     answer = text.split("## Answer\n", 1)[1].split("\n## ", 1)[0]
     cited = set(re.findall(r"\[(W?\d+)\]", answer))

@@ -304,12 +304,17 @@ def test_deep_bench_scores_both_variants_on_hotpotqa(smoke):
     within its budgets (3 rounds, 6 provider calls and 6 reads a question)."""
     assert smoke.returncode == 0, smoke.stderr
     assert "hotpotqa: 3 questions of two supporting paragraphs each" in smoke.stdout
+    table, _, said = smoke.stdout.partition("deep runs, what they say of themselves")
     rows = {
         (line.split()[1], line.split()[-7]): line.split()
-        for line in smoke.stdout.splitlines()
+        for line in table.splitlines()
         if line.startswith("brain ")
     }
     assert sorted(rows) == [("+", "deep"), ("+", "quick"), ("only", "deep"), ("only", "quick")]
+    # Deep runs scored on what they say of themselves: the stop reason, the confidence.
+    scored = [line.split() for line in said.splitlines() if line.startswith("brain ")]
+    assert [line[:2] for line in scored] == [["brain", "only"], ["brain", "+"]]
+    assert all(0 <= int(line[-4]) <= 3 for line in scored)  # runs that stopped "answered"
     for row in rows.values():
         both, holds = float(row[-6]), float(row[-5])
         assert 0 <= both <= 1 and 0 <= holds <= 1

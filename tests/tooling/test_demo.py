@@ -607,6 +607,9 @@ def test_demo_questions_behave_as_advertised(db, entry):
         # the second: where she lives is only on the fake web.
         assert len(search(db, "Slow Loaf author Ingrid Halvorsen")) == 1
         assert search(db, "Ingrid Halvorsen Bergen") == set()
+    elif expect == "no_answer":
+        # A row holds a word of the question ("capitals"), none its name ("Mongolia").
+        assert search(db, "capital", "OR") and search(db, "mongolia", "OR") == set()
     elif expect == "weak":
         assert hits == set()
         partial = search(db, q, "OR")
@@ -632,7 +635,7 @@ def test_pending_demo_question_points_at_a_source_without_fts_row(db):
 
 def test_demo_questions_cover_every_feature():
     expects = [entry["expect"] for entry in DEMO_QUESTIONS]
-    assert {"enough", "weak", "none", "exact", "first_hop"} == set(expects)
+    assert {"enough", "weak", "none", "exact", "first_hop", "no_answer"} == set(expects)
     assert any("tag" in entry for entry in DEMO_QUESTIONS)
     assert any(entry.get("kind") == "source" for entry in DEMO_QUESTIONS)
     assert any(entry.get("syntax") == "raw" for entry in DEMO_QUESTIONS)
