@@ -25,7 +25,7 @@ CHROMIUM ?= /usr/bin/chromium
 EMOJI_FONT := /usr/share/fonts/truetype/noto/NotoColorEmoji.ttf
 
 .PHONY: demo demo-reset docs test test-stable test-alpha lint bench bench-ir bench-answer eval clean
-.PHONY: bench-feedback bench-verdict bench-spelling bench-deep
+.PHONY: bench-feedback bench-verdict bench-spelling bench-deep bench-abstain
 .PHONY: browser-deps
 
 $(VENV)/.installed: pyproject.toml
@@ -150,9 +150,15 @@ bench-verdict: $(VENV)/.installed
 	$(VENV)/bin/python bench/bench_verdict.py $(ARGS)
 	$(VENV)/bin/python bench/bench_verdict.py --no-semantic $(ARGS)
 
-# Multi-step questions from the brain and the fake web, quick and deep (bench/bench_deep.py).
+# Multi-step questions from the brain and the fake web, quick and deep (bench/bench_deep.py):
+# what the runs find, and what deep runs say of themselves (stop reason, confidence).
 bench-deep: $(VENV)/.installed
-	$(VENV)/bin/python bench/bench_deep.py $(ARGS)
+	$(VENV)/bin/python bench/bench_deep.py --modes quick,deep $(ARGS)
+
+# Does a run say "no answer" when nothing answers? SQuAD 2.0's answerable and unanswerable
+# questions, and other collections' (bench/bench_abstain.py).
+bench-abstain: $(VENV)/.installed
+	$(VENV)/bin/python bench/bench_abstain.py $(ARGS)
 
 # Did you mean: typos given their word back, real words left alone (bench/bench_spelling.py).
 bench-spelling: $(VENV)/.installed

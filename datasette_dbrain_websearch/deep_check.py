@@ -11,7 +11,7 @@ confidence stands on it, and the answer leads with its sentence: one account of 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from .answer.answerability import Answerability, Question, Similarity, assess, bridges_in
 from .answer.extractive import checked_claims
@@ -58,9 +58,13 @@ def answer_check(
     texts = [p for row in answer_rows(loop)[:most] for k in row.keys if (p := passages.get(k))]
     asked = {fold(n) for n, _ in question.names}
     followed = [n for n in loop.names if fold(n) not in asked]
-    bridges = [*followed, *bridges_in(question, loop.best_rows(passages), loop.terms)]
     claims = checked_claims(loop.terms, texts)
-    found = assess(question, claims, similarity, bridges=list(dict.fromkeys(bridges)))
+
+    def bridges() -> Iterator[str]:
+        found = [*followed, *bridges_in(question, loop.best_rows(passages), loop.terms)]
+        yield from dict.fromkeys(found)
+
+    found = assess(question, claims, similarity, bridges=bridges())
     return found.completed(claims)
 
 

@@ -60,12 +60,15 @@ SCRIPTS = {
     ),
     "spelling": ("bench_spelling.py", "--smoke", "--collections", "squad"),
     "deep": ("bench_deep.py", "--limit-questions", "3", "--modes", "quick,deep"),
+    "abstain": (
+        "bench_abstain.py", "--limit-questions", "6", "--no-semantic", "--workdir", "{tmp}/abstain",
+    ),
 }  # fmt: skip
 # What a run needs in its environment beside the suite's.
 ENV = {"relevance": IR_TINY, "feedback": IR_TINY}
 # The runs that read the shared collections, which lie beside the checkout and are never copied
 # into it (``corpora.data_dir``): a clone somewhere else has none, and skips these runs.
-SHARED = {"speed_collections", "verdict", "spelling", "deep"}
+SHARED = {"speed_collections", "verdict", "spelling", "deep", "abstain"}
 
 
 @cache

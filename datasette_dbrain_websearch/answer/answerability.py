@@ -86,6 +86,7 @@ MOST_WEIGHT = 8.0  # a word no dictionary knows, or a name: the most specific
 LEAST_WEIGHT = 1.0
 CLOSE = 0.8  # an answering sentence matches the question at least this share of the closest
 SEMANTIC_WEIGHT = 0.3  # how far meaning decides which sentences match the question closest
+TORN = 5  # contradicting sentences, the closest by their words, whose meaning is weighed too
 BRIDGE_ROWS = 5  # the best rows bridges are read from
 CHOICE = re.compile(r"\bor\b", re.IGNORECASE)  # "A or B?": a choice between two names
 
@@ -411,11 +412,12 @@ def _judged(
     lacking_name = next((name for name, n in question.names if not _named(n, close)), None)
     if lacking_name:
         return no(NO_NAME, lacking_name)
-    window = " ".join([title, *neighbours, sentence])
-    stated = {n for m in STATED_NUMBER.finditer(window) if (n := normal_number(m))}
-    lacking = sorted(question.numbers - stated)
-    if lacking:
-        return no(NO_NUMBER, lacking[0])
+    if question.numbers:
+        window = " ".join([title, *neighbours, sentence])
+        stated = {n for m in STATED_NUMBER.finditer(window) if (n := normal_number(m))}
+        lacking = sorted(question.numbers - stated)
+        if lacking:
+            return no(NO_NUMBER, lacking[0])
     unstated = next((w for w in question.conditions if w not in window_stems), None)
     if unstated:
         return no(NO_CONDITION, question.word(unstated))
@@ -436,14 +438,19 @@ def _judged(
 def _held(stems_: frozenset[str], focus: Mapping[str, float]) -> frozenset[str]:
     """A text's stems, with each focus stem it holds in a longer or shorter form of five
     letters or more ("bakeri" holds "baker", "nationality" "nation") added."""
-    wider = [
-        s for s in focus if s not in stems_ and len(s) >= 5 and any(_prefixed(s, t) for t in stems_)
-    ]
+    return _widened(stems_, frozenset(s for s in focus if len(s) >= 5))
+
+
+@lru_cache(maxsize=8192)
+def _widened(stems_: frozenset[str], long: frozenset[str]) -> frozenset[str]:
+    """``_held`` for a text's stems and the focus's stems of five letters or more (the same
+    sentence is read in several windows: remembered)."""
+    wanted = long - stems_
+    if not wanted:
+        return stems_
+    starts = {t[:n] for t in stems_ if len(t) >= 5 for n in range(5, len(t))}
+    wider = [s for s in wanted if s in starts or any(s[:n] in stems_ for n in range(5, len(s)))]
     return stems_.union(wider) if wider else stems_
-
-
-def _prefixed(a: str, b: str) -> bool:
-    return len(b) >= 5 and (a.startswith(b) or b.startswith(a))
 
 
 def _named(name: frozenset[str], held: frozenset[str]) -> bool:
@@ -563,12 +570,20 @@ def answering(
         judged.append(
             answers(question, claim.sentence, claim.neighbours, claim.title, claim.key, given)
         )
-    closeness = _closeness(pool, [f.sentence for f in judged], similarity)
-    closest = max(closeness, default=0.0) or 1.0
-    aligned = [c / closest for c in closeness]
+    closeness = _closeness(pool)
     # The question is about the sentence it matches closest: where that one contradicts it
     # (another name, number or date, no "not", an opposite), a sentence matching it far less
-    # closely that happens to pass is not what it asks about.
+    # closely that happens to pass is not what it asks about. Meaning weighs in on those two
+    # kinds only (embedding every sentence costs milliseconds; the rest keep their words).
+    contradicting = [n for n, f in enumerate(judged) if f.problem in CONTRADICTIONS]
+    contradicting.sort(key=lambda n: -closeness[n])
+    torn = [n for n, f in enumerate(judged) if f.answers] + contradicting[:TORN]
+    if similarity is not None and any(judged[n].answers for n in torn) and contradicting:
+        meaning = similarity([judged[n].sentence for n in torn])
+        for n, cosine in zip(torn, meaning, strict=True):
+            closeness[n] = (1 - SEMANTIC_WEIGHT) * closeness[n] + SEMANTIC_WEIGHT * max(0.0, cosine)
+    closest = max(closeness, default=0.0) or 1.0
+    aligned = [c / closest for c in closeness]
     contradicted = max(
         (a for f, a in zip(judged, aligned, strict=True) if f.problem in CONTRADICTIONS),
         default=0.0,
@@ -582,14 +597,10 @@ def answering(
     return findings
 
 
-def _closeness(
-    pool: Sequence[tuple[frozenset[str], frozenset[str]]],
-    sentences: Sequence[str],
-    similarity: Similarity | None,
-) -> list[float]:
-    """How closely each sentence matches the question: its focus words weighed by their
-    rarity among the candidates (a word only its neighbours or title hold counts half),
-    interpolated with its meaning's closeness where the semantic lane gives one."""
+def _closeness(pool: Sequence[tuple[frozenset[str], frozenset[str]]]) -> list[float]:
+    """How closely each sentence matches the question by its words: its focus words weighed
+    by their rarity among the candidates (a word only its neighbours or title hold counts
+    half), the closest 1 (``answering`` adds meaning where it decides something)."""
     df: dict[str, int] = {}
     for own, _ in pool:
         for s in own:
@@ -601,14 +612,7 @@ def _closeness(
         for own, around in pool
     ]
     top = max(lexical, default=0.0) or 1.0
-    scores = [v / top for v in lexical]
-    if similarity is None or not sentences:
-        return scores
-    meaning = [max(0.0, float(v)) for v in similarity(sentences)]
-    return [
-        (1 - SEMANTIC_WEIGHT) * s + SEMANTIC_WEIGHT * m
-        for s, m in zip(scores, meaning, strict=True)
-    ]
+    return [v / top for v in lexical]
 
 
 def assess(
@@ -617,10 +621,11 @@ def assess(
     similarity: Similarity | None = None,
     given: frozenset[str] = frozenset(),
     named: frozenset[str] = frozenset(),
-    bridges: Sequence[str] = (),
+    bridges: Iterable[str] = (),
 ) -> Answerability:
     """Does any of the claims answer the question (``answering``), directly or through one of
-    the ``bridges`` (``bridges_in``)? A row the question names exactly (its key, URL, id or
+    the ``bridges`` (``bridges_in``: read only when nothing answers directly, so a generator
+    costs nothing where a sentence does)? A row the question names exactly (its key, URL, id or
     note path: ``named``) is what it asks for: its first two claims answer it."""
     findings = answering(question, claims, similarity, given)
     if named:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 
 # A name: capitalised words, joined by the small words names contain ("Duke of York").
 NAME = re.compile(
@@ -45,6 +46,12 @@ def names_in(text: str) -> list[str]:
     return found
 
 
+@lru_cache(maxsize=4096)
+def _names_of(sentence: str) -> tuple[str, ...]:
+    """``names_in`` remembered: a run's checks read the same best rows more than once."""
+    return tuple(names_in(sentence))
+
+
 def fold(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
@@ -72,16 +79,18 @@ def bridge_entities(
     how many of the question's words its sentences share (the bridge in "the director of
     Big Stone Gap", the sentence "directed by Adriana Trigiani"). A row's own title is not one
     (that row is about it already), nor a name the question says."""
-    asked = fold(question)
+    asked = f" {fold(question)} "
     wanted = _prefixes(terms)
     scores: dict[str, float] = {}
     for rank, (title, text) in enumerate(rows):
+        titled = f" {fold(title)} "
         for sentence in SENTENCE.split(text)[:40]:
             shared = wanted & _prefixes(re.findall(r"\w+", sentence.lower()))
             if not shared:
                 continue
-            for name in names_in(sentence):
-                if says_name(asked, name) or says_name(title, name):
+            for name in _names_of(sentence):
+                folded = f" {fold(name)} "
+                if folded in asked or folded in titled:
                     continue
                 if " " not in name and (
                     sentence.startswith(name) or DEMONYM.search(name) or name.lower() in DEMONYMS

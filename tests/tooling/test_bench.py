@@ -325,3 +325,24 @@ def test_deep_bench_scores_both_variants_on_hotpotqa(smoke):
     assert spent[("only", "deep")][1:] == (0, 0)
     rounds, calls, reads = spent[("+", "deep")]
     assert 1 <= rounds <= 3 and 3 <= calls <= 18 and reads <= 18
+
+
+@pytest.mark.bench("abstain")
+def test_abstain_bench_scores_each_kind_of_question(smoke):
+    """bench_abstain.py on six questions of each kind: a row per kind, each with the share of
+    right answers (answerable questions only), of abstentions and of "enough" verdicts."""
+    assert smoke.returncode == 0, smoke.stderr
+    rows = {
+        m[0]: m[1:]
+        for m in re.findall(
+            r"^(answerable|unanswerable|other topic)\s+(\d+)\s+(\S+)\s+(\d\.\d\d)\s+(\d\.\d\d)$",
+            smoke.stdout,
+            re.M,
+        )
+    }
+    assert set(rows) == {"answerable", "unanswerable", "other topic"}
+    assert all(n == "6" for n, *_ in rows.values())
+    assert rows["unanswerable"][1] == "—" and rows["other topic"][1] == "—"
+    assert 0 <= float(rows["answerable"][1]) <= 1
+    # Questions about another topic: the SQuAD brain answers none of them.
+    assert rows["other topic"][2] == "1.00" and rows["other topic"][3] == "0.00"
