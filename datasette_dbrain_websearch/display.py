@@ -253,17 +253,23 @@ def cited_quotes(pack: PackJSON | None) -> dict[str, list[str]]:
 def missing_words(pack: PackJSON) -> list[str]:
     """The question's words that none of the top rows mention, the brain's or the web's (what
     the run's verdict lacks); none where the verdict's message already says what the rows lack
-    (the answer check's: ``answered``, ``not_answered``, a deep run's)."""
+    (its closest row's words, the answer check's finding, a deep run's)."""
     judge = pack["judge"]
     combined = judge.get("combined", judge)
-    checked = "answer_check" in judge["inputs"] or pack.get("research")
-    if combined["verdict"] == "enough_evidence" or checked:
+    reason = combined["reason"].split(":")[-1]
+    if combined["verdict"] == "enough_evidence" or reason in SAID_BY_THE_VERDICT:
+        return []
+    if "answer_check" in judge["inputs"] or pack.get("research"):
         return []
     missing = list(judge["inputs"].get("missing_terms_in_top_rows", []))
     web = judge.get("web") or {}
     if web.get("searched"):
         missing = [t for t in missing if t in web["missing_terms"]]
     return missing
+
+
+# Verdicts whose message names what the rows lack (``judge``): the page says it once.
+SAID_BY_THE_VERDICT = frozenset({"weak_match", "missing_keyword", "not_answered"})
 
 
 def matches_note(pack: PackJSON) -> str:
