@@ -192,8 +192,12 @@ async def gather(
         if names_a_page(options.question) and not brain_part.result.exact_count:
             brain = judged(Answered(False, URL_NOT_HELD, {"answered": False, "asks": "url"}))
         elif brain.reason == STRONG_MATCH:  # the rows hold the question: do they answer it?
-            passages = _brain_passages(hits[: settings.answer.max_evidence]).values()
-            checked = _answer_check(question, plan.query_terms, passages)
+            # The top rows first (most questions are answered there), then all the answer reads.
+            for most in dict.fromkeys([settings.judge.top_k, settings.answer.max_evidence]):
+                passages = _brain_passages(hits[:most]).values()
+                checked = _answer_check(question, plan.query_terms, passages)
+                if checked.answered:
+                    break
             brain = judged(_answered(checked, labels))
     judged_ms = _ms(judge_started)
     await emit(
