@@ -28,13 +28,11 @@ import argparse
 import asyncio
 import json
 import platform
-import sqlite3
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import corpora
 
@@ -42,7 +40,7 @@ from datasette_dbrain_websearch.config import Settings
 from datasette_dbrain_websearch.config_keys import DEFAULT_EMBEDDING_MODEL
 from datasette_dbrain_websearch.judge import ENOUGH_EVIDENCE
 from datasette_dbrain_websearch.options import checked_request
-from datasette_dbrain_websearch.pipeline import RunContext, run_pipeline
+from datasette_dbrain_websearch.pipeline import run_pipeline
 from datasette_dbrain_websearch.semantic_index import index_brain
 
 ANSWERED = "ok"  # the answer's status when it wrote sentences
@@ -103,18 +101,7 @@ def questions(limit: int) -> list[Asked]:
 async def ask_all(
     brain: Path, index: Path | None, asked: list[Asked], settings: Settings
 ) -> list[Outcome]:
-    conn = sqlite3.connect(f"file:{brain}?mode=ro", uri=True, check_same_thread=False)
-
-    async def execute(fn: Any) -> Any:
-        return fn(conn)
-
-    run = RunContext(
-        execute,
-        brain.stem,
-        settings,
-        lambda kind, row_id: "",
-        semantic_index=str(index) if index else None,
-    )
+    conn, run = corpora.pipeline_run(brain, index, settings)
     outcomes = []
     for q in asked:
         request = checked_request(settings, question=q.question, answer=True)

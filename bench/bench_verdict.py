@@ -49,7 +49,7 @@ from datasette_dbrain_websearch.judge import (
     row_score,
 )
 from datasette_dbrain_websearch.options import checked_request
-from datasette_dbrain_websearch.pipeline import RunContext, run_pipeline
+from datasette_dbrain_websearch.pipeline import run_pipeline
 from datasette_dbrain_websearch.semantic_index import index_brain
 
 NONSENSE = 40
@@ -82,29 +82,14 @@ class Asked:
     evidence: list[Evidence]
 
 
-def execute_on(conn: sqlite3.Connection) -> Any:
-    async def execute(fn: Any) -> Any:
-        return fn(conn)
-
-    return execute
-
-
 async def ask_all(
     brain: Path, index: Path | None, questions: list[tuple[str, str]], settings: Settings
 ) -> list[Asked]:
-    conn = sqlite3.connect(f"file:{brain}?mode=ro", uri=True, check_same_thread=False)
-    execute = execute_on(conn)
+    conn, run = corpora.pipeline_run(brain, index, settings)
     dbrain_rule = Rule(replace(settings.judge, mode="dbrain"), "dbrain")
     asked = []
     for label, question in questions:
         request = checked_request(settings, question=question, answer=False)
-        run = RunContext(
-            execute,
-            brain.stem,
-            settings,
-            lambda kind, row_id: "",
-            semantic_index=str(index) if index else None,
-        )
         pack = (await run_pipeline(request, run)).to_json()
         evidence = [evidence_of(row) for row in pack["evidence"]]
         judged = pack["judge"]

@@ -24,6 +24,7 @@ import os
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 NAMES = ("cranfield", "squad", "hotpotqa")
@@ -106,6 +107,21 @@ LOADERS = {"cranfield": _cranfield, "squad": _squad, "hotpotqa": _hotpotqa}
 def load(name: str, folder: Path | None = None) -> Collection:
     """One shared collection, read where it lies."""
     return LOADERS[name]((folder or data_dir()) / name)
+
+
+def pipeline_run(brain: Path, index: Path | None, settings: Any) -> tuple[sqlite3.Connection, Any]:
+    """A read-only connection to a built brain and the ``RunContext`` that runs the research
+    pipeline over it in process, as ``/-/research.json`` does (the semantic lane where
+    ``index`` holds its vectors). Close the connection when done."""
+    from datasette_dbrain_websearch.pipeline import RunContext
+
+    conn = sqlite3.connect(f"file:{brain}?mode=ro", uri=True, check_same_thread=False)
+
+    async def execute(fn: Any) -> Any:
+        return fn(conn)
+
+    semantic = str(index) if index else None
+    return conn, RunContext(execute, brain.stem, settings, lambda k, i: "", semantic_index=semantic)
 
 
 def doc_url(name: str, doc_id: str) -> str:
