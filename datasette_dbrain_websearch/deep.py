@@ -34,7 +34,7 @@ from . import deep_rounds
 from .answer.answerability import Answerability, explain, read_question
 from .answer.names import bridge_entities, question_names
 from .config import Settings
-from .deep_check import answer_check, answer_rows, complete, round_gaps
+from .deep_check import answer_rows, complete, loop_check, round_gaps
 from .deep_follow_ups import FollowUp, facets, follow_ups, uncovered
 from .deep_pro_rounds import pro_rounds
 from .deep_rounds import (
@@ -134,7 +134,7 @@ async def run_deep(options: ResearchRequest, run: RunContext) -> Pack:
     most = settings.answer.max_evidence
 
     def check() -> Answerability:
-        return answer_check(loop, question, similarity, most)
+        return loop_check(loop, question, similarity, most)
 
     passages = first.passages()
     found = check()

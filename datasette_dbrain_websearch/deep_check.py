@@ -13,9 +13,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Sequence
 
-from .answer.answerability import Answerability, Question, Similarity, assess, bridges_in
+from .answer.answerability import Answerability, Question, Similarity, bridges_in
 from .answer.extractive import checked_claims
 from .answer.names import fold
+from .answer.stage import answer_check
 from .deep_follow_ups import facets, uncovered
 from .deep_state import KEPT_FIRST, Loop
 from .pack_rows import Row, WebRow
@@ -48,7 +49,7 @@ def _about(rows: Sequence[Row], name: str) -> Row | None:
     return next((r for r in rows if fold(PARENTHESIS.sub("", r.title)) == fold(name)), None)
 
 
-def answer_check(
+def loop_check(
     loop: Loop, question: Question, similarity: Similarity | None, most: int
 ) -> Answerability:
     """Does a sentence of the first ``most`` rows the answer reads answer the question,
@@ -58,14 +59,13 @@ def answer_check(
     texts = [p for row in answer_rows(loop)[:most] for k in row.keys if (p := passages.get(k))]
     asked = {fold(n) for n, _ in question.names}
     followed = [n for n in loop.names if fold(n) not in asked]
-    claims = checked_claims(loop.terms, texts)
 
     def bridges() -> Iterator[str]:
         found = [*followed, *bridges_in(question, loop.best_rows(passages), loop.terms)]
         yield from dict.fromkeys(found)
 
-    found = assess(question, claims, similarity, bridges=bridges())
-    return found.completed(claims)
+    found = answer_check(question, loop.terms, texts, similarity, bridges=bridges())
+    return found.completed(checked_claims(loop.terms, texts))
 
 
 def complete(found: Answerability) -> bool:

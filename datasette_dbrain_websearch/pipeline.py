@@ -11,21 +11,14 @@ the web's ``web_part``; this module runs them in order, judges and assembles the
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .admission import Gate
 from .answer import AnswerAccess, Passage, answer_stage
-from .answer.answerability import (
-    Answerability,
-    Question,
-    assess,
-    bridges_in,
-    explain,
-    read_question,
-)
-from .answer.extractive import checked_claims
+from .answer.answerability import Answerability, explain, read_question
+from .answer.stage import answer_check
 from .brain import Hit
 from .brain_access import ExecuteFn, TimeBudget
 from .brain_stage import BrainStage, brain_stage
@@ -194,9 +187,9 @@ async def gather(
         elif brain.reason == STRONG_MATCH:  # the rows hold the question: do they answer it?
             # The top rows first (most questions are answered there), then all the answer reads.
             for most in dict.fromkeys([settings.judge.top_k, settings.answer.max_evidence]):
-                passages = _brain_passages(hits[:most]).values()
-                checked = _answer_check(question, plan.query_terms, passages)
-                if checked.answered:
+                passages = list(_brain_passages(hits[:most]).values())
+                checked = answer_check(question, plan.query_terms, passages)
+                if checked.answered or most >= len(hits):
                     break
             brain = judged(_answered(checked, labels))
     judged_ms = _ms(judge_started)
@@ -232,7 +225,7 @@ async def gather(
             brain_part.rows, web_part.rows, profile_for(options.profile, settings.profiles)
         )
         web_checked = (
-            _answer_check(
+            answer_check(
                 question,
                 brain_part.plan.query_terms,
                 [
@@ -376,19 +369,6 @@ def _labels(hits: Sequence[Hit]) -> dict[str, str]:
 def _web_labels(rows: Sequence[WebRow]) -> dict[str, str]:
     """Each web row's key and its label ("W2")."""
     return {row.source_key: f"W{n}" for n, row in enumerate(rows, start=1)}
-
-
-def _answer_check(
-    question: Question, terms: Sequence[str], passages: Iterable[Passage]
-) -> Answerability:
-    """Does a sentence of these rows answer the question (``answer.answerability``)? Their
-    claims are those the answer would read, judged by their words (the answer stage also
-    weighs meaning where a passing sentence stands beside a contradicting one: embedding
-    sentences for the verdict of every run costs a millisecond, and moved 1% of the shared
-    SQuAD questions' verdicts, in both directions)."""
-    texts = list(passages)
-    bridges = bridges_in(question, [(p.title, p.text) for p in texts], terms)
-    return assess(question, checked_claims(terms, texts), bridges=bridges)
 
 
 def _answered(found: Answerability, labels: Mapping[str, str]) -> Answered:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property, lru_cache
 from typing import Any
@@ -90,6 +90,7 @@ TORN = 5  # contradicting sentences, the closest by their words, whose meaning i
 BRIDGE_ROWS = 5  # the best rows bridges are read from
 CHOICE = re.compile(r"\bor\b", re.IGNORECASE)  # "A or B?": a choice between two names
 
+SIMPLE_KINDS = {"when": TIME, "where": PLACE, "why": REASON}  # the span a wh-word asks for
 Similarity = Callable[[Sequence[str]], Sequence[float]]  # texts -> cosine with the question
 
 # Why a sentence does not answer (``Finding.problem``).
@@ -127,14 +128,22 @@ class Question:
         named = frozenset().union(*(n for _, n in self.names))
         return frozenset(self.focus) - named
 
+    @cached_property
+    def ranked(self) -> tuple[str, ...]:
+        """Its focus stems, most specific first."""
+        return tuple(s for s, _ in sorted(self.weights, key=lambda pair: -pair[1]))
+
     def word(self, stem_: str) -> str:
         """A focus stem as the question writes it."""
-        return dict(self.written).get(stem_, stem_)
+        return self._written.get(stem_, stem_)
+
+    @cached_property
+    def _written(self) -> dict[str, str]:
+        return dict(self.written)
 
     def plain_words(self) -> list[str]:
         """What is asked about the names, as the question writes it, most specific first."""
-        ranked = sorted(self.weights, key=lambda pair: -pair[1])
-        return [self.word(s) for s, _ in ranked if s in self.plain]
+        return [self.word(s) for s in self.ranked if s in self.plain]
 
 
 @dataclass(frozen=True)
@@ -295,13 +304,10 @@ def _kind(tokens: Sequence[str], text: str) -> tuple[str, str, frozenset[str]]:
             if nxt in HOW_NUMBER:
                 return "how much", NUMBER, frozenset({stem(nxt)})
             return "how", MANNER, frozenset()
-        simple = {"when": TIME, "where": PLACE, "why": REASON, "who": PERSON, "whom": PERSON}
-        if token in simple or token == "whose":
-            return (
-                ("who" if token.startswith("wh") and token[2] == "o" else token),
-                simple.get(token, PERSON),
-                frozenset(),
-            )
+        if token in ("who", "whom", "whose"):
+            return "who", PERSON, frozenset()
+        if token in SIMPLE_KINDS:
+            return token, SIMPLE_KINDS[token], frozenset()
         # what / which: the noun asked about decides ("what year", "which country"); after
         # "type of" or "kind of" it asks for a kind, whatever the noun ("what type of time").
         asking = {stem(w) for w in after if w in ASKING_WORDS}
@@ -390,14 +396,11 @@ def _judged(
 ) -> Finding:
     focus = question.focus
     own = _held(stems(sentence), focus)
-    window_stems = own.union(
-        given, _held(stems(title), focus), *(_held(stems(n), focus) for n in neighbours)
-    )
+    titled = _held(stems(title), focus)
+    window_stems = own.union(given, titled, *(_held(stems(n), focus) for n in neighbours))
     # A sentence that refers back ("It was commissioned by Odo") names what it is about in
     # the sentences around it: its window speaks for it; else only its own words and title.
-    close = (
-        window_stems if REFERS_BACK.search(sentence) else own | _held(stems(title), focus) | given
-    )
+    close = window_stems if REFERS_BACK.search(sentence) else own | titled | given
     held = sum(w for s, w in focus.items() if s in window_stems) / (question.weight or 1.0)
     missing = tuple(question.word(s) for s in focus if s not in window_stems)
 
@@ -673,10 +676,10 @@ def _compared(
 
 def bridges_in(
     question: Question, rows: Sequence[tuple[str, str]], terms: Sequence[str]
-) -> list[str]:
+) -> Iterator[str]:
     """The names the best rows (``(title, text)``, best first) give that the question depends
-    on but does not say (``names.bridge_entities``)."""
-    return bridge_entities(question.text, rows[:BRIDGE_ROWS], terms)
+    on but does not say (``names.bridge_entities``), found only when first asked for."""
+    yield from bridge_entities(question.text, rows[:BRIDGE_ROWS], terms)
 
 
 def _through(
@@ -750,7 +753,6 @@ ASKED = {
     "which": "which",
     "what": "what",
     "yes/no": "whether it is so",
-    "topic": "anything about it",
 }
 
 
@@ -778,8 +780,7 @@ def _problem(question: Question, closest: Finding) -> str:
 
 
 def _top_words(question: Question) -> list[str]:
-    ranked = sorted(question.weights, key=lambda pair: -pair[1])
-    return [question.word(s) for s, _ in ranked[:3]]
+    return [question.word(s) for s in question.ranked[:3]]
 
 
 def _listed(items: Sequence[str]) -> str:
@@ -787,10 +788,3 @@ def _listed(items: Sequence[str]) -> str:
     if len(quoted) <= 1:
         return "".join(quoted) or "it"
     return ", ".join(quoted[:-1]) + " or " + quoted[-1]
-
-
-def held_words(question: Question, texts: Iterable[str]) -> list[str]:
-    """The question's focus words (as written) the texts hold, most specific first."""
-    held = frozenset().union(*(stems(t) for t in texts))
-    ranked = sorted(question.weights, key=lambda pair: -pair[1])
-    return [question.word(s) for s, _ in ranked if s in held]

@@ -7,7 +7,7 @@ pack: a failing model leaves ``answer.status = "failed"`` and a warning, never f
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -16,7 +16,6 @@ from ..config import AnswerSettings
 from ..display import plural
 from ..pack import Answer, Pack
 from ..pack_rows import BrainRow, Row, WebRow
-from ..query_plan import matched_terms
 from ..urls import URL_NOT_HELD, names_a_page
 from ..web_gate import CROSS_SITE_WARNING
 from .answerability import (
@@ -181,17 +180,14 @@ async def answer_stage(
     await emit({"stage": "answer", "status": "started", "message": "Writing an answer"})
     synthesis_started = time.perf_counter()
     if found is None:
+        named = frozenset(
+            key
+            for row in rows
+            if row.is_exact or (isinstance(row, WebRow) and row.direct_url)
+            for key in row.keys
+        )
         with budget.phase():
-            claims = checked_claims(terms, chosen)
-            named = frozenset(
-                key
-                for row in rows
-                if row.is_exact or (isinstance(row, WebRow) and row.direct_url)
-                for key in row.keys
-            )
-            question = asked(pack)
-            bridges = bridges_in(question, [(p.title, p.text) for p in chosen], terms)
-            found = assess(question, claims, similarity, named=named, bridges=bridges)
+            found = answer_check(asked(pack), terms, chosen, similarity, named)
     if use_model:
         with budget.paused():
             draft = await _ask(pack.question, pairs, settings, access, labels, emit, keys)
@@ -223,14 +219,13 @@ async def answer_stage(
         contribution = web_contribution(
             terms, ranked, pack.verdict, pack.web_search, verified.sentences, keys.web
         )
-        missing = [t for t in terms if t not in matched_terms(terms, [p.text for p in chosen])]
         offline = (
             find_conflicts(terms, verified.sentences, chosen, budget.check)
             if draft.synthesizer == EXTRACTIVE and verified.sentences
             else None
         )
     verification_ms = _ms(verification_started)
-    status, message = _outcome(draft, verified, bool(rows), missing, found, pack)
+    status, message = _outcome(draft, verified, bool(rows), found, pack)
     if status == NOT_ANSWERED and verified.sentences:  # a model's sentences that answer nothing
         verified = replace(
             verified,
@@ -277,6 +272,23 @@ WEB_AND_MODEL_CROSS_SITE = (
     "on your account: the answer was written offline from your brain's evidence; search again "
     "from this page to include them."
 )
+
+
+def answer_check(
+    question: Question,
+    terms: Sequence[str],
+    passages: Sequence[Passage],
+    similarity: Similarity | None = None,
+    named: frozenset[str] = frozenset(),
+    bridges: Iterable[str] | None = None,
+) -> Answerability:
+    """Does a sentence of these rows answer the question (``answerability.assess`` over the
+    claims the answer reads), directly or through ``bridges`` (by default the names their
+    best rows give)? The verdict, the answer and deep research all ask it here."""
+    if bridges is None:
+        bridges = bridges_in(question, [(p.title, p.text) for p in passages], terms)
+    claims = checked_claims(terms, passages)
+    return assess(question, claims, similarity, named=named, bridges=bridges)
 
 
 def asked(pack: Pack) -> Question:
@@ -369,7 +381,6 @@ def _outcome(
     draft: Draft,
     verified: Verified,
     had_rows: bool,
-    missing: list[str],
     found: Answerability,
     pack: Pack,
 ) -> tuple[str, str]:
