@@ -45,6 +45,7 @@ from .names import bridge_entities
 from .question_types import (
     ASKING_WORDS,
     AUXILIARIES,
+    BE_FORMS,
     CONDITION_WORDS,
     FREQUENCY,
     FREQUENCY_SPAN,
@@ -53,6 +54,7 @@ from .question_types import (
     MANNER,
     MONTH_NAMES,
     NAME,
+    NAMED_PLACE,
     NEGATING_PREFIXES,
     NEGATION,
     NOT_A_NEGATION,
@@ -60,6 +62,7 @@ from .question_types import (
     NUMBER,
     NUMBER_SPAN,
     OPPOSITES,
+    ORDINALS,
     PERSON,
     PERSON_NOUNS,
     PLACE,
@@ -96,8 +99,20 @@ Similarity = Callable[[Sequence[str]], Sequence[float]]  # texts -> cosine with 
 # Why a sentence does not answer (``Finding.problem``).
 OFF_TOPIC, NO_NAME, NO_NUMBER, NO_CONDITION = "off_topic", "name", "number", "condition"
 NOT_NEGATED, OPPOSITE, TOO_LITTLE, NO_SPAN = "negation", "opposite", "too_little", "no_span"
-NOT_CLOSEST = "not_closest"
-CONTRADICTIONS = frozenset({NO_NAME, NO_NUMBER, NO_CONDITION, NOT_NEGATED, OPPOSITE})
+NOT_CLOSEST, TURNED = "not_closest", "turned"
+CONTRADICTIONS = frozenset({NO_NAME, NO_NUMBER, NO_CONDITION, NOT_NEGATED, OPPOSITE, TURNED})
+
+
+@dataclass(frozen=True)
+class Roles:
+    """Who does what to whom in a question asking for a doer or a done-to: its verb, the name
+    it gives as the verb's subject or object (as written, and its stems), and whether it
+    asks in the passive ("What was absorbed into …?")."""
+
+    verb: str
+    subject: tuple[str, frozenset[str]] | None = None
+    object: tuple[str, frozenset[str]] | None = None
+    passive: bool = False
 
 
 @dataclass(frozen=True)
@@ -113,6 +128,8 @@ class Question:
     numbers: frozenset[str]  # numbers and dates it states as conditions ("1948", "10")
     conditions: frozenset[str]  # "first", "oldest": what an answer must say too
     negated: bool
+    sequence: tuple[str, ...] = ()  # every word's stem, in order (``_replaced`` reads them)
+    roles: Roles | None = None  # who does what to whom, where it asks for either
 
     @cached_property
     def focus(self) -> dict[str, float]:
@@ -278,7 +295,42 @@ def read_question(text: str) -> Question:
             if (w in CONDITION_WORDS or superlative(w)) and w not in CURRENT_STATE_WORDS
         ),
         negated=bool(NEGATION.search(NOT_A_NEGATION.sub(" ", text))),
+        sequence=tuple(stem(w) for w in tokens),
+        roles=_roles(tokens, names, weights),
     )
+
+
+def _roles(
+    tokens: Sequence[str],
+    names: Sequence[tuple[str, frozenset[str]]],
+    focus: Mapping[str, float],
+) -> Roles | None:
+    """The question's roles, where it asks for a doer or a done-to and gives a name beside
+    its verb: "Who replaced the Normans?" asks for the subject (the Normans are the object);
+    "Who did Edgar marry?" for the object (Edgar is the subject); "What was absorbed into the
+    Anglo-Norman language?" for what a passive verb was done to. Else None."""
+    if len(tokens) < 3 or tokens[0] not in ("who", "whom", "what") or not names:
+        return None
+    named = frozenset().union(*(n for _, n in names))
+
+    def verb(token: str) -> bool:
+        return token not in STOP_WORDS and stem(token) in focus and stem(token) not in named
+
+    def given(part: Sequence[str]) -> tuple[str, frozenset[str]] | None:
+        held = set(map(stem, part))
+        return next((name for name in names if name[1] <= held), None)
+
+    if tokens[1] in ("did", "does", "do"):  # names after its verb say where or when
+        at = next((i for i in range(2, len(tokens)) if verb(tokens[i])), None)
+        subject = given(tokens[2:at]) if at is not None else None
+        return Roles(stem(tokens[at]), subject=subject) if at is not None and subject else None
+    if tokens[1] in BE_FORMS and verb(tokens[2]):
+        done_to = given(tokens[3:])
+        return Roles(stem(tokens[2]), object=done_to, passive=True) if done_to else None
+    if tokens[0] == "what" or tokens[1] in AUXILIARIES or not verb(tokens[1]):
+        return None  # "What culture …": a noun, not a verb, may follow "what"
+    done_to = given(tokens[2:])
+    return Roles(stem(tokens[1]), object=done_to) if done_to else None
 
 
 def _kind(tokens: Sequence[str], text: str) -> tuple[str, str, frozenset[str]]:
@@ -428,8 +480,12 @@ def _judged(
     if question.negated and not negated:
         return no(NOT_NEGATED)
     swapped = None if negated else _swapped(question, own, window_stems)
+    swapped = swapped or _replaced(question, sentence, window_stems)
     if swapped:
         return no(OPPOSITE, swapped)
+    turned = _turned(question, sentence)
+    if turned:
+        return no(TURNED, turned)
     if held < MIN_FOCUS:
         return no(TOO_LITTLE)
     span = _span(question, sentence)
@@ -499,6 +555,68 @@ def _swapped(question: Question, sentence: frozenset[str], window: frozenset[str
     return ""
 
 
+def _replaced(question: Question, sentence: str, window: frozenset[str]) -> str:
+    """The sentence's word standing where the question has one its window lacks, between the
+    same two words ("a mathematical abstraction" for "a scientific abstraction"), as
+    "said|asked", or "": the question asks about something else than the sentence says."""
+    asked = question.sequence
+    written = words(sentence)
+    said = [stem(w) for w in written]
+    for i in range(1, len(asked) - 1):
+        wanted, left, right = asked[i], asked[i - 1], asked[i + 1]
+        if wanted not in question.focus or wanted in window:
+            continue
+        if left in STOP_STEMS and right in STOP_STEMS:  # "of _ the" frames anything
+            continue
+        if question.word(wanted).lower() in ORDINALS or wanted.isdigit():
+            continue  # numbers and ordinals count differently in true sentences ("3rd year")
+        for j in range(1, len(said) - 1):
+            if said[j - 1] == left and said[j + 1] == right and said[j] not in STOP_STEMS:
+                return f"{written[j]}|{question.word(wanted)}"
+    return ""
+
+
+def _turned(question: Question, sentence: str) -> str:
+    """The question's name, as written, where the sentence puts it on the other side of the
+    question's verb ("The Normans replaced the Anglo-Saxons" for "Who replaced the
+    Normans?"), or "": the sentence says it the other way round."""
+    roles = question.roles
+    if roles is None:
+        return ""
+    said = [stem(w) for w in words(sentence)]
+    verb = roles.verb
+    at = next(
+        (i for i, s in enumerate(said) if s == verb or (len(verb) >= 5 and s.startswith(verb))),
+        None,
+    )
+    if at is None:
+        return ""
+    passive = any(s in BE_STEMS for s in said[max(0, at - 2) : at])  # "was eventually absorbed"
+    if roles.passive and not passive:
+        return ""
+    by = next((i for i in range(at + 1, min(len(said), at + 6)) if said[i] == "by"), None)
+
+    def side(name: frozenset[str]) -> str:
+        """Does the sentence give the name as its verb's subject or object (or not at all)?"""
+        where = said.index(max(name, key=len)) if max(name, key=len) in said else None
+        if where is None:
+            return ""
+        if passive:  # "X was betrayed to … by Y": X is done to, Y does
+            return "subject" if by is not None and where > by else "object" if where < at else ""
+        return "subject" if where < at else "object"
+
+    if roles.subject and side(roles.subject[1]) == "object":
+        return roles.subject[0]
+    wrong = "object" if roles.passive else "subject"
+    if roles.object and side(roles.object[1]) == wrong:
+        return roles.object[0]
+    return ""
+
+
+STOP_STEMS = frozenset(stem(w) for w in STOP_WORDS)
+BE_STEMS = frozenset(stem(w) for w in BE_FORMS)
+
+
 def _span(question: Question, sentence: str) -> str | None:
     """The span of the asked type the sentence gives that the question does not, or None."""
     asked = stems(question.text)
@@ -515,7 +633,8 @@ def _span(question: Question, sentence: str) -> str | None:
         found = REASON_SPAN.search(sentence)
         return found.group() if found else _new_words(sentence, asked, 2)
     if expects == PLACE:  # a name where a place goes: "in Copenhagen and Lyon", "at Bannow"
-        return _first_new(LOCATED.finditer(sentence), asked)
+        located = _first_new(LOCATED.finditer(sentence), asked)
+        return located or _first_new(NAMED_PLACE.finditer(sentence), asked)
     if expects in (THING, MANNER):
         return _new_words(sentence, asked, 1)
     name = _first_new(NAME.finditer(sentence), asked, names=True)
@@ -772,6 +891,8 @@ def _problem(question: Question, closest: Finding) -> str:
     if problem == OPPOSITE:
         says, asks = detail.split("|", 1)
         return f"says “{says}”, not “{asks}”"
+    if problem == TURNED:
+        return f"says it the other way round, of “{detail}”"
     if problem == NO_SPAN:
         return f"gives no {WANTED[question.expects]}"
     if problem == NOT_CLOSEST:

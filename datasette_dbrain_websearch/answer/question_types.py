@@ -64,6 +64,7 @@ AUXILIARIES = frozenset(
     "is are was were do does did can could has have had will would should may might must shall "
     "isn aren wasn weren don doesn didn".split()
 )
+BE_FORMS = frozenset("is are was were be been being".split())  # "was absorbed": passive
 WH_WORDS = frozenset("what which who whom whose when where why how".split())
 # Words that set aside rather than say what is asked: "Aside from X, what other ...".
 SETTING_ASIDE = frozenset("aside besides other others else except apart instead".split())
@@ -83,6 +84,7 @@ _MONTHS = (
     "january february march april may june july august september october november december "
     "jan feb mar apr jun jul aug sep sept oct nov dec"
 )
+ORDINALS = frozenset(_ORDINALS.split())
 TIME_SPAN = re.compile(
     r"\b(?:1\d{3}|20\d{2})(?:s|\u2019s|'s)?\b"  # a year or a decade: 1066, 1990s
     r"|\b\d{2,3}0s\b"  # the 880s
@@ -126,6 +128,14 @@ _PLACE_NAME = r"[A-Z][\w'\u2019.\-]*\w(?:[ \t]+[A-Z][\w'\u2019.\-]*\w)*"
 LOCATED = re.compile(
     rf"\b(?:in|at|from|near|into|to|across|outside|inside)\s+"
     rf"((?:the\s+)?{_PLACE_NAME}(?:(?:,\s*|\s+and\s+){_PLACE_NAME})*)"
+)
+_PLACE_NOUN = r"(?:river|lake|sea|city|town|village|county|province|region|island|kingdom|duchy)"
+# Else a place a sentence names after another word that places it ("earl of Hereford", "the
+# river Deabolis", "between P and PSPACE"); never a name that merely opens the sentence.
+NAMED_PLACE = re.compile(
+    rf"\b(?:(?:of|between|on|over|along|beyond|off|within|throughout|through|towards?)\s+"
+    rf"(?:the\s+)?(?:{_PLACE_NOUN}\s+(?:of\s+)?)?|{_PLACE_NOUN}\s+(?:of\s+)?)"
+    rf"({_PLACE_NAME}(?:(?:,\s*|\s+and\s+){_PLACE_NAME})*)"
 )
 REFERS_BACK = re.compile(
     r"\b(?:he|she|it|they|his|her|its|their|him|them|this|these|those|there)\b", re.IGNORECASE
