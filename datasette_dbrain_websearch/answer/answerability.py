@@ -729,8 +729,9 @@ def _closeness(pool: Sequence[tuple[frozenset[str], frozenset[str]]]) -> list[fl
             df[s] = df.get(s, 0) + 1
     n = len(pool)
     idf = {s: math.log(1 + (n - c + 0.5) / (c + 0.5)) for s, c in df.items()}
+    # fsum: exact whatever order a set gives its words (ties must not depend on the hash seed)
     lexical = [
-        sum(idf[s] for s in own) + 0.5 * sum(idf.get(s, 0.0) for s in around)
+        math.fsum(idf[s] for s in own) + 0.5 * math.fsum(idf.get(s, 0.0) for s in around)
         for own, around in pool
     ]
     top = max(lexical, default=0.0) or 1.0

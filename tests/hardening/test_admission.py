@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 
 import pytest
 
@@ -206,7 +207,17 @@ async def test_a_waiter_that_goes_away_leaves_no_slot_behind():
 
 def test_a_yielding_query_pauses_in_sqlites_progress_handler(monkeypatch):
     pauses: list[float] = []
-    monkeypatch.setattr(brain_access.time, "sleep", pauses.append)
+    this_thread, sleep = threading.get_ident(), brain_access.time.sleep
+
+    def pause(seconds: float) -> None:
+        """This test's pauses are recorded; another thread's sleep (time.sleep is global) is
+        left to sleep, and not counted."""
+        if threading.get_ident() == this_thread:
+            pauses.append(seconds)
+        else:
+            sleep(seconds)
+
+    monkeypatch.setattr(brain_access.time, "sleep", pause)
     conn = sqlite3.connect(":memory:")
     count = "with recursive c(x) as (select 1 union all select x + 1 from c limit 200000) "
     count += "select count(*) from c"
