@@ -11,10 +11,10 @@ run's label as its ``ref``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .pack import row_keys
+from .pack import Pack, row_keys
 from .pack_json import PackJSON
 
 Row = Mapping[str, Any]
@@ -38,6 +38,27 @@ def labels(pack: PackJSON | Mapping[str, Any]) -> dict[str, str]:
         for key in row_keys(row):
             out.setdefault(key, ref)
     return out
+
+
+def numbered(brain: Iterable[Iterable[str]], web: Iterable[Iterable[str]] = ()) -> dict[str, str]:
+    """``labels`` for a run still being made: each key's label from its row's keys (``keys``:
+    its own and its linked page's), brain rows ``1``, ``2``…, web rows ``W1``…"""
+    out: dict[str, str] = {}
+    for rows, prefix in ((brain, ""), (web, "W")):
+        for n, keys in enumerate(rows, start=1):
+            for key in keys:
+                out.setdefault(key, f"{prefix}{n}")
+    return out
+
+
+def of_run(pack: Pack) -> dict[str, str]:
+    """``labels`` of a run still being made, from its rows."""
+    return numbered((r.keys for r in pack.evidence), (r.keys for r in pack.web_rows))
+
+
+def citing(labels: Mapping[str, str]) -> Callable[[str], str]:
+    """A key as a text cites its row ("[3]", "[W2]"), or "" for a key of no row."""
+    return lambda key: cite(labels[key]) if key in labels else ""
 
 
 def cite(ref: str) -> str:

@@ -33,6 +33,7 @@ from typing import Any
 from . import deep_rounds
 from .answer.answerability import Answerability, explain, read_question
 from .answer.names import bridge_entities, question_names
+from .citations import citing, of_run
 from .config import Settings
 from .deep_check import answer_rows, complete, loop_check, round_gaps
 from .deep_follow_ups import FollowUp, facets, follow_ups, uncovered
@@ -223,10 +224,11 @@ async def run_deep(options: ResearchRequest, run: RunContext) -> Pack:
 def _deep_verdict(pack: Pack, found: Answerability) -> RunVerdict:
     """The run's verdict over every round: enough when a sentence answers the question, else
     no better than weak (round 1's verdict stays as the brain's)."""
-    says = explain(found, pack.label_of)
+    cited = citing(of_run(pack))
+    says = explain(found, cited)
     before = pack.verdict
     if found.best is not None:
-        who = "The web" if pack.label_of(found.best.key).startswith("[W") else "Your brain"
+        who = "The web" if cited(found.best.key).startswith("[W") else "Your brain"
         says = f"{who} answers it: {says}"
         combined = {"verdict": ENOUGH_EVIDENCE, "reason": "deep:answered", "message": says}
     elif before.combined["verdict"] == ENOUGH_EVIDENCE:

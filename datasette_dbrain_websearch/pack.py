@@ -178,17 +178,6 @@ class Pack:
     research: ResearchJSON | None = None  # deep research's rounds and stop (``deep``)
     secrets: tuple[str, ...] = ()  # never written: scrubbed from every string of the JSON
 
-    def label_of(self, key: str) -> str:
-        """A key's row as people cite it ("[3]", "[W2]"; ``citations``: a row is numbered by
-        its place in its own list), or "" for a key of no row."""
-        for n, brain_row in enumerate(self.evidence, start=1):
-            if key in brain_row.keys:
-                return f"[{n}]"
-        for n, web_row in enumerate(self.web_rows, start=1):
-            if key in web_row.keys:
-                return f"[W{n}]"
-        return ""
-
     def ranked(self) -> list[Row]:
         """Every row in reading order (``reading_order``)."""
         return reading_order(self.evidence, self.web_rows, self.web_search.current_state_question)

@@ -22,6 +22,7 @@ from .answer.stage import answer_check
 from .brain import Hit
 from .brain_access import ExecuteFn, TimeBudget
 from .brain_stage import BrainStage, brain_stage
+from .citations import citing, numbered
 from .config import Settings
 from .errors import ResearchError
 from .evidence import RowUrl, extraction_warning
@@ -168,7 +169,7 @@ async def gather(
         rule = _rule(brain_part, options, settings)
         hits = brain_part.result.hits
         question = read_question(options.question)
-        labels = _labels(hits)
+        labels = numbered(row.keys for row in brain_part.rows)
         evidence = [_evidence(hit, labels.get(hit.row.get("source_key", ""), "")) for hit in hits]
         plan = brain_part.plan
 
@@ -258,7 +259,7 @@ async def gather(
                 web_part.search.ran,
                 brain_rows=len(brain_part.result.hits),
                 surfaced=len(web_part.surfaced),
-                web_answered=_answered(web_checked, _web_labels(web_part.rows))
+                web_answered=_answered(web_checked, numbered((), (r.keys for r in web_part.rows)))
                 if web_checked
                 else None,
             ),
@@ -357,23 +358,9 @@ def _evidence(hit: Hit, label: str) -> Evidence:
     )
 
 
-def _labels(hits: Sequence[Hit]) -> dict[str, str]:
-    """Each brain key's label as people see it (an item's linked page shares its item's)."""
-    return {
-        part.row.get("source_key", ""): str(n)
-        for n, hit in enumerate(hits, start=1)
-        for part in hit.parts()
-    }
-
-
-def _web_labels(rows: Sequence[WebRow]) -> dict[str, str]:
-    """Each web row's key and its label ("W2")."""
-    return {row.source_key: f"W{n}" for n, row in enumerate(rows, start=1)}
-
-
 def _answered(found: Answerability, labels: Mapping[str, str]) -> Answered:
     """The answer check as the judge reads it: its finding in plain words, rows by label."""
-    says = explain(found, lambda key: f"[{labels[key]}]" if key in labels else "")
+    says = explain(found, citing(labels))
     return Answered(found.answered, says, found.to_json())
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..brain_access import TimeBudget
+from ..citations import citing, of_run
 from ..config import AnswerSettings
 from ..display import plural
 from ..pack import Answer, Pack
@@ -395,7 +396,7 @@ def _outcome(
         return "ok", _summary(verified)
     if draft.synthesizer != EXTRACTIVE and verified.sentences:
         return NOT_ANSWERED, (
-            f"No answer in {where}. {explain(found, pack.label_of)} The model's sentences "
+            f"No answer in {where}. {explain(found, citing(of_run(pack)))} The model's sentences "
             "do not answer it either (kept below as removed)."
         )
     if draft.lacking:
@@ -409,7 +410,7 @@ def _outcome(
                 "a sentence that answers it."
             )
         else:
-            said = explain(found, pack.label_of)
+            said = explain(found, citing(of_run(pack)))
         return NOT_ANSWERED, f"No answer in {where}. {said}"
     if verified.removed:
         return NOT_ANSWERED, (
