@@ -169,30 +169,17 @@ async def gather(
         rule = _rule(brain_part, options, settings)
         hits = brain_part.result.hits
         question = read_question(options.question)
-        labels = numbered(row.keys for row in brain_part.rows)
-        evidence = [_evidence(hit, labels.get(hit.row.get("source_key", ""), "")) for hit in hits]
-        plan = brain_part.plan
-
-        def judged(answered: Answered | None) -> Verdict:
-            return rule.verdict(
-                evidence,
-                brain_part.result.exact_count,
-                plan.query_terms,
-                plan.common_words,
-                answered,
-            )
-
-        brain = judged(None)
-        if names_a_page(options.question) and not brain_part.result.exact_count:
-            brain = judged(Answered(False, URL_NOT_HELD, {"answered": False, "asks": "url"}))
-        elif brain.reason == STRONG_MATCH:  # the rows hold the question: do they answer it?
+        url_not_held = names_a_page(options.question) and not brain_part.result.exact_count
+        checked: Answerability | None = None
+        brain = _judge_brain(rule, brain_part, checked, url_not_held)
+        if brain.reason == STRONG_MATCH:  # the rows hold the question: do they answer it?
             # The top rows first (most questions are answered there), then all the answer reads.
             for most in dict.fromkeys([settings.judge.top_k, settings.answer.max_evidence]):
                 passages = list(_brain_passages(hits[:most]).values())
-                checked = answer_check(question, plan.query_terms, passages)
+                checked = answer_check(question, brain_part.plan.query_terms, passages)
                 if checked.answered or most >= len(hits):
                     break
-            brain = judged(_answered(checked, labels))
+            brain = _judge_brain(rule, brain_part, checked)
     judged_ms = _ms(judge_started)
     await emit(
         {
@@ -225,6 +212,8 @@ async def gather(
         apply_profile(
             brain_part.rows, web_part.rows, profile_for(options.profile, settings.profiles)
         )
+        # A profile re-sorts the rows: the verdict names them by the labels they end with.
+        brain = _judge_brain(rule, brain_part, checked, url_not_held)
         web_checked = (
             answer_check(
                 question,
@@ -344,6 +333,28 @@ def _rule(brain_part: BrainStage, options: ResearchRequest, settings: Settings) 
     weights = term_weights(rows, frequencies, brain_part.plan.query_terms)
     keywords = is_keyword_list(options.question, brain_part.plan.query_terms)
     return Rule(thresholds, CALIBRATED, weights, rows, keywords)
+
+
+def _judge_brain(
+    rule: Rule, brain_part: BrainStage, checked: Answerability | None, url_not_held: bool = False
+) -> Verdict:
+    """The brain's verdict, with what the answer check found (``checked``; or that the brain
+    lacks the page a bare URL asks for), its rows named by the labels they have now."""
+    labels = numbered(row.keys for row in brain_part.rows)
+    evidence = [
+        _evidence(hit, labels.get(hit.row.get("source_key", ""), ""))
+        for hit in brain_part.result.hits
+    ]
+    if url_not_held:
+        answered: Answered | None = Answered(
+            False, URL_NOT_HELD, {"answered": False, "asks": "url"}
+        )
+    else:
+        answered = _answered(checked, labels) if checked is not None else None
+    plan = brain_part.plan
+    return rule.verdict(
+        evidence, brain_part.result.exact_count, plan.query_terms, plan.common_words, answered
+    )
 
 
 def _evidence(hit: Hit, label: str) -> Evidence:

@@ -2,15 +2,25 @@
 
 from __future__ import annotations
 
+import sqlite3
 from datetime import UTC, datetime
 
 import pytest
 
+from datasette_dbrain_websearch import citations
 from datasette_dbrain_websearch.config import Settings
 from datasette_dbrain_websearch.config_keys import ConfigError
 from datasette_dbrain_websearch.profiles import apply_profile, boosts, profile_for
 
-from ..helpers import ask, typed_brain_row, typed_web_row, web_ds
+from ..helpers import (
+    add_source,
+    ask,
+    empty_brain,
+    make_datasette,
+    typed_brain_row,
+    typed_web_row,
+    web_ds,
+)
 
 NOW = datetime(2026, 11, 30, 12, tzinfo=UTC)
 
@@ -94,3 +104,46 @@ async def test_bad_profile_is_400(brain, fake):
     ds = await web_ds(brain, fake)
     status, body = await ask(ds, q="lattice", profile="gossip")
     assert status == 400 and body["code"] == "bad_profile"
+
+
+async def test_the_verdict_names_rows_by_the_labels_a_profile_leaves_them(tmp_path):
+    # The coding profile moves the repository above the post that answers: the verdict's
+    # "[n] says …" must name the answering row by the label it ends with, not its first place.
+    path = tmp_path / "brain.db"
+    empty_brain(path)
+    conn = sqlite3.connect(path)
+    with conn:
+        add_source(
+            conn,
+            "https://blog.example/quartzline-history",
+            title="Quartzline history",
+            extracted_text="The Quartzline library was founded in 2011 by a small team in "
+            "Oslo. The Quartzline library parses quartz line formats.",
+            extract_status="ok",
+        )
+        add_source(
+            conn,
+            "https://github.com/quartz/quartzline",
+            title="quartzline",
+            extracted_text="Quartzline library: source code, issues and releases.",
+            extract_status="ok",
+        )
+        for n in range(40):  # rows about something else: the question's words are rare
+            add_source(
+                conn,
+                f"https://notes.example/{n}",
+                title=f"Note {n}",
+                extracted_text=f"Sourdough note {n}: hydration and flour for loaf {n}.",
+                extract_status="ok",
+            )
+    conn.close()
+    ds = make_datasette([str(path)], plugin_config={})
+    status, pack = await ask(ds, q="When was the Quartzline library founded?", profile="coding")
+    assert status == 200
+    assert [r["url"] for r in pack["evidence"]][0] == "https://github.com/quartz/quartzline"
+    check = pack["judge"]["inputs"]["answer_check"]
+    assert pack["judge"]["reason"] == "answered" and check["span"] == "in 2011"
+    label = citations.labels(pack)[check["source_key"]]
+    assert label == "2"
+    assert pack["judge"]["message"] == "Your brain answers it: [2] says “in 2011”."
+    assert pack["judge"]["inputs"]["best_row"]["label"] == "2"
