@@ -140,7 +140,7 @@ async def test_the_verdict_names_rows_by_the_labels_a_profile_leaves_them(tmp_pa
     ds = make_datasette([str(path)], plugin_config={})
     status, pack = await ask(ds, q="When was the Quartzline library founded?", profile="coding")
     assert status == 200
-    assert [r["url"] for r in pack["evidence"]][0] == "https://github.com/quartz/quartzline"
+    assert pack["evidence"][0]["url"] == "https://github.com/quartz/quartzline"
     check = pack["judge"]["inputs"]["answer_check"]
     assert pack["judge"]["reason"] == "answered" and check["span"] == "in 2011"
     label = citations.labels(pack)[check["source_key"]]
