@@ -17,8 +17,8 @@ from typing import Any
 
 from .admission import Gate
 from .answer import AnswerAccess, Passage, answer_stage
-from .answer.answerability import Answerability, explain, read_question
-from .answer.stage import answer_check
+from .answer.answerability import Answerability, explain
+from .answer.stage import answer_check, asked
 from .brain import Hit
 from .brain_access import ExecuteFn, TimeBudget
 from .brain_stage import BrainStage, brain_stage
@@ -168,7 +168,7 @@ async def gather(
     with budget.phase():
         rule = _rule(brain_part, options, settings)
         hits = brain_part.result.hits
-        question = read_question(options.question)
+        question = asked(options.question, brain_part.plan)
         url_not_held = names_a_page(options.question) and not brain_part.result.exact_count
         checked: Answerability | None = None
         brain = _judge_brain(rule, brain_part, checked, url_not_held)

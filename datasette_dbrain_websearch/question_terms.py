@@ -318,6 +318,15 @@ def raw_terms(raw_query: str) -> list[str]:
     return words[:MAX_TERMS]
 
 
+# "a NOT b": what the query excludes, a word (maybe of a column), a "phrase" or a (group).
+_EXCLUDED = re.compile(r'\bNOT\s+(?:\([^)]*\)|"[^"]*"|[\w:*^]+)')
+
+
+def wanted_raw_terms(raw_query: str) -> list[str]:
+    """``raw_terms`` of what a raw FTS5 query asks for: not the words it excludes (``NOT``)."""
+    return raw_terms(_EXCLUDED.sub(" ", raw_query))
+
+
 def strip_scaffolding(text: str) -> str:
     """The question without the phrases that frame it as a question to the brain."""
     text = f" {text.lower()} "

@@ -17,6 +17,8 @@ from ..config import AnswerSettings
 from ..display import plural
 from ..pack import Answer, Pack
 from ..pack_rows import BrainRow, Row, WebRow
+from ..query_plan import QueryPlan
+from ..question_terms import wanted_raw_terms
 from ..urls import URL_NOT_HELD, names_a_page
 from ..web_gate import CROSS_SITE_WARNING
 from .answerability import (
@@ -188,7 +190,7 @@ async def answer_stage(
             for key in row.keys
         )
         with budget.phase():
-            found = answer_check(asked(pack), terms, chosen, similarity, named)
+            found = answer_check(asked(pack.question, pack.plan), terms, chosen, similarity, named)
     if use_model:
         with budget.paused():
             draft = await _ask(pack.question, pairs, settings, access, labels, emit, keys)
@@ -292,12 +294,12 @@ def answer_check(
     return assess(question, claims, similarity, named=named, bridges=bridges)
 
 
-def asked(pack: Pack) -> Question:
-    """The question as the answer check reads it: a raw FTS5 query (``syntax=raw``) by its
-    words, as a topic."""
-    if pack.plan.syntax == "raw":
-        return read_question(" ".join(pack.plan.query_terms))
-    return read_question(pack.question)
+def asked(question: str, plan: QueryPlan) -> Question:
+    """The question as the answer check reads it (the verdict's and the answer's): a raw FTS5
+    query (``syntax=raw``) by the words it asks for, as a topic."""
+    if plan.syntax == "raw":
+        return read_question(" ".join(wanted_raw_terms(question)))
+    return read_question(question)
 
 
 def _skip_model_cross_site(pack: Pack, warnings: list[dict[str, str]]) -> None:

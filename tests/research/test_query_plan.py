@@ -13,7 +13,13 @@ from datasette_dbrain_websearch.dbrain_order import (
 )
 from datasette_dbrain_websearch.errors import ResearchError
 from datasette_dbrain_websearch.query_plan import build_match, matched_terms, plan_query
-from datasette_dbrain_websearch.question_terms import MAX_TERMS, raw_terms, read_terms, trim_token
+from datasette_dbrain_websearch.question_terms import (
+    MAX_TERMS,
+    raw_terms,
+    read_terms,
+    trim_token,
+    wanted_raw_terms,
+)
 
 from ..helpers import add_item, make_datasette
 
@@ -98,6 +104,19 @@ def test_raw_plan_passes_query_through():
 
 def test_raw_terms_skip_operators_and_columns():
     assert raw_terms("title:tokio AND NOT runtime*") == ["tokio", "runtime"]
+
+
+@pytest.mark.parametrize(
+    ("query", "wanted"),
+    [
+        ("title:tokio NOT runtime*", ["tokio"]),
+        ('espresso NOT "milk foam" grinder', ["espresso", "grinder"]),
+        ("heat NOT (pump OR boiler) NEAR(coil valve)", ["heat", "coil", "valve"]),
+        ("tokio OR scheduler", ["tokio", "scheduler"]),
+    ],
+)
+def test_what_a_raw_query_asks_for_is_not_what_it_excludes(query, wanted):
+    assert wanted_raw_terms(query) == wanted
 
 
 def test_min_relaxed_coverage_follows_dbrain():

@@ -285,6 +285,9 @@ async def test_raw_syntax_passes_fts5_through(ds, brain):
     assert keys(pack) == ["apple-note:espresso-1"]
     assert pack["query_plan"]["fts_query"] == "title:espresso NOT guide"
     assert pack["query_plan"]["retrieval_lanes"][0]["status"] == "disabled"
+    # The answer check reads what the query asks for, not the word it excludes.
+    _, pack = await get(ds, "/-/research.json", q="espresso NOT guide", syntax="raw", answer="1")
+    assert pack["answer"]["message"] == "No answer in your brain. No sentence mentions “espresso”."
     _, pack = await get(ds, "/-/research.json", q="NEAR(bm25 ranks, 3)", syntax="raw")
     assert keys(pack) == [ids["src_fts5_key"]]
 
