@@ -82,7 +82,7 @@ from .question_types import (
     normal_number,
     superlative,
 )
-from .text import ATTRIBUTION_WORDS, stems, words
+from .text import ATTRIBUTION_WORDS, stem_sequence, stems, words
 
 MIN_FOCUS = 0.35  # share of the focus's weight a window holds to answer
 MOST_WEIGHT = 8.0  # a word no dictionary knows, or a name: the most specific
@@ -295,7 +295,7 @@ def read_question(text: str) -> Question:
             if (w in CONDITION_WORDS or superlative(w)) and w not in CURRENT_STATE_WORDS
         ),
         negated=bool(NEGATION.search(NOT_A_NEGATION.sub(" ", text))),
-        sequence=tuple(stem(w) for w in tokens),
+        sequence=stem_sequence(text),
         roles=_roles(tokens, names, weights),
     )
 
@@ -559,9 +559,7 @@ def _replaced(question: Question, sentence: str, window: frozenset[str]) -> str:
     """The sentence's word standing where the question has one its window lacks, between the
     same two words ("a mathematical abstraction" for "a scientific abstraction"), as
     "said|asked", or "": the question asks about something else than the sentence says."""
-    asked = question.sequence
-    written = words(sentence)
-    said = [stem(w) for w in written]
+    asked, said = question.sequence, stem_sequence(sentence)
     for i in range(1, len(asked) - 1):
         wanted, left, right = asked[i], asked[i - 1], asked[i + 1]
         if wanted not in question.focus or wanted in window:
@@ -572,7 +570,7 @@ def _replaced(question: Question, sentence: str, window: frozenset[str]) -> str:
             continue  # numbers and ordinals count differently in true sentences ("3rd year")
         for j in range(1, len(said) - 1):
             if said[j - 1] == left and said[j + 1] == right and said[j] not in STOP_STEMS:
-                return f"{written[j]}|{question.word(wanted)}"
+                return f"{words(sentence)[j]}|{question.word(wanted)}"
     return ""
 
 
@@ -583,7 +581,7 @@ def _turned(question: Question, sentence: str) -> str:
     roles = question.roles
     if roles is None:
         return ""
-    said = [stem(w) for w in words(sentence)]
+    said = stem_sequence(sentence)
     verb = roles.verb
     at = next(
         (i for i, s in enumerate(said) if s == verb or (len(verb) >= 5 and s.startswith(verb))),
@@ -598,9 +596,10 @@ def _turned(question: Question, sentence: str) -> str:
 
     def side(name: frozenset[str]) -> str:
         """Does the sentence give the name as its verb's subject or object (or not at all)?"""
-        where = said.index(max(name, key=len)) if max(name, key=len) in said else None
-        if where is None:
+        longest = max(name, key=len)
+        if longest not in said:
             return ""
+        where = said.index(longest)
         if passive:  # "X was betrayed to … by Y": X is done to, Y does
             return "subject" if by is not None and where > by else "object" if where < at else ""
         return "subject" if where < at else "object"

@@ -269,7 +269,7 @@ def pick(
         for c, s in zip(pool, scores, strict=True)
     ]
     picked: list[int] = []
-    wanted = {c.sentence for c in pool} if then is not None else set()
+    second = then if any(c.sentence == then for c in pool) else None  # in the pool, it comes
     per_row: Counter[str] = Counter()
     overlap = [0.0] * len(pool)
     top = 0.0
@@ -281,7 +281,7 @@ def pick(
                 continue
             if not picked and leads is not None and c.sentence not in leads:
                 continue
-            if len(picked) == 1 and then is not None and c.sentence != then and then in wanted:
+            if len(picked) == 1 and second is not None and c.sentence != second:
                 continue
             rank = (base[i] - REDUNDANCY * overlap[i], -c.rank, -c.position, -i)
             if best is None or rank > best:

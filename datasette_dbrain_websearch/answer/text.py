@@ -123,7 +123,13 @@ def content_words(text: str, ignore: frozenset[str] = frozenset()) -> list[str]:
 
 
 @lru_cache(maxsize=8192)
+def stem_sequence(text: str) -> tuple[str, ...]:
+    """Every word's stem, in order (the answer check reads which word stands where;
+    remembered: a run's answer check, answer and verifier read the same sentences)."""
+    return tuple(stem(w) for w in words(text))
+
+
+@lru_cache(maxsize=8192)
 def stems(text: str) -> frozenset[str]:
-    """Every word stem in a text (what a cited row can support; remembered: a run's answer
-    check, answer and verifier read the same sentences)."""
-    return frozenset(stem(w) for w in words(text))
+    """Every word stem in a text (what a cited row can support)."""
+    return frozenset(stem_sequence(text))
