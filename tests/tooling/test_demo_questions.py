@@ -10,7 +10,7 @@ from datasette_dbrain_websearch.demo import DEMO_QUESTIONS, build_demo_brain
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.demo.links import demo_links, main, request_params
 
-from ..helpers import BRAVE_KEY, EXA_KEY, REPO, actor_cookies, make_datasette, web_config
+from ..helpers import BRAVE_KEY, EXA_KEY, REPO, ask, make_datasette, web_config
 
 VERDICTS = {
     "enough": "enough_evidence",
@@ -99,11 +99,7 @@ async def test_the_deep_demo_question_needs_its_second_round(demo_web, depth):
     web) where she lives, reads that page and cites it."""
     ds, _ = demo_web
     await ds.invoke_startup()
-    params = {**request_params(DEEP_CASE), "depth": depth, "answer": "1"}
-    response = await ds.client.get(
-        "/-/research.json", params=params, cookies=actor_cookies(ds, "root")
-    )
-    pack = response.json()
+    _, pack = await ask(ds, **{**request_params(DEEP_CASE), "depth": depth, "answer": "1"})
     bergen = [r for r in pack["external_evidence"] if "ingrid-halvorsen" in r["url"]]
     if depth == "quick":
         assert bergen == [] and "Bergen" not in pack["answer"]["text"]
@@ -139,11 +135,7 @@ async def test_deep_research_stops_when_its_answer_says_what_is_asked(demo_web, 
     confidence; without the web, nothing says it: no answer, and never a high confidence."""
     ds, _ = demo_web
     await ds.invoke_startup()
-    params = {**request_params(TRAINED), "external": external, "answer": "1"}
-    response = await ds.client.get(
-        "/-/research.json", params=params, cookies=actor_cookies(ds, "root")
-    )
-    pack = response.json()
+    _, pack = await ask(ds, **{**request_params(TRAINED), "external": external, "answer": "1"})
     research, answer = pack["research"], pack["answer"]
     if external == "never":
         assert (answer["status"], answer["sentences"]) == ("not_answered", [])
