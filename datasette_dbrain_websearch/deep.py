@@ -31,8 +31,9 @@ from dataclasses import replace
 from typing import Any
 
 from . import deep_rounds
-from .answer.answerability import Answerability, explain, read_question
+from .answer.answerability import Answerability, explain
 from .answer.names import bridge_entities, question_names
+from .answer.stage import asked
 from .citations import citing, of_run
 from .config import Settings
 from .deep_check import answer_rows, complete, loop_check, round_gaps
@@ -130,7 +131,7 @@ async def run_deep(options: ResearchRequest, run: RunContext) -> Pack:
     loop = Loop(first, terms, question_names(options.question), [options.question])
     loop.count(first)
     loop.spent.rounds = 1
-    question = read_question(options.question)
+    question = asked(options.question, first.pack.plan)
     similarity = first.lane.similarity if first.lane is not None else None
     most = settings.answer.max_evidence
 
