@@ -183,6 +183,7 @@ def run_variant(
             },
             # Pages are read (deep research reads before it cites) through the fake's reader.
             "read_via": f"{fake.url}/reader/",
+            "read_unresolved": True,  # the fake's page names resolve nowhere offline
         }
     server, base = serve(brain, config, env)
     tallies = {mode: Tally() for mode in modes}

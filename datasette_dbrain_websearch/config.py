@@ -78,6 +78,7 @@ class WebSettings:
     fetch_allow_networks: tuple[str, ...] = ()
     read: int = 0
     read_via: str = ""
+    read_unresolved: bool = False
     provider_timeout: float = 0.0  # 0: the time left, shared among the providers still to try
     budgets: Mapping[str, Budget] = field(default_factory=dict)
     provider_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict, repr=False)
@@ -140,6 +141,7 @@ def parse_web(raw: Any, environ: Mapping[str, str] | None = None) -> WebSettings
         fetch_allow_networks=_networks(block),
         read=block.int("read"),
         read_via=_reader(block.string("read_via")),
+        read_unresolved=block.bool("read_unresolved"),
         provider_timeout=block.number("provider_timeout"),
         budgets=_budgets(block.raw.get("budgets")),
         provider_options=with_dbrain_keys(

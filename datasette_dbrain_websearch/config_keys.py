@@ -297,7 +297,14 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         "",
         "a reader service answering `<read_via><page URL>` with the page; empty: fetch pages. "
         "Trusted as named (no `fetch_allow_networks` entry needed); it is sent only pages the "
-        "fetcher itself would fetch",
+        "fetcher itself would fetch, whose host name resolves here to public addresses",
+    ),
+    ConfigKey(
+        "external_search.read_unresolved",
+        "boolean",
+        False,
+        "send `read_via` pages whose host name does not resolve here (an offline server, a "
+        "reader with names of its own); names internal to a network are refused even then",
     ),
     ConfigKey(
         "external_search.fetch_allow_networks",

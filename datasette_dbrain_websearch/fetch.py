@@ -49,7 +49,7 @@ from .extraction import (
     warm_pool,
 )
 from .guarded_transport import BlockedAddress, GuardedTransport, origins
-from .public_hosts import LookupFailed, parse_networks
+from .public_hosts import HostRefused, LookupFailed, parse_networks, sendable_url
 
 __all__ = ["FetchResult", "fetch_page"]
 
@@ -159,15 +159,6 @@ def _classify(exc: BaseException, timeout: float) -> tuple[str, str]:
     return "unknown", "unexpected error while fetching the page"
 
 
-def _refuse_url(url: httpx.URL) -> str:
-    """Why this URL may not be fetched, or '' when it may."""
-    if url.scheme not in ("http", "https"):
-        return "only http and https URLs can be fetched"
-    if not url.host:
-        return "the URL has no host"
-    return ""
-
-
 async def _read_body(url: str, response: httpx.Response, max_bytes: int) -> Body | FetchResult:
     """Check status, type and size of the final answer, then read its body within the cap."""
     failure = _status_failure(response)
@@ -208,14 +199,16 @@ class _Progress:
 async def _follow(
     client: httpx.AsyncClient, url: str, max_redirects: int, max_bytes: int, progress: _Progress
 ) -> Body | FetchResult:
-    """GET ``url``, following at most ``max_redirects`` redirects one checked hop at a time."""
-    target = httpx.URL(url)
+    """GET ``url``, following at most ``max_redirects`` redirects one checked hop at a time,
+    each in the one form its host is checked in (``public_hosts.sendable_url``)."""
+    target = url
     redirects = 0
     while True:
-        refusal = _refuse_url(target)
-        if refusal:
-            return _failure(url, "fetch_failed", refusal, final_url=progress.target)
-        async with client.stream("GET", target) as response:
+        try:
+            sent = httpx.URL(sendable_url(target))
+        except (HostRefused, httpx.InvalidURL) as refused:
+            return _failure(url, "fetch_failed", f"refused: {refused}", final_url=progress.target)
+        async with client.stream("GET", sent) as response:
             progress.response = response
             if response.next_request is None:
                 return await _read_body(url, response, max_bytes)
@@ -224,8 +217,8 @@ async def _follow(
                     url, "fetch_failed", f"more than {max_redirects} redirects", response
                 )
             redirects += 1
-            target = response.next_request.url
-            progress.target = str(target)
+            target = str(response.next_request.url)
+            progress.target = target
             progress.response = None
 
 

@@ -11,8 +11,10 @@ Bounds: at most ``MAX_READ`` pages per request and ``MAX_READ`` being read at on
 each page's fetch and extraction share one deadline (the extraction runs in a worker process
 that is killed when it passes, see ``extraction.ExtractPool``). A page is sent to ``read_via``
 only if the fetcher's own public-host policy would let it fetch the page itself
-(``public_hosts.host_refusal``): the reader's address is trusted because the configuration
-names it, which admits no result.
+(``public_hosts.host_refusal``), and in the form that policy judged (``sendable_url``: the host
+as the reader's URL parser reads it, so ``127.0.0.①`` is judged as 127.0.0.1); a name that does
+not resolve here is not sent unless ``read_unresolved`` says so. The reader's address is trusted
+because the configuration names it, which admits no result.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from .config import WebSettings
 from .extraction import extractor_missing
 from .fetch import FetchResult, fetch_page
 from .providers.base import WebResult
-from .public_hosts import host_refusal
+from .public_hosts import HostRefused, host_refusal, sendable_url
 
 LEDGER_NAME = "page_read"  # the ledger's "provider" for page reads (they cost nothing)
 MAX_READ = 10  # pages per request, and pages being read at once for one actor
@@ -151,16 +153,25 @@ class PageReader:
     async def _one(self, url: str, timeout: float, outcome: ReadOutcome) -> Page:
         via = self.settings.read_via
         deadline = time.monotonic() + timeout
+        try:  # checked and sent in one form: the host as the reader will read it
+            sent = sendable_url(url)
+        except HostRefused as refused:
+            return Page(url, False, error=f"refused: {refused}")
         if via:
             # The reader fetches what it is given: only what the fetcher itself would fetch.
-            refusal = await host_refusal(url, self.settings.fetch_allow_networks, timeout)
+            refusal = await host_refusal(
+                sent,
+                self.settings.fetch_allow_networks,
+                timeout,
+                unresolved=self.settings.read_unresolved,
+            )
             if refusal:
                 return Page(url, False, error=refusal)
         key = provider_cache.cache_key(LEDGER_NAME, {"url": url, "via": via})
         cached = await self._cached(key)
         if cached is not None:
             return Page(url, True, cached.text, cached.title, cached=True)
-        target = reader_url(url, via)
+        target = reader_url(sent, via)
         started = time.monotonic()
         fetched = await fetch_page(
             target,

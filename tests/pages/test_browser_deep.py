@@ -36,6 +36,7 @@ def server(tmp_path_factory):
             "allow": {"id": "root"},
             "cache_ttl": 0,
             "read_via": f"{fake.url}/reader/",  # the fake web reads its own pages
+            "read_unresolved": True,  # whose names resolve nowhere offline
             "count": 2,
         }
 

@@ -33,6 +33,7 @@ def server(tmp_path_factory):
             "allow": {"id": "root"},
             "cache_ttl": 0,
             "read_via": f"{fake.url}/reader/",
+            "read_unresolved": True,
             "count": 5,
             "read": 2,
         }

@@ -27,6 +27,7 @@ async def direct_ds(brain, fake, read_via=True, **external):
     loopback: trusted as configured) unless ``read_via`` is off."""
     if read_via:
         external["read_via"] = f"{fake.url}/reader/"
+        external["read_unresolved"] = True
     ds = make_datasette(
         [str(brain[0])], plugin_config=web_config(fake, **external), permissions=GRANT_PROMOTE
     )

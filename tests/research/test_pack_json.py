@@ -122,6 +122,7 @@ def demo(tmp_path_factory, fakeweb):
         "allow": True,
         "read": 2,
         "read_via": fakeweb.url + "/reader/",
+        "read_unresolved": True,
         "fetch_allow_networks": ["127.0.0.1/32"],
         "brave": {
             "api_key": {"$env": "TEST_BRAVE_KEY"},

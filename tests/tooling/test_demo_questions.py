@@ -89,7 +89,9 @@ def demo_web(demo_path, monkeypatch):
     with FakeWeb(brave_keys=(BRAVE_KEY,), exa_keys=(EXA_KEY,)) as fake:
         monkeypatch.setenv("TEST_BRAVE_KEY", BRAVE_KEY)
         monkeypatch.setenv("TEST_EXA_KEY", EXA_KEY)
-        config = web_config(fake, read_via=f"{fake.url}/reader/", count=5, read=2)
+        config = web_config(
+            fake, read_via=f"{fake.url}/reader/", read_unresolved=True, count=5, read=2
+        )
         yield make_datasette([str(demo_path)], plugin_config=config), fake
 
 

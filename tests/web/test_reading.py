@@ -18,6 +18,7 @@ async def reading_ds(brain, fake, **external):
         brain,
         fake,
         read_via=f"{fake.url}/reader/",  # on loopback: trusted as configured, no allowance needed
+        read_unresolved=True,  # the fake's page names resolve nowhere offline
         **external,
     )
 

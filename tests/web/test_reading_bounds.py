@@ -271,8 +271,13 @@ async def test_a_reader_is_asked_for_public_pages(dns):
     dns.update({"lattice.example": [PUBLIC], "wiki.corp.example": ["10.1.2.3"]})
     assert await host_refusal("https://lattice.example/qcd") == ""
     assert await host_refusal("http://8.8.8.8/") == ""
-    # A name that resolves nowhere here, and is no network's own, is the reader's to find.
-    assert await host_refusal("https://nowhere.example/") == ""
+    # A name that resolves nowhere here may resolve inside the reader's network: refused,
+    # unless read_unresolved says this server cannot resolve names (and then never internal).
+    assert (
+        await host_refusal("https://nowhere.example/") == "refused: the name does not resolve here"
+    )
+    assert await host_refusal("https://nowhere.example/", unresolved=True) == ""
+    assert await host_refusal("http://metadata.google.internal/", unresolved=True)
     # fetch_allow_networks (a network whose results are wanted) is honoured, as for fetches.
     assert await host_refusal("http://wiki.corp.example/", ["10.0.0.0/8"]) == ""
     assert await host_refusal("http://wiki.corp.example/")

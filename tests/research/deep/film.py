@@ -69,7 +69,9 @@ def make_film_brain(path: Path) -> Path:
 
 
 def web_config(fake: FakeWeb, deep_budgets: dict[str, int] | None = None, **external: Any):
-    config = base_web_config(fake, read_via=f"{fake.url}/reader/", count=2, **external)
+    config = base_web_config(
+        fake, read_via=f"{fake.url}/reader/", read_unresolved=True, count=2, **external
+    )
     if deep_budgets:
         config["deep"] = deep_budgets
     return config

@@ -202,7 +202,8 @@ async def test_a_question_that_names_a_page_is_that_page(brain, fake, question, 
     the web searched once, as always asks): either way the question is that page, and no
     follow-up searches for its words."""
     ds = make_datasette(
-        [str(brain[0])], plugin_config=base_web_config(fake, read_via=f"{fake.url}/reader/")
+        [str(brain[0])],
+        plugin_config=base_web_config(fake, read_via=f"{fake.url}/reader/", read_unresolved=True),
     )
     await ds.invoke_startup()
     response = await ds.client.get(
