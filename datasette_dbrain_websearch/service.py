@@ -305,6 +305,28 @@ async def visible_trace(datasette: Any, actor: Actor, run_id: str) -> TraceJSON:
     return trace
 
 
+def owns_run(actor: Actor, trace: TraceJSON, browser_runs: Sequence[str] = ()) -> bool:
+    """Root and the run's owner: the signed-in actor who made it, or for an anonymous run the
+    browser that made it (``browser_runs``: the runs its signed cookie names, ``own_runs``; a
+    tool call has none). Anyone else who may see the run (an anonymous run's link) sees what
+    it shares, and may not mark, promote from, refine or re-run it with its hidden settings."""
+    me, owner = actor_id_of(actor), trace["actor_id"]
+    if me == ROOT or (me and owner == me):
+        return True
+    return not owner and trace["run_id"] in browser_runs
+
+
+async def owned_trace(
+    datasette: Any, actor: Actor, run_id: str, browser_runs: Sequence[str] = ()
+) -> TraceJSON:
+    """A saved run its requester owns (``owns_run``), else the same 404 as for no run at all:
+    what the owner saw must not be guessed at through what it accepts."""
+    trace = await visible_trace(datasette, actor, run_id)
+    if not owns_run(actor, trace, browser_runs):
+        raise ResearchError(f"No saved run {run_id}.", 404, "no_such_run")
+    return trace
+
+
 async def seen_trace(datasette: Any, actor: Actor, run_id: str) -> TraceJSON | None:
     """The saved run if it exists and this actor may see it (``may_see_run``), else None."""
     db = plugin_database(datasette)
@@ -357,19 +379,18 @@ async def refined(
     datasette: Any,
     actor: Actor,
     params: dict[str, list[str]],
-    whole: Callable[[TraceJSON], bool] | None = None,
+    browser_runs: Sequence[str] = (),
 ) -> tuple[dict[str, list[str]], dict[str, Any]]:
-    """The parameters a ``refine_from`` request researches, and what to record about it.
-    ``whole`` (the surface's owner rule, ``views.own_runs``) says whether the requester sees the
-    parent run whole: its marks are its owner's, so anyone else is answered as if it did not
-    exist."""
+    """The parameters a ``refine_from`` request researches, and what to record about it. The
+    parent run's marks are its owner's (``owns_run``; ``browser_runs`` as there), so anyone
+    else is answered as if it did not exist."""
     parent_id = param(params, "refine_from")
     if not parent_id:
         return params, {}
     if not traces.RUN_ID.fullmatch(parent_id):
         raise ResearchError("refine_from must be a run id.", code="bad_refine_from")
     parent = await saved_trace(datasette, actor, parent_id)
-    if whole is not None and not whole(parent):
+    if not owns_run(actor, parent, browser_runs):
         raise ResearchError(f"No saved run {parent_id}.", 404, "no_such_run")
     marks = [*carried(parent["pack"]), *await marks_on(datasette, parent_id)]
     refined_by = await refinement(datasette, parent["pack"], marks)

@@ -23,10 +23,10 @@ from ..service import (
     actor_id_of,
     brain_row,
     choose_brain,
+    owned_trace,
     research,
     researchable_brains,
     row_url_for,
-    visible_trace,
 )
 from ..traces import TraceJSON
 from .shapes import Link, compact_pack, same_path, source_row
@@ -190,13 +190,15 @@ async def checked_promotion(
     datasette: Any, actor: dict | None, run_id: str, keys: list[str], tags: Any, note: Any
 ) -> tuple[Any, TraceJSON, Any, list[dict[str, Any]]]:
     """The checks of ``POST /-/research/promote``, in its order (the request, permission, a run
-    this actor may use, a brain that can take the rows, keys of that run's web rows): the
-    promotion, the run, the brain and the rows, or the ResearchError that refuses it."""
+    this actor owns, a brain that can take the rows, keys of that run's web rows): the
+    promotion, the run, the brain and the rows, or the ResearchError that refuses it. A tool
+    call has no browser, so an anonymous run's link makes no one its owner (``owns_run``):
+    anyone else is answered as if the run did not exist, whatever keys they guess."""
     promotion = parse_request(
         {"run_id": run_id, "source_keys": keys, "tags": tags or [], "note": note or ""}
     )
     if not await can(datasette, actor, PROMOTE):
         raise ResearchError("You may not promote results (dbrain-promote).", 403, "forbidden")
-    trace = await visible_trace(datasette, actor, promotion.run_id)
+    trace = await owned_trace(datasette, actor, promotion.run_id)
     brain = promotion_brain(datasette, trace)
     return promotion, trace, brain, chosen_rows(trace, promotion.source_keys)

@@ -15,8 +15,8 @@ from ..promotions import promotion_brain, promotion_message, write_promotion
 from ..service import (
     mark_rows,
     may,
+    owned_trace,
     saved_trace,
-    visible_trace,
 )
 from .common import (
     error_response,
@@ -27,7 +27,7 @@ from .common import (
     wants_json,
     with_permission_memo,
 )
-from .own_runs import sees_whole_run
+from .own_runs import own_runs, sees_whole_run
 
 
 async def promote_view(request: Any, datasette: Any) -> Response:
@@ -46,9 +46,10 @@ async def promote_view(request: Any, datasette: Any) -> Response:
     try:
         bodies, back = await _promotion_bodies(request, as_json)
         promotions = [parse_request(body) for body in bodies]
-        trace = await visible_trace(datasette, request.actor, promotions[0].run_id)
-        if not sees_whole_run(datasette, request, trace):  # a passed-on link: its cited rows only
-            raise ResearchError(f"No saved run {trace['run_id']}.", 404, "no_such_run")
+        # A passed-on link shows the run's cited rows only: not the owner's to promote from.
+        trace = await owned_trace(
+            datasette, request.actor, promotions[0].run_id, own_runs(datasette, request)
+        )
         brain = promotion_brain(datasette, trace)
         results = [
             result

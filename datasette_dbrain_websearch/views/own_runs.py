@@ -19,7 +19,7 @@ from datasette import Response
 from itsdangerous import BadSignature
 
 from ..options import param
-from ..service import ROOT, actor_id_of
+from ..service import actor_id_of, owns_run
 from ..traces import TraceJSON
 
 COOKIE = "dbrain_websearch_runs"
@@ -42,12 +42,8 @@ def own_runs(datasette: Any, request: Any) -> list[str]:
 
 
 def sees_whole_run(datasette: Any, request: Any, trace: TraceJSON) -> bool:
-    """Root and the run's owner: the signed-in actor who made it, or for an anonymous run the
-    browser that made it."""
-    me, owner = actor_id_of(request.actor), trace["actor_id"]
-    if me == ROOT or (me and owner == me):
-        return True
-    return not owner and trace["run_id"] in own_runs(datasette, request)
+    """Does this request own the run (``service.owns_run``, this browser's runs included)?"""
+    return owns_run(request.actor, trace, own_runs(datasette, request))
 
 
 def remember_run(datasette: Any, request: Any, response: Any, run_id: str) -> None:

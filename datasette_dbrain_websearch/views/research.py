@@ -43,7 +43,7 @@ from .common import (
     with_permission_memo,
 )
 from .guards import arrived_at
-from .own_runs import claim_token, claimed, remember_run, sees_whole_run
+from .own_runs import claim_token, claimed, own_runs, remember_run, sees_whole_run
 from .research_form import (
     answer_controls,
     expand_fields,
@@ -93,9 +93,7 @@ async def prepare(
     settings = Settings.from_datasette(datasette)
     access = await access_for(datasette, request.actor, settings, cross_site_with_cookie(request))
     params = urllib.parse.parse_qs(request.query_string, keep_blank_values=True)
-    params, lineage = await refined(
-        datasette, request.actor, params, lambda run: sees_whole_run(datasette, request, run)
-    )
+    params, lineage = await refined(datasette, request.actor, params, own_runs(datasette, request))
     database, allowed = await resolve_brain(datasette, request, settings, params, access.brains)
     return settings, access, params, lineage, database, allowed
 

@@ -6,17 +6,27 @@ check goes through HTTP: the page, its JSON and both exports."""
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import re
 
+import pytest
 from datasette import hookimpl
 from datasette.plugins import pm
 
 from datasette_dbrain_websearch import exports
+from datasette_dbrain_websearch.errors import ResearchError
+from datasette_dbrain_websearch.tools.calls import checked_promotion
 from datasette_dbrain_websearch.views import own_runs
 
-from ..helpers import actor_cookies, make_datasette, post_json, web_config, web_datasette
+from ..helpers import (
+    actor_cookies,
+    make_datasette,
+    post_json,
+    web_config,
+    web_datasette,
+)
 
 QUESTION = "sqlite fts5 bm25"
 
@@ -268,6 +278,64 @@ async def test_only_the_owner_may_expand_or_promote_from_a_run(brain, fake):
         assert (await post_json(promoter, body, actor="root")).status_code == 200
     finally:
         pm.unregister(name="alice-promotes")
+
+
+async def test_a_tool_promotes_only_from_its_callers_runs(brain, fake):
+    """MCP's and the agent's ``dbrain_promote`` (``checked_promotion``) hold the page's rule: a
+    tool call has no browser, so an anonymous run's link owns nothing. A promoter who guesses
+    a web row's key (``ext:<provider>:`` and a hash of its URL) hears the same "no such run"
+    whether the guess is right or wrong: the tool tells nothing of what the owner saw."""
+    pm.register(AlicePromotes, name="alice-promotes")
+    try:
+        ds = make_datasette(
+            [str(brain[0])],
+            plugin_config=web_config(fake, allow=True),
+            permissions={"dbrain-promote": {"id": ["root", "alice"]}},
+        )
+        await ds.invoke_startup()
+        pack = (
+            await ds.client.get("/-/research.json", params={"q": QUESTION, "external": "always"})
+        ).json()
+        row = pack["external_evidence"][0]
+        guessed = "ext:brave:" + hashlib.sha256(row["url"].encode()).hexdigest()[:12]
+        for keys in ([row["source_key"]], [guessed], ["ext:brave:000000000000"]):
+            with pytest.raises(ResearchError) as refused:
+                await checked_promotion(ds, {"id": "alice"}, pack["run_id"], keys, None, None)
+            assert (refused.value.status, refused.value.code) == (404, "no_such_run")
+        *_, rows = await checked_promotion(
+            ds, {"id": "root"}, pack["run_id"], [row["source_key"]], None, None
+        )
+        assert [r["source_key"] for r in rows] == [row["source_key"]]
+    finally:
+        pm.unregister(name="alice-promotes")
+
+
+async def test_compare_from_a_link_reruns_the_question_not_the_owners_filters(brain, fake):
+    """The brain-only run compare makes for someone holding an anonymous run's link starts
+    from what the link shares (the question), never the owner's filters; the owner's keeps
+    them."""
+    ds = await web_datasette(brain, fake, allow=True)
+    made = await ds.client.get(
+        "/-/research.json", params={"q": QUESTION, "external": "always", "kind": "source"}
+    )
+    pack = made.json()
+    assert pack["query_plan"]["filters"].get("kind")
+    mine = {own_runs.COOKIE: made.cookies[own_runs.COOKIE]}
+    path = f"/-/research/compare?a={pack['run_id']}&b=brain"
+    for cookies, keeps in ((actor_cookies(ds, "alice"), False), (mine, True)):
+        offer = await ds.client.get(path, cookies=cookies)  # the page with the button
+        field = re.search(r'name="csrftoken" value="([^"]*)"', offer.text)
+        token = offer.cookies.get("ds_csrftoken")
+        jar = {**cookies, **({"ds_csrftoken": token} if token else {})}
+        data = {"csrftoken": field.group(1)} if field else {}
+        compared = await ds.client.post(path, data=data, cookies=jar)
+        assert compared.status_code == 303, compared.text
+        b = re.search(r"&b=([^&]+)", compared.headers["location"]).group(1)
+        root = actor_cookies(ds, "root")
+        rerun = (await ds.client.get(f"/-/research/runs/{b}.json", cookies=root)).json()
+        filters = rerun["pack"]["query_plan"]["filters"]
+        assert bool(filters.get("kind")) is keeps, filters
+        assert rerun["pack"]["question"] == QUESTION
 
 
 class AlicePromotes:
