@@ -20,7 +20,9 @@ brain holds one for up to its ``time_limit_ms``. So, per Datasette, local search
   that time is up, so ignoring ``Retry-After`` gains nothing;
 - each requester (a signed-in actor, an IPv4 address, or an IPv6 /64 network: one machine holds
   a whole /64) has at most ``PER_REQUESTER`` heavy question in flight (429
-  ``too_many_costly_searches``).
+  ``too_many_costly_searches``), and at most ``LONG_RUNS`` deep or pro runs (429
+  ``too_many_deep_runs``): each spends provider calls, page reads and model calls over many
+  rounds, which per-run budgets bound one run at a time only (``Gate.long_run``).
 
 The JSON API, the page, compare, MCP and signed-in agent tool calls count against their
 requester; surfaces without one (the CLI, an anonymous agent tool call) take their turn without
@@ -47,6 +49,7 @@ from .errors import ResearchError
 
 QUEUE = 8
 PER_REQUESTER = 1
+LONG_RUNS = 2  # deep or pro runs in flight per requester
 RETRY_AFTER_S = 2
 USAGE_HALF_LIFE_S = 30.0
 MAX_REMEMBERED = 10_000  # requesters whose usage is kept before idle ones are forgotten
@@ -89,6 +92,16 @@ def too_many(cost: Cost) -> ResearchError:
         "finish, then try again.",
         429,
         "too_many_costly_searches",
+        retry_after=RETRY_AFTER_S,
+    )
+
+
+def too_many_long_runs() -> ResearchError:
+    return ResearchError(
+        f"You already have {LONG_RUNS} deep or pro research runs going; wait for one to "
+        "finish, then try again.",
+        429,
+        "too_many_deep_runs",
         retry_after=RETRY_AFTER_S,
     )
 
@@ -142,6 +155,7 @@ class Gate:
         self.cheapest = math.inf
         self.waiting: list[_Waiter] = []
         self.in_flight: Counter[str] = Counter()  # heavy questions per requester
+        self.long_runs: Counter[str] = Counter()  # deep or pro runs per requester
         self.usage: dict[str, tuple[float, float]] = {}  # requester -> (seconds, as of)
         self.shed_until: dict[str, float] = {}
         self._order = itertools.count()
@@ -270,6 +284,23 @@ class Gate:
                 self.in_flight[counted] -= 1
                 if not self.in_flight[counted]:
                     del self.in_flight[counted]
+
+
+    @asynccontextmanager
+    async def long_run(self, requester: str | None) -> AsyncIterator[None]:
+        """Hold one of the requester's ``LONG_RUNS`` places for a deep or pro run; refused
+        (429) before anything is spent when they are all taken. No requester: no limit."""
+        if requester is not None and self.long_runs[requester] >= LONG_RUNS:
+            raise too_many_long_runs()
+        if requester is not None:
+            self.long_runs[requester] += 1
+        try:
+            yield
+        finally:
+            if requester is not None:
+                self.long_runs[requester] -= 1
+                if not self.long_runs[requester]:
+                    del self.long_runs[requester]
 
 
 _IDLE = Gate()  # nothing ever runs through it: a turn taken beside it never yields

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
 from functools import partial
@@ -267,7 +267,9 @@ async def research(
         requester=run.requester,
         arrived=run.arrived,
     )
-    typed = await (run_deep if request.depth == DEEP else run_pipeline)(request, context)
+    long = request.depth == DEEP or request.strategy == PRO
+    async with context.gate.long_run(run.requester) if long else nullcontext():
+        typed = await (run_deep if request.depth == DEEP else run_pipeline)(request, context)
     pack = cast(PackJSON, {**typed.to_json(), **(run.lineage or {})})
     if carried(pack):
         pack = apply_feedback(pack, carried(pack), weights_from(settings))

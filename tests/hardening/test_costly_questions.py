@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from datasette_dbrain_websearch import brain_stage, cost
-from datasette_dbrain_websearch.admission import gate_for
+from datasette_dbrain_websearch import brain_stage, cost, service
+from datasette_dbrain_websearch.admission import LONG_RUNS, gate_for
 
 from ..helpers import actor_cookies, make_datasette
 
@@ -102,3 +102,48 @@ async def test_a_question_of_many_common_words_is_narrowed(ds, monkeypatch):
     warning = next(w for w in narrowed["warnings"] if w["code"] == "query_narrowed")
     assert all(t in warning["message"] for t in dropped)
     assert narrowed["query_plan"]["query_terms"] == whole["query_plan"]["query_terms"]
+
+
+async def test_deep_and_pro_runs_are_limited_per_requester(brain, monkeypatch):
+    """Each deep or pro run spends provider calls, page reads and model calls over rounds: a
+    requester has at most ``LONG_RUNS`` going (429 with Retry-After past them, before anything
+    is spent); another requester is not held up by them, and a place frees when a run ends."""
+    ds = make_datasette([str(brain[0])])
+    await ds.invoke_startup()
+    real = service.run_deep
+    started = asyncio.Semaphore(0)
+    release = asyncio.Event()
+    ran: list[str] = []
+
+    async def held(request, context):
+        ran.append(context.requester)
+        started.release()
+        await release.wait()
+        return await real(request, context)
+
+    monkeypatch.setattr(service, "run_deep", held)
+    alice, bob = actor_cookies(ds, "alice"), actor_cookies(ds, "bob")
+    deep = {"q": "espresso", "depth": "deep"}
+
+    async def ask(cookies, **params):
+        return await ds.client.get("/-/research.json", params={**deep, **params}, cookies=cookies)
+
+    going = [asyncio.create_task(ask(alice)) for _ in range(LONG_RUNS)]
+    for _ in going:
+        await asyncio.wait_for(started.acquire(), 10)
+    try:
+        refused = await ask(alice)
+        assert refused.status_code == 429 and refused.headers["retry-after"] == "2"
+        assert refused.json()["code"] == "too_many_deep_runs"
+        pro = await ask(alice, depth="", strategy="pro")
+        assert (pro.status_code, pro.json()["code"]) == (429, "too_many_deep_runs")
+        assert ran == ["actor:alice"] * LONG_RUNS  # the refused ones never started
+        light = await ds.client.get("/-/research.json", params={"q": "espresso"}, cookies=alice)
+        assert light.status_code == 200  # a quick question is not a long run
+        other = asyncio.create_task(ask(bob))
+        await asyncio.wait_for(started.acquire(), 10)
+        assert ran[-1] == "actor:bob"
+    finally:
+        release.set()
+    assert [r.status_code for r in await asyncio.gather(*going, other)] == [200] * (LONG_RUNS + 1)
+    assert (await ask(alice)).status_code == 200  # a place is free again
