@@ -121,12 +121,12 @@ def one_value_each(params: Params) -> Params:
 
 def _listed(values: Sequence[str]) -> tuple[str, ...]:
     """A repeatable value's words: each value split at commas, lower-cased, each word once."""
-    found: list[str] = []
+    found: dict[str, None] = {}  # ordered, and each word checked at once however many there are
     for value in values:
         for part in clean(value).split(","):
             part = part.strip().lower()
-            if part and part not in found:
-                found.append(part)
+            if part:
+                found[part] = None
     return tuple(found)
 
 
@@ -245,8 +245,8 @@ def checked_request(
     if dates["since"] and dates["until"] and dates["since"] > dates["until"]:
         raise ResearchError("since must not be after until.", code="bad_date")
     filters = Filters(
-        tags=_listed(tags),
-        source_types=_listed(source_types),
+        tags=_filter_values(tags, "tag", "bad_tag"),
+        source_types=_filter_values(source_types, "source_type", "bad_source_type"),
         kind="" if kind == "all" else kind,
         since=dates["since"],
         until=dates["until"],
@@ -353,6 +353,19 @@ def checked_web(settings: Settings, given: WebFields) -> WebRequest:
 
 
 MAX_SITES = 10
+MAX_FILTER_VALUES = 20  # tags, or source types, one question may filter on
+
+
+def _filter_values(given: Sequence[str], name: str, code: str) -> tuple[str, ...]:
+    """``tag`` / ``source_type``: repeated or comma-separated, at most ``MAX_FILTER_VALUES``
+    (each is a term of the brain query: thousands would only make SQLite refuse it)."""
+    values = _listed(given)
+    if len(values) > MAX_FILTER_VALUES:
+        raise ResearchError(
+            f"{name} takes up to {MAX_FILTER_VALUES} values; this request gives {len(values):,}.",
+            code=code,
+        )
+    return values
 
 
 def _sites(given: Sequence[str], name: str) -> tuple[str, ...]:

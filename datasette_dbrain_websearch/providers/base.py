@@ -409,7 +409,26 @@ _TAG = re.compile(r"<[^>]*>")
 
 
 def plain_text(value: Any) -> str:
-    """Provider markup (Brave's ``<strong>``, SearXNG's HTML) as plain text; None becomes ''."""
-    if value is None:
+    """Provider markup (Brave's ``<strong>``, SearXNG's HTML) as plain text; anything but a
+    string or a number (None, an object, an array) is ''."""
+    if not isinstance(value, str | int | float):
         return ""
     return " ".join(html.unescape(_TAG.sub("", str(value))).split())
+
+
+def objects(value: Any) -> list[Mapping[str, Any]]:
+    """The objects of an array in a provider's body; anything else there holds none. A
+    malformed item is dropped alone, never the whole answer."""
+    return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
+
+
+def strings(value: Any) -> tuple[str, ...]:
+    """The non-empty strings of an array in a provider's body, as plain text."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(t for t in (plain_text(v) for v in value if isinstance(v, str)) if t)
+
+
+def body_text(value: Any) -> str:
+    """A page's text as a provider sends it (newlines kept): a string, else ''."""
+    return value if isinstance(value, str) else ""

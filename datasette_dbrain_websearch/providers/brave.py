@@ -27,8 +27,10 @@ from .base import (
     SearchRequest,
     WebResult,
     clamp_query,
+    objects,
     plain_text,
     sites_not_sent,
+    strings,
     with_site_operators,
 )
 
@@ -217,12 +219,12 @@ def parse_llm_context(body: Any) -> list[WebResult]:
     grounding = _mapping(body.get("grounding"))
     sources = _mapping(body.get("sources"))
     results: list[WebResult] = []
-    for item in grounding.get("generic") or []:
-        if not isinstance(item, Mapping) or not item.get("url"):
+    for item in objects(grounding.get("generic")):
+        if not item.get("url"):
             continue
-        url = str(item["url"])
+        url = str(item["url"])  # not a string: refused as a URL dbrain cannot store
         meta = _mapping(sources.get(url))
-        snippets = tuple(str(s) for s in item.get("snippets") or [] if isinstance(s, str) and s)
+        snippets = strings(item.get("snippets"))
         age = _list(meta.get("age"))
         results.append(
             WebResult(
@@ -231,9 +233,9 @@ def parse_llm_context(body: Any) -> list[WebResult]:
                 snippet=snippets[0] if snippets else "",
                 highlights=snippets,
                 text="\n\n".join(snippets),
-                published_at=str(age[1]) if len(age) > 1 and age[1] else "",
+                published_at=plain_text(age[1]) if len(age) > 1 else "",
                 rank=len(results) + 1,
-                domain=str(meta.get("hostname") or ""),
+                domain=plain_text(meta.get("hostname")),
             )
         )
     return results
@@ -244,11 +246,11 @@ def parse_web_search(body: Any) -> list[WebResult]:
     body = body if isinstance(body, Mapping) else {}
     web = _mapping(body.get("web"))
     results: list[WebResult] = []
-    for item in web.get("results") or []:
-        if not isinstance(item, Mapping) or not item.get("url"):
+    for item in objects(web.get("results")):
+        if not item.get("url"):
             continue
         meta_url = _mapping(item.get("meta_url"))
-        extra = tuple(plain_text(s) for s in item.get("extra_snippets") or [] if s)
+        extra = strings(item.get("extra_snippets"))
         description = plain_text(item.get("description"))
         results.append(
             WebResult(
@@ -257,9 +259,9 @@ def parse_web_search(body: Any) -> list[WebResult]:
                 snippet=description,
                 highlights=extra,
                 text="\n\n".join(p for p in (description, *extra) if p),
-                published_at=str(item.get("page_age") or ""),
+                published_at=plain_text(item.get("page_age")),
                 rank=len(results) + 1,
-                domain=str(meta_url.get("hostname") or ""),
+                domain=plain_text(meta_url.get("hostname")),
             )
         )
     return results

@@ -22,8 +22,11 @@ from .base import (
     ProviderError,
     SearchRequest,
     WebResult,
+    body_text,
+    objects,
     plain_text,
     retry_after_seconds,
+    strings,
 )
 
 FRESHNESS_DAYS = {"pd": 1, "pw": 7, "pm": 31, "py": 365}
@@ -113,11 +116,7 @@ class ExaProvider(Provider):
             headers=headers,
         )
         statuses = answer.get("statuses") if isinstance(answer, Mapping) else None
-        failed = [
-            s.get("id")
-            for s in statuses or []
-            if isinstance(s, Mapping) and s.get("status") == "error"
-        ]
+        failed = [s.get("id") for s in objects(statuses) if s.get("status") == "error"]
         if failed:
             ctx.warn(
                 PARTIAL_CONTENTS,
@@ -176,11 +175,11 @@ def identified_results(body: Any) -> list[tuple[str, WebResult]]:
     ``/contents`` is asked for and keys its answer by."""
     body = body if isinstance(body, Mapping) else {}
     results: list[tuple[str, WebResult]] = []
-    for item in body.get("results") or []:
-        if not isinstance(item, Mapping) or not item.get("url"):
+    for item in objects(body.get("results")):
+        if not item.get("url"):
             continue
-        highlights = tuple(str(h) for h in item.get("highlights") or [] if isinstance(h, str) and h)
-        text = str(item.get("text") or "")
+        highlights = strings(item.get("highlights"))
+        text = body_text(item.get("text"))
         score = item.get("score")
         result = WebResult(
             url=str(item["url"]),
@@ -188,10 +187,10 @@ def identified_results(body: Any) -> list[tuple[str, WebResult]]:
             snippet=highlights[0] if highlights else text[:300],
             highlights=highlights,
             text=text,
-            author=str(item.get("author") or ""),
-            published_at=str(item.get("publishedDate") or ""),
+            author=plain_text(item.get("author")),
+            published_at=plain_text(item.get("publishedDate")),
             rank=len(results) + 1,
             score=float(score) if isinstance(score, int | float) else None,
         )
-        results.append((str(item.get("id") or item["url"]), result))
+        results.append((plain_text(item.get("id")) or str(item["url"]), result))
     return results

@@ -23,6 +23,7 @@ from .base import (
     ProviderError,
     SearchRequest,
     WebResult,
+    objects,
     plain_text,
     retry_after_seconds,
     sites_not_sent,
@@ -165,8 +166,8 @@ def _iso(value: Any) -> datetime | None:
 def parse_results(body: Any) -> list[WebResult]:
     body = body if isinstance(body, Mapping) else {}
     results: list[WebResult] = []
-    for item in body.get("results") or []:
-        if not isinstance(item, Mapping) or not item.get("url"):
+    for item in objects(body.get("results")):
+        if not item.get("url"):
             continue
         content = plain_text(item.get("content"))
         score = item.get("score")

@@ -140,3 +140,19 @@ async def test_an_item_whose_linked_page_alone_passes_shows_the_page(tmp_path, d
     assert pack["evidence"]
     assert {row["kind"] for row in pack["evidence"]} == {"source"}
     assert {row["source_type"] for row in pack["evidence"]} == {"web"}
+
+
+@pytest.mark.parametrize(("name", "code"), [("tag", "bad_tag"), ("source_type", "bad_source_type")])
+async def test_many_filter_values_are_a_clear_400_not_sqlites_refusal(demo, name, code):
+    """Two thousand tags made SQLite refuse the brain query ("Expression tree is too large"):
+    a question filters on at most twenty values of each, told so in words."""
+    ds = make_datasette([str(demo)])
+    many = [f"t{i}" for i in range(2000)]
+    for given in (many, [",".join(many)]):
+        response = await ds.client.get(
+            "/-/research.json", params=[("q", "espresso"), *((name, v) for v in given)]
+        )
+        assert (response.status_code, response.json()["code"]) == (400, code)
+        assert "up to 20 values" in response.json()["error"]
+    twenty = [("q", "espresso"), *((name, f"t{i}") for i in range(20))]
+    assert (await ds.client.get("/-/research.json", params=twenty)).status_code == 200

@@ -14,6 +14,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from datasette_dbrain_websearch.demo.fakeweb import FakeWeb
 from datasette_dbrain_websearch.providers.brave import (
@@ -22,6 +24,9 @@ from datasette_dbrain_websearch.providers.brave import (
     parse_web_search,
 )
 from datasette_dbrain_websearch.providers.exa import identified_results
+from datasette_dbrain_websearch.providers.exa import parse_results as exa_results
+from datasette_dbrain_websearch.providers.searxng import parse_results as searxng_results
+from datasette_dbrain_websearch.web_hits import normalize_hits
 
 from ..helpers import DATA
 
@@ -164,3 +169,62 @@ def test_the_fake_answers_in_the_providers_shape(fake, name):
     }.get(name)
     if parse is not None:
         assert parse(answer(fake, name)), "the client reads nothing from the fake's answer"
+
+
+GOOD = "https://good.example/page"
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+# Each provider's results, the fields its items hold, and where the item list sits.
+SHAPES = {
+    "brave web": (
+        parse_web_search,
+        ("url", "title", "description", "extra_snippets", "page_age", "meta_url"),
+        lambda items: {"web": {"results": items}},
+    ),
+    "brave llm context": (
+        parse_llm_context,
+        ("url", "title", "snippets"),
+        lambda items: {"grounding": {"generic": items}, "sources": {GOOD: {"age": 5}}},
+    ),
+    "exa": (
+        exa_results,
+        ("url", "id", "title", "highlights", "text", "author", "publishedDate", "score"),
+        lambda items: {"results": items},
+    ),
+    "searxng": (
+        searxng_results,
+        ("url", "title", "content", "publishedDate", "pubdate", "score"),
+        lambda items: {"results": items},
+    ),
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@settings(max_examples=60, deadline=None)
+@given(field_index=st.integers(min_value=0, max_value=7), value=JSON, junk=JSON)
+def test_a_malformed_item_is_dropped_alone(shape, field_index, value, junk):
+    """One item with any JSON value in any field (``"url": 5``, ``"highlights": 5``), and
+    anything at all beside the items: the provider's other results are still read."""
+    parse, fields, wrap = SHAPES[shape]
+    field = fields[field_index % len(fields)]
+    bad = {"url": "https://other.example/x", "title": "Other", field: value}
+    results = parse(wrap([junk, bad, {"url": GOOD, "title": "Good page"}]))
+    assert GOOD in [r.url for r in results]
+    good = next(r for r in results if r.url == GOOD)
+    assert good.title == "Good page"
+    for result in results:
+        assert all(isinstance(v, str) for v in (result.url, result.title, result.snippet))
+        assert all(isinstance(h, str) for h in result.highlights)
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_an_item_whose_url_is_not_a_string_is_refused_and_counted(shape):
+    parse, _, wrap = SHAPES[shape]
+    results = parse(wrap([{"url": 5, "title": "Five"}, {"url": GOOD, "title": "Good page"}]))
+    hits, rejected, _ = normalize_hits("brave", results, False)
+    assert [h.url.canonical_url for h in hits] == [GOOD] and rejected == 1
