@@ -285,7 +285,6 @@ class Gate:
                 if not self.in_flight[counted]:
                     del self.in_flight[counted]
 
-
     @asynccontextmanager
     async def long_run(self, requester: str | None) -> AsyncIterator[None]:
         """Hold one of the requester's ``LONG_RUNS`` places for a deep or pro run; refused

@@ -249,6 +249,7 @@ class Settings:
     ranking: str = "bm25"
     semantic: SemanticSettings = field(default_factory=lambda: SemanticSettings())
     deep: DeepSettings = field(default_factory=lambda: DeepSettings())
+    same_site_spends: bool = False
 
     def secrets(self) -> list[str]:
         """Every configured secret value (provider keys, the model key), for redaction."""
@@ -282,6 +283,7 @@ class Settings:
             ranking=block.choice("ranking", lambda v: v.lower() if isinstance(v, str) else v),
             semantic=_semantic(block.raw.get("semantic")),
             deep=_deep(block.raw.get("deep")),
+            same_site_spends=block.bool("same_site_spends"),
         )
 
     @classmethod

@@ -77,6 +77,14 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
     ConfigKey("max_limit", "integer", 50, "the most rows `limit=` may ask for", 1, 500),
     ConfigKey("excerpt_chars", "integer", 240, "length of a row's excerpt", 40, 4000),
     ConfigKey(
+        "same_site_spends",
+        "boolean",
+        False,
+        "web searches and model answers for browser requests from another site of the same "
+        "domain (`Sec-Fetch-Site: same-site`, say another app on a sibling subdomain); off, "
+        "they spend nothing, as cross-site ones",
+    ),
+    ConfigKey(
         "time_limit_ms",
         "integer",
         3000,

@@ -10,18 +10,21 @@ from typing import Any
 from .admission import requester_key
 from .service import actor_id_of
 
-SAME_SITE = ("same-origin", "same-site", "none")  # Sec-Fetch-Site: "none" is a typed URL
+OWN_SITE = ("same-origin", "none")  # Sec-Fetch-Site: "none" is a typed URL or a bookmark
 
 
-def cross_site_with_cookie(request: Any) -> bool:
+def cross_site_with_cookie(request: Any, same_site_spends: bool = False) -> bool:
     """A browser request another site made (a link, a form, a script), signed in by this
     person's cookie. Browsers say so in ``Sec-Fetch-Site`` (older ones in ``Origin``); a
-    request with an API token, or without a cookie, is nobody's browser session."""
+    request with an API token, or without a cookie, is nobody's browser session. A sibling
+    site (``same-site``: another subdomain, which anyone hosting there controls) counts as
+    another site unless the config's ``same_site_spends`` trusts it."""
     if request.headers.get("authorization") or "ds_actor" not in request.cookies:
         return False
     fetch_site = request.headers.get("sec-fetch-site", "").lower()
     if fetch_site:
-        return fetch_site not in SAME_SITE
+        trusted = OWN_SITE + (("same-site",) if same_site_spends else ())
+        return fetch_site not in trusted
     origin = request.headers.get("origin", "")
     return bool(origin) and urllib.parse.urlsplit(origin).netloc != request.host
 

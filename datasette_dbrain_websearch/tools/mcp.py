@@ -7,6 +7,7 @@ where the lazily imported types are not."""
 from functools import partial
 from typing import Annotated, Any, Literal
 
+from ..config import Settings
 from ..errors import ResearchError
 from ..promotions import write_promotion
 from ..requesters import cross_site_with_cookie, requester_of
@@ -89,7 +90,11 @@ def register_mcp(datasette: Any, mcp: Any) -> None:
                 # The heavy-question limit per person, and no spending for another site, as
                 # for the JSON API.
                 requester=requester_of(request) if request else None,
-                cross_site=cross_site_with_cookie(request) if request else False,
+                cross_site=cross_site_with_cookie(
+                    request, Settings.from_datasette(datasette).same_site_spends
+                )
+                if request
+                else False,
             )
         except ResearchError as exc:
             raise ToolError(refusal_text(exc)) from None

@@ -84,9 +84,9 @@ async def brain_only(datasette: Any, request: Any, trace: TraceJSON) -> TraceJSO
     """The run's question researched again as it was (for anyone but its owner, the question
     alone), but never on the web; saved. Only on a POST from this site, within the requester's
     limits (``admission``), as research is."""
-    if cross_site_with_cookie(request):
-        raise cross_site_refused()
     settings = Settings.from_datasette(datasette)
+    if cross_site_with_cookie(request, settings.same_site_spends):
+        raise cross_site_refused()
     # Its owner re-runs it with its settings; anyone else holding its link, with what it
     # shares: the question, never the owner's filters or sites.
     kept = run_params(trace["pack"]) if sees_whole_run(datasette, request, trace) else {}

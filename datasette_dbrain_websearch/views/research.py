@@ -91,7 +91,8 @@ async def prepare(
     decided once here), parameters (refined when asked), the brain and the brains the actor may
     research. Raises ResearchError (4xx)."""
     settings = Settings.from_datasette(datasette)
-    access = await access_for(datasette, request.actor, settings, cross_site_with_cookie(request))
+    cross_site = cross_site_with_cookie(request, settings.same_site_spends)
+    access = await access_for(datasette, request.actor, settings, cross_site)
     params = urllib.parse.parse_qs(request.query_string, keep_blank_values=True)
     params, lineage = await refined(datasette, request.actor, params, own_runs(datasette, request))
     database, allowed = await resolve_brain(datasette, request, settings, params, access.brains)

@@ -114,6 +114,28 @@ async def test_a_cross_site_get_skipping_web_and_model_says_so_once(brain, fake,
     assert "neither the web nor a language model" in warning["message"]
 
 
+async def test_a_sibling_site_spends_only_when_the_config_trusts_it(brain, fake, asked):
+    """``Sec-Fetch-Site: same-site`` is another subdomain (anyone hosting there): it spends
+    nothing unless ``same_site_spends`` says the sibling sites are trusted."""
+    params = {"q": "lattice qcd", "external": "always", "answer": "1"}
+    sibling = {"sec-fetch-site": "same-site"}
+    ds = await model_ds(brain, fake)
+    root = actor_cookies(ds, "root")
+    pack = await ds.client.get("/-/research.json", params=params, cookies=root, headers=sibling)
+    assert asked == [] and not provider_requests(fake)
+    assert pack.json()["external_search"]["skipped_reason"] == "cross_site"
+    config = web_config(fake)
+    config["answer"] = {"synthesizer": "llm", "model": "dbrain-fake", "allow": {"id": "root"}}
+    trusting = make_datasette([str(brain[0])], plugin_config={**config, "same_site_spends": True})
+    await trusting.invoke_startup()
+    root = actor_cookies(trusting, "root")
+    pack = await trusting.client.get(
+        "/-/research.json", params=params, cookies=root, headers=sibling
+    )
+    assert pack.json()["external_search"]["ran"] is True and provider_requests(fake)
+    assert asked == ["dbrain-fake"]
+
+
 # ---------------------------------------------------------------------------------------------
 # Compare: a run only on a POST from this site
 
