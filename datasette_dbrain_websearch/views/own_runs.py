@@ -7,11 +7,15 @@ keeps a signed cookie of its run ids: the run stays whole for the person who ask
 same link passed on shows the answer and its cited rows only. The page that searches sets the
 cookie itself; the live stream cannot (its headers go before the run has an id), so its "done"
 address carries a signed claim that the page exchanges for the cookie and then drops from the
-address, so a copied link never carries it.
+address, so a copied link never carries it. A claim is good for ``CLAIM_MAX_AGE`` seconds and
+only in the browser the stream answered: the stream sets a random ``CLAIMANT`` cookie, which
+the claim names, so a claim copied out of one browser claims nothing in another.
 """
 
 from __future__ import annotations
 
+import secrets
+import time
 import urllib.parse
 from typing import Any
 
@@ -25,6 +29,8 @@ from ..traces import TraceJSON
 COOKIE = "dbrain_websearch_runs"
 NAMESPACE = "dbrain-websearch-own-runs"
 CLAIM = "dbrain-websearch-claim"
+CLAIMANT = "dbrain_websearch_claimant"
+CLAIM_MAX_AGE = 600  # seconds a stream's claim may be exchanged for the cookie
 KEPT = 30  # the newest runs a browser keeps as its own (a cookie holds about 4 KB)
 MAX_AGE = 180 * 24 * 3600  # as long as retention keeps a young run
 
@@ -61,14 +67,29 @@ def remember_run(datasette: Any, request: Any, response: Any, run_id: str) -> No
     )
 
 
-def claim_token(datasette: Any, run_id: str) -> str:
-    """What the stream's "done" address carries, for the page to set the cookie with."""
-    return datasette.sign(run_id, CLAIM)
+def claimant(request: Any) -> str:
+    """The random id the stream gives this browser (its ``CLAIMANT`` cookie, else a new one)."""
+    given = request.cookies.get(CLAIMANT, "")
+    return given if 16 <= len(given) <= 64 and given.isascii() else secrets.token_urlsafe(16)
+
+
+def claimant_cookie(datasette: Any, value: str) -> str:
+    """The ``Set-Cookie`` header that keeps ``claimant`` in this browser while a claim lasts."""
+    path = datasette.urls.path("/")
+    return f"{CLAIMANT}={value}; Path={path}; Max-Age={CLAIM_MAX_AGE}; HttpOnly; SameSite=Lax"
+
+
+def claim_token(datasette: Any, run_id: str, by: str, now: float | None = None) -> str:
+    """What the stream's "done" address carries, for the page to set the cookie with: the run,
+    the browser's ``claimant`` id and when it was made."""
+    at = int(time.time() if now is None else now)
+    return datasette.sign({"run": run_id, "by": by, "at": at}, CLAIM)
 
 
 def claimed(datasette: Any, request: Any, params: dict[str, list[str]]) -> Response | None:
     """``?run=…&claim=…``: the same address without the claim, the run remembered as this
-    browser's when the claim is the stream's for that run (a forged one is only dropped)."""
+    browser's when the claim is the stream's for that run, made for this browser (its
+    ``CLAIMANT`` cookie) less than ``CLAIM_MAX_AGE`` seconds ago; any other is only dropped."""
     token = param(params, "claim")
     if not token:
         return None
@@ -79,9 +100,13 @@ def claimed(datasette: Any, request: Any, params: dict[str, list[str]]) -> Respo
     ]
     response = Response.redirect(request.path + "?" + urllib.parse.urlencode(query))
     try:
-        run_id = datasette.unsign(token, CLAIM)
+        claim = datasette.unsign(token, CLAIM)
     except BadSignature:
         return response
-    if run_id == param(params, "run"):
-        remember_run(datasette, request, response, run_id)
+    if not isinstance(claim, dict) or not isinstance(claim.get("at"), int):
+        return response
+    mine = request.cookies.get(CLAIMANT, "")
+    fresh = 0 <= time.time() - claim["at"] <= CLAIM_MAX_AGE
+    if fresh and mine and claim.get("by") == mine and claim.get("run") == param(params, "run"):
+        remember_run(datasette, request, response, claim["run"])
     return response

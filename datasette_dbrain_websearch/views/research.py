@@ -43,7 +43,15 @@ from .common import (
     with_permission_memo,
 )
 from .guards import arrived_at
-from .own_runs import claim_token, claimed, own_runs, remember_run, sees_whole_run
+from .own_runs import (
+    claim_token,
+    claimant,
+    claimant_cookie,
+    claimed,
+    own_runs,
+    remember_run,
+    sees_whole_run,
+)
 from .research_form import (
     answer_controls,
     expand_fields,
@@ -254,6 +262,8 @@ async def stream_view(request: Any, datasette: Any) -> Any:
     except ResearchError as exc:
         return error_response(exc)
     secrets = settings.secrets()
+    anonymous = not actor_id_of(request.actor)
+    browser = claimant(request) if anonymous else ""  # whose claim the "done" address carries
 
     async def stream(writer: Any) -> None:
         async def progress(event: dict[str, Any]) -> None:
@@ -275,12 +285,12 @@ async def stream_view(request: Any, datasette: Any) -> Any:
             await progress({"stage": "error", **exc.as_json()})
             return
         url = saved_run_url(datasette, params, pack, database if route else None)
-        if url and not actor_id_of(request.actor):  # the page makes the run this browser's
-            url += "&" + urllib.parse.urlencode({"claim": claim_token(datasette, pack["run_id"])})
+        if url and anonymous:  # the page makes the run this browser's
+            claim = claim_token(datasette, pack["run_id"], browser)
+            url += "&" + urllib.parse.urlencode({"claim": claim})
         await progress({"stage": "done", "run_id": pack["run_id"], "url": url})
 
-    return Stream(
-        stream,
-        content_type="application/x-ndjson; charset=utf-8",
-        headers={"cache-control": "no-store"},
-    )
+    headers = {"cache-control": "no-store"}
+    if anonymous:
+        headers["set-cookie"] = claimant_cookie(datasette, browser)
+    return Stream(stream, content_type="application/x-ndjson; charset=utf-8", headers=headers)

@@ -10,6 +10,8 @@ import hashlib
 import io
 import json
 import re
+import time
+import urllib.parse
 
 import pytest
 from datasette import hookimpl
@@ -183,7 +185,21 @@ async def test_the_streams_claim_makes_the_run_the_visitors_and_leaves_the_addre
     streamed = await ds.client.get("/-/research/stream", params=params)
     done = json.loads(streamed.text.strip().splitlines()[-1])
     assert done["stage"] == "done" and "&claim=" in done["url"]
-    landed = await ds.client.get(done["url"])
+    browser = {own_runs.CLAIMANT: streamed.cookies[own_runs.CLAIMANT]}
+    # The claim copied into another browser (or one whose claimant cookie differs) claims nothing.
+    for elsewhere in ({}, {own_runs.CLAIMANT: "x" * 22}):
+        copied = await ds.client.get(done["url"], cookies=elsewhere)
+        assert copied.status_code == 302 and own_runs.COOKIE not in copied.cookies
+    # Nor does one past its age, in the right browser.
+    stale = own_runs.claim_token(
+        ds,
+        done["run_id"],
+        browser[own_runs.CLAIMANT],
+        now=time.time() - own_runs.CLAIM_MAX_AGE - 60,
+    )
+    old = done["url"].split("&claim=")[0] + "&" + urllib.parse.urlencode({"claim": stale})
+    assert own_runs.COOKIE not in (await ds.client.get(old, cookies=browser)).cookies
+    landed = await ds.client.get(done["url"], cookies=browser)
     assert landed.status_code == 302
     assert landed.headers["location"] == done["url"].split("&claim=")[0]  # never in a copied link
     mine = {own_runs.COOKIE: landed.cookies[own_runs.COOKIE]}
