@@ -11,6 +11,7 @@ does for its own tokens.
 from __future__ import annotations
 
 import time
+import unicodedata
 from typing import Any
 
 from itsdangerous import BadSignature
@@ -21,10 +22,13 @@ ROUTES = "/-/research"
 
 
 def check_actor_id(actor_id: str) -> str:
-    """An actor id a token may name: an empty or blank one (``{"id": ""}``) names no one, and
-    is refused with a ``ValueError``."""
-    if not actor_id.strip():
-        raise ValueError("an actor id cannot be empty")
+    """An actor id a token may name: an empty, blank or invisible one (``{"id": ""}``, a
+    zero-width space) names no one a person can read, and is refused with a ``ValueError``;
+    so is one with control characters, which no log or page shows as written."""
+    if not any(unicodedata.category(c)[0] in "LMNPS" for c in actor_id):
+        raise ValueError("an actor id must have a visible character")
+    if any(unicodedata.category(c) == "Cc" for c in actor_id):
+        raise ValueError("an actor id cannot hold control characters")
     return actor_id
 
 

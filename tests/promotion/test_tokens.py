@@ -70,3 +70,13 @@ async def test_a_token_acts_only_on_the_research_routes_and_only_until_it_expire
 def test_the_cli_needs_the_servers_secret():
     result = CliRunner().invoke(cli, ["dbrain-websearch", "token", "root"], env={})
     assert result.exit_code != 0 and "--secret" in result.output
+
+
+def test_the_cli_refuses_actor_ids_no_one_can_read():
+    """An empty, blank or invisible actor id (a zero-width space, a soft hyphen) names no one a
+    person could recognise in a log or a run's owner; control characters hide what is written."""
+    env = {"DATASETTE_SECRET": SECRET}
+    for invisible in ("", " ", "\u200b", "\u00ad\u200d", "\ufeff", "ro\u0007ot"):
+        result = CliRunner().invoke(cli, ["dbrain-websearch", "token", invisible], env=env)
+        assert result.exit_code != 0 and "ACTOR_ID" in result.output, repr(invisible)
+    assert cli_token("alice\u200b", env=env).startswith("dbrainws_")  # visible, with an extra
