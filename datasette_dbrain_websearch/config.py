@@ -250,6 +250,7 @@ class Settings:
     semantic: SemanticSettings = field(default_factory=lambda: SemanticSettings())
     deep: DeepSettings = field(default_factory=lambda: DeepSettings())
     same_site_spends: bool = False
+    trust_forwarded_for: bool = False
 
     def secrets(self) -> list[str]:
         """Every configured secret value (provider keys, the model key), for redaction."""
@@ -284,6 +285,7 @@ class Settings:
             semantic=_semantic(block.raw.get("semantic")),
             deep=_deep(block.raw.get("deep")),
             same_site_spends=block.bool("same_site_spends"),
+            trust_forwarded_for=block.bool("trust_forwarded_for"),
         )
 
     @classmethod

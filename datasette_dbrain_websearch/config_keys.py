@@ -85,6 +85,14 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         "they spend nothing, as cross-site ones",
     ),
     ConfigKey(
+        "trust_forwarded_for",
+        "boolean",
+        False,
+        "a proxy in front of Datasette sets `X-Forwarded-For`: anonymous visitors are limited "
+        "per the address it names; off, requests carrying it share one set of limits (any "
+        "local client could write it)",
+    ),
+    ConfigKey(
         "time_limit_ms",
         "integer",
         3000,

@@ -29,7 +29,18 @@ def cross_site_with_cookie(request: Any, same_site_spends: bool = False) -> bool
     return bool(origin) and urllib.parse.urlsplit(origin).netloc != request.host
 
 
-def requester_of(request: Any) -> str:
-    """Who a request counts against (``admission.requester_key``)."""
+FORWARDED = "forwarded"  # every request a proxy forwarded, when its word is not trusted
+
+
+def requester_of(request: Any, trust_forwarded_for: bool = False) -> str:
+    """Who a request counts against (``admission.requester_key``): its actor, else its
+    address. The server may have taken that address from ``X-Forwarded-For`` (uvicorn does
+    for a client on loopback), which any local client can write: unless the config's
+    ``trust_forwarded_for`` says a proxy sets it, anonymous requests carrying it share one
+    requester, so writing another address there escapes no per-address limit."""
+    actor_id = actor_id_of(request.actor)
+    forwarded = "x-forwarded-for" in request.headers or "forwarded" in request.headers
+    if not actor_id and forwarded and not trust_forwarded_for:
+        return FORWARDED
     client = request.scope.get("client") or ("",)
-    return requester_key(actor_id_of(request.actor), client[0])
+    return requester_key(actor_id, client[0])

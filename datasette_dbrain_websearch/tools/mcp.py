@@ -80,6 +80,7 @@ def register_mcp(datasette: Any, mcp: Any) -> None:
         query = ResearchQuery.from_call(locals())
         actor, link = mcp_caller(datasette, ctx)
         request = mcp_request(ctx)
+        settings = Settings.from_datasette(datasette)
         try:
             return await tool_research(
                 datasette,
@@ -89,10 +90,8 @@ def register_mcp(datasette: Any, mcp: Any) -> None:
                 link,
                 # The heavy-question limit per person, and no spending for another site, as
                 # for the JSON API.
-                requester=requester_of(request) if request else None,
-                cross_site=cross_site_with_cookie(
-                    request, Settings.from_datasette(datasette).same_site_spends
-                )
+                requester=requester_of(request, settings.trust_forwarded_for) if request else None,
+                cross_site=cross_site_with_cookie(request, settings.same_site_spends)
                 if request
                 else False,
             )

@@ -97,7 +97,7 @@ async def brain_only(datasette: Any, request: Any, trace: TraceJSON) -> TraceJSO
         surface="page",
         settings=settings,
         access=await access_for(datasette, request.actor, settings, cross_site=False),
-        requester=requester_of(request),
+        requester=requester_of(request, settings.trust_forwarded_for),
         arrived=arrived_at(request),
     )
     pack = await research(datasette, trace["database"], request_from_params(params, settings), run)

@@ -138,7 +138,7 @@ async def research_view(request: Any, datasette: Any) -> Response:
                 settings=settings,
                 access=access,
                 lineage=lineage,
-                requester=requester_of(request),
+                requester=requester_of(request, settings.trust_forwarded_for),
                 wait_for_trace=False,
                 arrived=arrived_at(request),
             )
@@ -277,7 +277,7 @@ async def stream_view(request: Any, datasette: Any) -> Any:
                 access=access,
                 progress=progress,
                 lineage=lineage,
-                requester=requester_of(request),
+                requester=requester_of(request, settings.trust_forwarded_for),
                 arrived=arrived_at(request),
             )
             pack = await research(datasette, database, request_from_params(params, settings), run)

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from types import SimpleNamespace
 
 from datasette_dbrain_websearch import brain_stage, cost, service
 from datasette_dbrain_websearch.admission import LONG_RUNS, gate_for
+from datasette_dbrain_websearch.requesters import requester_of
 
 from ..helpers import actor_cookies, make_datasette
 
@@ -147,3 +149,53 @@ async def test_deep_and_pro_runs_are_limited_per_requester(brain, monkeypatch):
         release.set()
     assert [r.status_code for r in await asyncio.gather(*going, other)] == [200] * (LONG_RUNS + 1)
     assert (await ask(alice)).status_code == 200  # a place is free again
+
+
+async def test_a_forwarded_for_header_escapes_no_per_address_limit(brain, monkeypatch):
+    """Anyone who reaches Datasette directly can write ``X-Forwarded-For`` (uvicorn believes it
+    from loopback): unless the config trusts a proxy to set it, requests carrying it share one
+    requester, so a new address in it per request gets no new heavy question in flight."""
+    ds = make_datasette([str(brain[0])], settings={"num_sql_threads": 3})
+    await ds.invoke_startup()
+    real = brain_stage.retrieve
+    inside = threading.Semaphore(0)
+    release = threading.Event()
+
+    def slow_raw(conn, question, plan, *args, **kwargs):
+        if plan.syntax == "raw":
+            inside.release()
+            release.wait(10)
+        return real(conn, question, plan, *args, **kwargs)
+
+    monkeypatch.setattr(brain_stage, "retrieve", slow_raw)
+    heavy = {"q": "esp* OR gri*", "syntax": "raw"}
+
+    async def ask(forwarded):
+        headers = {"x-forwarded-for": forwarded}
+        return await ds.client.get("/-/research.json", params=heavy, headers=headers)
+
+    first = asyncio.create_task(ask("203.0.113.1"))
+    assert await asyncio.to_thread(inside.acquire, True, 10)
+    try:
+        for address in ("203.0.113.2", "198.51.100.7", "2001:db8::1"):
+            refused = await ask(address)
+            assert (refused.status_code, refused.json()["code"]) == (
+                429,
+                "too_many_costly_searches",
+            )
+    finally:
+        release.set()
+    assert (await first).status_code == 200
+
+
+def test_a_trusted_proxys_forwarded_address_is_the_requester():
+    # As the server hands the request on, the address taken from the header.
+    request = SimpleNamespace(
+        actor=None,
+        headers={"x-forwarded-for": "203.0.113.9"},
+        scope={"client": ("203.0.113.9", 4321)},
+    )
+    assert requester_of(request, trust_forwarded_for=True) == "address:203.0.113.9"
+    assert requester_of(request) == "forwarded"
+    request.actor = {"id": "alice"}  # a signed-in person is counted by name either way
+    assert requester_of(request) == "actor:alice"
