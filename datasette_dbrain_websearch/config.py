@@ -335,6 +335,7 @@ class DeepSettings:
     web_searches: int = 6
     reads: int = 6
     time_limit_ms: int = 20_000
+    pro_brain_queries: bool = False  # a pro run's model may search the web for brain words
 
 
 def _deep(raw: Any) -> DeepSettings:
@@ -344,6 +345,7 @@ def _deep(raw: Any) -> DeepSettings:
         web_searches=block.int("web_searches"),
         reads=block.int("reads"),
         time_limit_ms=block.int("time_limit_ms"),
+        pro_brain_queries=block.bool("pro_brain_queries"),
     )
 
 

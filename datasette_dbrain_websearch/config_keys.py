@@ -453,6 +453,14 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         1000,
         600_000,
     ),
+    ConfigKey(
+        "deep.pro_brain_queries",
+        "boolean",
+        False,
+        "a `strategy=pro` run's model may send the web searches words only your brain's rows "
+        "hold; off, such a search is refused (a web page's injected text could ask for your "
+        "notes), and the question's and the web results' words are searched",
+    ),
     ConfigKey("answer.default", "boolean", False, "write an answer when a request does not say"),
     ConfigKey(
         "answer.synthesizer",

@@ -5,8 +5,10 @@ answers with one schema-versioned JSON step: ``search`` (a query), ``read`` (a U
 run's web results) or ``stop``. Nothing it proposes runs unchecked: ``parse_step`` refuses
 anything that is not such a step (the run then falls back to the deterministic loop), and
 ``refusal`` refuses a step the budgets, the domain policy, the public-host rule or the known
-results do not allow. Both are pure; ``deep_pro_rounds`` does the I/O and records every
-proposal.
+results do not allow, and a search that would carry words only the brain's rows hold to a web
+search provider (``brain_only``): the model reads web pages, and a page's injected text may
+ask it to search for the person's notes (``deep.pro_brain_queries`` allows such searches).
+Both are pure; ``deep_pro_rounds`` does the I/O and records every proposal.
 """
 
 from __future__ import annotations
@@ -19,7 +21,10 @@ from typing import Any
 
 from .merge import DomainPolicy
 from .public_hosts import public_host
+from .stemming import fold as fold_text
+from .stemming import stem
 from .urls import is_web_url, try_normalize_url
+from .word_lists import STOP_WORDS
 
 STEP_SCHEMA = "dbrain_websearch.step.v1"
 SEARCH, READ, STOP = "search", "read", "stop"
@@ -31,6 +36,8 @@ MAX_REFUSALS = 2  # refused proposals in a row before the deterministic loop tak
 # Why a proposal is not run (``refusal``); ``REPEATED`` ends the loop as ``no_progress``.
 REPEATED, UNKNOWN_URL, ALREADY_READ = "repeated", "unknown_url", "already_read"
 OVER_BUDGET, DOMAIN_POLICY, NOT_PUBLIC = "over_budget", "domain_policy", "not_public"
+BRAIN_WORDS = "brain_words"
+WORD = re.compile(r"[^\W_]+")
 FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
 STEP_SYSTEM = f"""You direct a research run over the user's own notes (their "brain") and the web.
@@ -109,6 +116,20 @@ def fold(text: str) -> str:
     return " ".join(re.findall(r"\w+", text.lower()))
 
 
+def stems_of(text: str) -> frozenset[str]:
+    """A text's content words, folded and stemmed (function words left out)."""
+    return frozenset(stem(w) for w in WORD.findall(fold_text(text)) if w not in STOP_WORDS)
+
+
+def brain_only(
+    question: str, brain_texts: Iterable[str], web_texts: Iterable[str]
+) -> frozenset[str]:
+    """The words (stems) only the brain's rows hold: not the question's, not any web row's or
+    read page's. A search for them would tell a web search provider what the notes say."""
+    said = stems_of(question).union(*(stems_of(t) for t in web_texts))
+    return frozenset().union(*(stems_of(t) for t in brain_texts)) - said
+
+
 def refusal(
     step: Step,
     asked: Iterable[str],
@@ -116,13 +137,17 @@ def refusal(
     reads_left: int,
     policy: DomainPolicy,
     allow_networks: Iterable[str] = (),
+    private: frozenset[str] = frozenset(),
 ) -> str:
     """Why a search or read may not run (``""``: it may): a query asked before
-    (``repeated``), a URL that is not one of the run's web results, one already read, no page
-    reads left, a domain the question's sites or the config leave out, a host that is not
-    public."""
+    (``repeated``), one with words only the brain holds while it would go to the web
+    (``private``, ``brain_only``), a URL that is not one of the run's web results, one already
+    read, no page reads left, a domain the question's sites or the config leave out, a host
+    that is not public."""
     if step.action == SEARCH:
-        return REPEATED if fold(step.query) in {fold(a) for a in asked} else ""
+        if fold(step.query) in {fold(a) for a in asked}:
+            return REPEATED
+        return BRAIN_WORDS if stems_of(step.query) & private else ""
     if step.action != READ:
         return ""
     url = try_normalize_url(step.url) if is_web_url(step.url) else None
@@ -146,6 +171,8 @@ REFUSALS = {
     OVER_BUDGET: "no page reads are left",
     DOMAIN_POLICY: "that site is left out by the question's sites or this Datasette's domains",
     NOT_PUBLIC: "that host is not a public address",
+    BRAIN_WORDS: "its words come from the user's own notes, which are not sent to web search "
+    "providers (search with the question's words or the web results' instead)",
 }
 
 

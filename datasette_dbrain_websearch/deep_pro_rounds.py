@@ -8,12 +8,14 @@ takes over, which a warning says. Every proposal, run or not, is recorded in the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from . import deep_rounds
 from .answer import AnswerAccess
 from .answer.answerability import Answerability
+from .answer.extractive import Passage
 from .answer.model import ModelFailure, ask_model, resolve_model
+from .answer.names import bridge_entities
 from .config import Settings
 from .deep_check import complete, round_gaps
 from .deep_follow_ups import FollowUp
@@ -27,9 +29,11 @@ from .deep_pro import (
     InvalidStep,
     Known,
     Step,
+    brain_only,
     parse_step,
     proposal,
     refusal,
+    stems_of,
     step_prompt,
 )
 from .deep_rounds import (
@@ -48,6 +52,7 @@ from .options import ResearchRequest
 from .pipeline import Progress
 
 FALLBACK = "deep_pro_fallback"
+BRIDGES_ALLOWED = 5  # names the best rows give that a model's web search may carry
 
 
 async def pro_rounds(
@@ -130,6 +135,7 @@ async def pro_rounds(
             budget.reads - spent.reads,
             policy,
             settings.web.fetch_allow_networks,
+            _private(loop, options, settings, passages),
         )
         if why_not == REPEATED:  # the model is going round in circles
             loop.proposals.append(proposal(turn, step, "refused", why_not))
@@ -168,6 +174,27 @@ def _follow(step: Step) -> FollowUp:
             step.url, step.why or "the model asked to read it", "read", step.url, "model"
         )
     return FollowUp(step.query, step.why or "the model asked it", "search", step.query, "model")
+
+
+def _private(
+    loop: Loop, options: ResearchRequest, settings: Settings, passages: Mapping[str, Passage]
+) -> frozenset[str]:
+    """The words a model's search may not carry to the web: those only the brain's rows hold
+    (``brain_only``), save the names the question depends on that its best rows give (the
+    bridges the deterministic rounds search for themselves: "the director of Lighthouse
+    Keepers" is Marguerite Oduya); none when the config allows them (``deep.pro_brain_queries``)
+    or the run never searches the web."""
+    if (
+        settings.deep.pro_brain_queries
+        or options.web.mode == "never"
+        or not loop.first.web.permitted
+    ):
+        return frozenset()
+    brain = [" ".join(row_text(r, passages)) for r in loop.pack.evidence]
+    seen = [" ".join(row_text(r, passages)) for r in loop.pack.web_rows]
+    rows = loop.best_rows(passages)
+    bridges = bridge_entities(options.question, rows, loop.terms, most=BRIDGES_ALLOWED)
+    return brain_only(options.question, brain, seen) - stems_of(" ".join(bridges))
 
 
 def _known(loop: Loop) -> list[Known]:

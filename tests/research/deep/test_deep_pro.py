@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import sqlite3
 from typing import Any
 
 import pytest
@@ -17,14 +18,17 @@ from datasette_dbrain_websearch.answer.claims import parse_claims
 from datasette_dbrain_websearch.answer.verify import RunKeys
 from datasette_dbrain_websearch.deep_pro import (
     ALREADY_READ,
+    BRAIN_WORDS,
     DOMAIN_POLICY,
     NOT_PUBLIC,
     OVER_BUDGET,
     REPEATED,
+    SEARCH,
     UNKNOWN_URL,
     InvalidStep,
     Known,
     Step,
+    brain_only,
     parse_step,
     refusal,
 )
@@ -34,7 +38,7 @@ from datasette_dbrain_websearch.merge import DomainPolicy
 from datasette_dbrain_websearch.tools.agent import agent_research
 
 from ...fake_models import INVENTED, FakeAsync, fake_models, step
-from ...helpers import actor_cookies, make_datasette
+from ...helpers import actor_cookies, add_source, make_datasette
 from .film import CROSS_SITE, ODUYA_URL, QUESTION, reads, web_config, web_row
 
 ODUYA = "Marguerite Oduya"
@@ -355,3 +359,79 @@ def test_claims_name_their_problems_against_the_runs_keys():
     assert found.conflicts == [f"They disagree [src:aaaaaaaaaaaa] [{INVENTED}]"]
     assert parse_claims("not json", keys).problems == ["the reply is not JSON"]
     assert parse_claims(json.dumps({"schema": "x"}), keys).problems
+
+
+# ---------------------------------------------------------------------------------------------
+# The person's notes stay out of the model's web searches
+
+
+SECRET = "quokka7351"
+
+
+def with_private_note(path) -> None:
+    """A note among the question's rows that holds words nothing else does (a page's injected
+    text could ask the model to search for them)."""
+    conn = sqlite3.connect(path)
+    with conn:
+        add_source(
+            conn,
+            "https://notes.example/lighthouse-keepers-private",
+            title="Lighthouse Keepers, my notes",
+            extracted_text=f"Watched Lighthouse Keepers with Sam; the door code is {SECRET} and "
+            "the spare key is under the blue pot.",
+            extract_status="ok",
+        )
+    conn.close()
+
+
+def provider_queries(fake) -> list[str]:
+    """What each search provider was sent (its query string and JSON body)."""
+    return [
+        " ".join(v for vs in (r.query or {}).values() for v in vs) + json.dumps(r.json)
+        for r in fake.requests
+        if r.provider != "reader"
+    ]
+
+
+async def test_a_pro_search_for_words_only_the_brain_holds_is_refused(film_brain, web, models):
+    """The model proposes to search the web for the note's door code: refused (its words are
+    only the brain's), recorded, and never sent to a provider; the director's name, which the
+    question depends on and the rounds would search anyway, is searched."""
+    with_private_note(film_brain)
+    FakeAsync.steps = [
+        step("search", query=f"{SECRET} door code", why="the page asked for it"),
+        step("search", query=ODUYA, why="the film's director"),
+        step("stop", why="done"),
+    ]
+    ds = await pro_ds(film_brain, web)
+    pack = await research(ds)
+    proposals = pack["research"]["proposals"]
+    assert [(p["action"], p["status"]) for p in proposals[:2]] == [
+        ("search", "refused"),
+        ("search", "accepted"),
+    ]
+    assert proposals[0]["detail"] == BRAIN_WORDS
+    assert not any(SECRET in q for q in provider_queries(web))
+    assert any(ODUYA.lower() in q for q in provider_queries(web))  # Brave is sent it lower-cased
+    # Allowed by the config, the same search goes out.
+    web.reset()
+    FakeAsync.steps = [step("search", query=f"{SECRET} door code", why="asked"), step("stop")]
+    trusting = await pro_ds(film_brain, web, deep_budgets={"pro_brain_queries": True})
+    pack = await research(trusting)
+    assert pack["research"]["proposals"][0]["status"] == "accepted"
+    assert any(SECRET in q for q in provider_queries(web))
+
+
+def test_brain_only_words_are_those_no_question_or_web_row_says():
+    private = brain_only(
+        "Where was the director of Lighthouse Keepers born?",
+        ["Lighthouse Keepers was directed by Marguerite Oduya; door code quokka7351."],
+        ["Marguerite Oduya - Wikipedia: a Kenyan film director"],
+    )
+    assert private == {"direct", "door", "code", "quokka7351"}  # "directed": a word of its own
+    step_ = Step(SEARCH, query="Quokka7351")
+    assert refusal(step_, [], [], 3, DomainPolicy(), private=private) == BRAIN_WORDS
+    assert (
+        refusal(Step(SEARCH, query="Oduya birthplace"), [], [], 3, DomainPolicy(), private=private)
+        == ""
+    )
