@@ -3,13 +3,16 @@
 Extraction (trafilatura, the ``[fetch]`` extra) is CPU-bound and on some markup far worse than
 linear, so HTML is extracted in a worker process (``ExtractPool``) that is killed when it passes
 the deadline, and retired when it is left holding much memory; at most ``max_markup`` bytes of
-a page's markup are extracted. Plain text needs no extractor.
+a page's markup are extracted. Plain text needs no extractor. The workers are shared by
+everyone the server reads for, in fair turns (``FairSlots``): the requester with the fewest
+pages being extracted goes first, so one person's many heavy pages never hold up another's one.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib.util
+import itertools
 import logging
 import multiprocessing
 import os
@@ -17,6 +20,7 @@ import signal
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -145,6 +149,51 @@ class _Worker:
             self.conn.close()
 
 
+class FairSlots:
+    """``size`` slots shared in fair turns: of those waiting, the requester holding the fewest
+    slots goes first, then the one that has waited longest (a thread-safe semaphore with a
+    queue in that order)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.held: Counter[str] = Counter()  # slots per requester
+        self.waiting: dict[int, str] = {}  # ticket -> requester, in arrival order
+        self._tickets = itertools.count()
+        self._changed = threading.Condition()
+
+    def acquire(
+        self, requester: str, timeout: float, clock: Callable[[], float] = time.monotonic
+    ) -> bool:
+        """Wait for this requester's turn, at most ``timeout`` seconds (False: it did not come)."""
+        end = clock() + timeout
+        with self._changed:
+            ticket = next(self._tickets)
+            self.waiting[ticket] = requester
+            try:
+                while sum(self.held.values()) >= self.size or self._next() != ticket:
+                    left = end - clock()
+                    if left <= 0:
+                        return False
+                    self._changed.wait(left)
+                self.held[requester] += 1
+                return True
+            finally:
+                del self.waiting[ticket]
+                self._changed.notify_all()
+
+    def release(self, requester: str) -> None:
+        with self._changed:
+            self.held[requester] -= 1
+            if not self.held[requester]:
+                del self.held[requester]
+            self._changed.notify_all()
+
+    def _next(self) -> int:
+        """The ticket whose turn is next: its requester holds the fewest slots, then it came
+        first."""
+        return min(self.waiting, key=lambda t: (self.held[self.waiting[t]], t))
+
+
 class ExtractPool:
     """At most ``size`` extractions at once, each in a worker process and within a deadline.
 
@@ -156,7 +205,7 @@ class ExtractPool:
     def __init__(self, size: int = EXTRACT_WORKERS, retire_rss: int = RETIRE_RSS) -> None:
         self.size = size
         self.retire_rss = retire_rss
-        self._slots = threading.BoundedSemaphore(size)
+        self._slots = FairSlots(size)
         self._idle: list[_Worker] = []
         self._lock = threading.Lock()
         self._context: Any = None
@@ -171,10 +220,12 @@ class ExtractPool:
         args: tuple[Any, ...],
         deadline: float,
         clock: Callable[[], float] = time.monotonic,
+        requester: str = "",
     ) -> Any:
         """``function(*args)`` in a worker, or ``ExtractionTimeout`` once ``deadline`` (on
-        ``clock``) has passed; ``ExtractionFailed`` if it raised or the worker died."""
-        if not self._slots.acquire(timeout=max(0.0, deadline - clock())):
+        ``clock``) has passed; ``ExtractionFailed`` if it raised or the worker died. Workers are
+        taken in ``requester``'s fair turn (``FairSlots``)."""
+        if not self._slots.acquire(requester, max(0.0, deadline - clock()), clock):
             raise ExtractionTimeout("no extraction worker was free before the deadline")
         try:
             if deadline - clock() <= 0:
@@ -198,7 +249,7 @@ class ExtractPool:
                 raise ExtractionFailed(value)
             return value
         finally:
-            self._slots.release()
+            self._slots.release(requester)
 
     def warm(self) -> None:
         """Start the first worker ahead of need (while the pages download): it is the one that
@@ -284,11 +335,16 @@ class Body:
     content: bytes
 
 
-async def extract_within(body: Body, deadline: float, max_markup: int) -> tuple[str, ...]:
-    """The page's fields, extracted in a worker before ``deadline``; plain text needs none."""
+async def extract_within(
+    body: Body, deadline: float, max_markup: int, requester: str = ""
+) -> tuple[str, ...]:
+    """The page's fields, extracted in a worker before ``deadline`` in ``requester``'s fair
+    turn; plain text needs none."""
     if body.media_type == "text/plain":
         return await anyio.to_thread.run_sync(
             _extract, body.content, body.media_type, body.charset, body.final_url
         )
     args = (body.content[:max_markup], body.media_type, body.charset, body.final_url)
-    return await anyio.to_thread.run_sync(_POOL.run, _EXTRACTOR, args, deadline)
+    return await anyio.to_thread.run_sync(
+        _POOL.run, _EXTRACTOR, args, deadline, time.monotonic, requester
+    )

@@ -33,6 +33,7 @@ from __future__ import annotations
 import logging
 import os
 import ssl
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -159,8 +160,42 @@ def _classify(exc: BaseException, timeout: float) -> tuple[str, str]:
     return "unknown", "unexpected error while fetching the page"
 
 
-async def _read_body(url: str, response: httpx.Response, max_bytes: int) -> Body | FetchResult:
-    """Check status, type and size of the final answer, then read its body within the cap."""
+MAX_HELD_BYTES = 64 * 1024 * 1024  # page bodies held at once, for everyone the server reads for
+SERVER_FULL = "the server is holding as many pages as it reads at once; this one was left unread"
+
+
+class Held:
+    """Bytes of page bodies held in this process, read or waiting for extraction, across every
+    request: a burst of people's readers cannot together hold more than ``MAX_HELD_BYTES``
+    (each fetch holds at most its own ``max_bytes``). Each fetch takes what it reads and gives it
+    back when it is done."""
+
+    total = 0
+    _lock = threading.Lock()
+
+    def __init__(self) -> None:
+        self.mine = 0
+
+    def take(self, size: int) -> bool:
+        """Hold ``size`` more bytes for this fetch; False when the server holds its most."""
+        with Held._lock:
+            if Held.total + size > MAX_HELD_BYTES:
+                return False
+            Held.total += size
+        self.mine += size
+        return True
+
+    def give_back(self) -> None:
+        with Held._lock:
+            Held.total -= self.mine
+        self.mine = 0
+
+
+async def _read_body(
+    url: str, response: httpx.Response, max_bytes: int, held: Held
+) -> Body | FetchResult:
+    """Check status, type and size of the final answer, then read its body within the cap and
+    what the server may hold (``Held``)."""
     failure = _status_failure(response)
     if failure is not None:
         return _failure(url, *failure, response=response)
@@ -178,6 +213,8 @@ async def _read_body(url: str, response: httpx.Response, max_bytes: int) -> Body
         size += len(chunk)
         if size > max_bytes:
             return _failure(url, "unsupported_file", too_big, response)
+        if not held.take(len(chunk)):
+            return _failure(url, "fetch_failed", SERVER_FULL, response)
         chunks.append(chunk)
     return Body(
         final_url=str(response.url),
@@ -197,7 +234,12 @@ class _Progress:
 
 
 async def _follow(
-    client: httpx.AsyncClient, url: str, max_redirects: int, max_bytes: int, progress: _Progress
+    client: httpx.AsyncClient,
+    url: str,
+    max_redirects: int,
+    max_bytes: int,
+    progress: _Progress,
+    held: Held,
 ) -> Body | FetchResult:
     """GET ``url``, following at most ``max_redirects`` redirects one checked hop at a time,
     each in the one form its host is checked in (``public_hosts.sendable_url``)."""
@@ -211,7 +253,7 @@ async def _follow(
         async with client.stream("GET", sent) as response:
             progress.response = response
             if response.next_request is None:
-                return await _read_body(url, response, max_bytes)
+                return await _read_body(url, response, max_bytes, held)
             if redirects == max_redirects:
                 return _failure(
                     url, "fetch_failed", f"more than {max_redirects} redirects", response
@@ -232,6 +274,7 @@ async def fetch_page(
     allow_networks: tuple[str, ...] = (),
     trusted_origin: str = "",
     user_agent: str = "datasette-dbrain-websearch",
+    requester: str = "",
 ) -> FetchResult:
     """Fetch ``url`` and extract its readable text; failures come back as a result, not raised.
 
@@ -242,6 +285,7 @@ async def fetch_page(
     connected to even though they are not public (a self-hosted setup, tests); an invalid CIDR
     raises ValueError, being a configuration error. ``trusted_origin`` is a URL whose host and
     port (a page reader the configuration names) may be connected to whatever its address.
+    ``requester`` is whose turn the extraction takes (``extraction.FairSlots``).
     """
     deadline = time.monotonic() + timeout
     allowed = parse_networks(allow_networks)
@@ -253,6 +297,7 @@ async def fetch_page(
     except (httpx.InvalidURL, TypeError):
         return _failure(url, "fetch_failed", "invalid URL")
     progress = _Progress()
+    held = Held()
     warm_pool()
     try:
         async with httpx.AsyncClient(
@@ -263,15 +308,19 @@ async def fetch_page(
             headers={"User-Agent": user_agent, "Accept": _ACCEPT},
         ) as client:
             with anyio.fail_after(timeout):
-                outcome = await _follow(client, url, max_redirects, max_bytes, progress)
+                outcome = await _follow(client, url, max_redirects, max_bytes, progress, held)
         if isinstance(outcome, FetchResult):
             return outcome
-        title, description, site_name, text = await extract_within(outcome, deadline, max_markup)
+        title, description, site_name, text = await extract_within(
+            outcome, deadline, max_markup, requester
+        )
     except Exception as exc:
         kind, error = _classify(exc, timeout)
         if kind == "unknown":
             logger.warning("unexpected error while fetching a page", exc_info=True)
         return _failure(url, kind, error, progress.response, progress.target)
+    finally:
+        held.give_back()  # the body is read and extracted (or given up on)
     return FetchResult(
         ok=True,
         url=url,

@@ -7,7 +7,8 @@ within what is left of the web stage's time, cached like provider answers and co
 ledger. A page that cannot be read leaves its row on the provider's snippet, with a warning
 that names it.
 
-Bounds: at most ``MAX_READ`` pages per request and ``MAX_READ`` being read at once per actor;
+Bounds: at most ``MAX_READ`` pages per request and ``MAX_READ`` being read at once per actor,
+``MAX_READING`` for everyone together (and the bodies they hold, ``fetch.MAX_HELD_BYTES``);
 each page's fetch and extraction share one deadline (the extraction runs in a worker process
 that is killed when it passes, see ``extraction.ExtractPool``). A page is sent to ``read_via``
 only if the fetcher's own public-host policy would let it fetch the page itself
@@ -35,6 +36,7 @@ from .public_hosts import HostRefused, host_refusal, sendable_url
 
 LEDGER_NAME = "page_read"  # the ledger's "provider" for page reads (they cost nothing)
 MAX_READ = 10  # pages per request, and pages being read at once for one actor
+MAX_READING = 24  # pages being read at once for everyone (each holds its body, then a worker)
 PAGE_TIMEOUT = 15.0  # seconds for one page, when the stage has that much left
 MIN_SECONDS = 1.0  # less time than this left: the pages are not read at all
 PAGE_CHARS = 20_000  # what the answer's passages and verifier see of a read page
@@ -113,15 +115,21 @@ class PageReader:
             return outcome
         started = time.monotonic()
         timeout = min(PAGE_TIMEOUT, seconds_left)
-        busy = _reading.get(self.actor_id, 0)
-        taken = list(urls)[: max(0, MAX_READ - busy)]
+        busy, everyone = _reading.get(self.actor_id, 0), sum(_reading.values())
+        room = min(MAX_READ - busy, MAX_READING - everyone)
+        taken = list(urls)[: max(0, room)]
         if len(taken) < len(urls):
+            why = (
+                f"{busy} pages were being read for you already (at most {MAX_READ} at once)"
+                if MAX_READ - busy <= MAX_READING - everyone
+                else f"the server is reading {everyone} pages for others (at most "
+                f"{MAX_READING} at once)"
+            )
             outcome.warnings.append(
                 {
                     "code": "page_read_skipped",
                     "message": f"{len(urls) - len(taken)} of {len(urls)} pages were not read: "
-                    f"{busy} pages were being read for you already (at most {MAX_READ} at "
-                    "once), so those rows rest on the providers' snippets.",
+                    f"{why}, so those rows rest on the providers' snippets.",
                 }
             )
         if not taken:
@@ -178,6 +186,7 @@ class PageReader:
             timeout=max(0.0, deadline - started),
             allow_networks=self.settings.fetch_allow_networks,
             trusted_origin=via,
+            requester=self.actor_id,
         )
         outcome.ledger.extend(
             ledger.rows_for(

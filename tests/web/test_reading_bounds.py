@@ -26,11 +26,11 @@ import pytest
 
 from datasette_dbrain_websearch import extraction, fetch, guarded_transport, public_hosts, reading
 from datasette_dbrain_websearch.config import WebSettings
-from datasette_dbrain_websearch.extraction import ExtractionTimeout, ExtractPool
+from datasette_dbrain_websearch.extraction import ExtractionTimeout, ExtractPool, FairSlots
 from datasette_dbrain_websearch.fetch import fetch_page
 from datasette_dbrain_websearch.providers import Provider, WebResult
 from datasette_dbrain_websearch.public_hosts import host_refusal
-from datasette_dbrain_websearch.reading import MAX_READ, PageReader
+from datasette_dbrain_websearch.reading import MAX_READ, MAX_READING, PageReader
 
 from ..helpers import registered, web_datasette, web_pack
 
@@ -155,7 +155,7 @@ async def test_an_extraction_cut_at_the_fetchs_deadline_is_a_timeout(site, monke
     the next page is read as ever."""
     given: list[float] = []
 
-    async def cut(body: Any, deadline: float, max_markup: int) -> tuple[str, ...]:
+    async def cut(body: Any, deadline: float, max_markup: int, requester: str) -> tuple[str, ...]:
         given.append(deadline)
         raise ExtractionTimeout("the extraction passed the deadline")
 
@@ -181,13 +181,47 @@ def test_the_deadline_is_decided_on_the_clock_given():
             pool.run(stall, (), deadline=99.0, clock=lambda: now[0])
         assert pool.started == 0
         # The only worker slot is busy and the deadline is now: no waiting for it either.
-        assert pool._slots.acquire(timeout=0)
+        assert pool._slots.acquire("someone", 0)
         with pytest.raises(ExtractionTimeout):
             pool.run(stall, (), deadline=100.0, clock=lambda: now[0])
-        pool._slots.release()
+        pool._slots.release("someone")
         assert pool.started == 0
     finally:
         pool.close()
+
+
+def test_extraction_turns_go_to_the_requester_holding_fewest():
+    """Two workers, one person's pages in both and two more waiting: another person's one
+    page, come last, is extracted next, before the first person's waiting ones."""
+    slots = FairSlots(2)
+    assert slots.acquire("heavy", 0) and slots.acquire("heavy", 0)
+    order: list[str] = []
+
+    def wait_turn(requester: str) -> None:
+        if slots.acquire(requester, 60):
+            order.append(requester)
+            slots.release(requester)
+
+    def waiting(count: int) -> None:
+        for _ in range(1000):  # a bound on polling, not a duration asserted
+            if len(slots.waiting) == count:
+                return
+            time.sleep(0.01)
+        raise AssertionError(slots.waiting)
+
+    threads = [threading.Thread(target=wait_turn, args=("heavy",)) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    waiting(2)
+    threads.append(threading.Thread(target=wait_turn, args=("light",)))
+    threads[-1].start()
+    waiting(3)
+    slots.release("heavy")  # one worker frees: the light requester's turn, though it came last
+    for thread in threads:
+        thread.join(10)
+    assert order == ["light", "heavy", "heavy"]
+    slots.release("heavy")
+    assert not slots.held and not slots.waiting
 
 
 def test_a_worker_left_holding_memory_is_replaced():
@@ -218,6 +252,38 @@ async def test_an_actor_reads_at_most_max_read_pages_at_once(site, monkeypatch):
     # Another actor is not held up by alice's reads.
     other = await PageReader(WebSettings(fetch_allow_networks=ALLOW), None, "bob").read(urls, 30)
     assert len(other.pages) == 3 and not other.warnings and "bob" not in reading._reading
+
+
+async def test_everyone_together_reads_at_most_max_reading_pages_at_once(site, monkeypatch):
+    """Many people's reads at once: past ``MAX_READING`` pages for everyone, a new reader's
+    pages wait for none and rest on their snippets, told why."""
+    for n in range(MAX_READING // 2):  # others, each well within their own allowance
+        monkeypatch.setitem(reading._reading, f"other{n}", 2)
+    urls = [f"{site}/article?{i}" for i in range(2)]
+    outcome = await PageReader(WebSettings(fetch_allow_networks=ALLOW), None, "carol").read(
+        urls, 30
+    )
+    assert outcome.pages == {}
+    (warning,) = outcome.warnings
+    assert f"reading {MAX_READING} pages for others" in warning["message"]
+    monkeypatch.setitem(reading._reading, "other0", 1)  # one of theirs finishes: one page read
+    outcome = await PageReader(WebSettings(fetch_allow_networks=ALLOW), None, "carol").read(
+        urls, 30
+    )
+    assert list(outcome.pages) == urls[:1] and outcome.pages[urls[0]].ok
+
+
+async def test_page_bodies_held_for_everyone_are_capped(site, monkeypatch):
+    """The bodies fetches hold, read or waiting for extraction, stay under
+    ``MAX_HELD_BYTES`` together: a page that would pass it is left unread (and says so), and
+    every fetch gives back what it held."""
+    monkeypatch.setattr(fetch.Held, "total", fetch.MAX_HELD_BYTES - 100)  # others' bodies
+    full = await fetch_page(f"{site}/article", allow_networks=ALLOW)
+    assert (full.ok, full.error) == (False, fetch.SERVER_FULL)
+    assert fetch.Held.total == fetch.MAX_HELD_BYTES - 100  # what it took was given back
+    monkeypatch.setattr(fetch.Held, "total", 0)
+    read = await fetch_page(f"{site}/article", allow_networks=ALLOW)
+    assert read.ok and fetch.Held.total == 0
 
 
 @pytest.fixture
