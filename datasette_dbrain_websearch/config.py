@@ -211,6 +211,7 @@ class AnswerSettings:
     keep_unsupported: bool = False
     allow: Any = None
     api_key: str = field(default="", repr=False)
+    daily_calls: int = 0  # model calls per UTC day for everyone (0: no cap)
 
 
 def parse_answer(raw: Any) -> AnswerSettings:
@@ -228,6 +229,7 @@ def parse_answer(raw: Any) -> AnswerSettings:
         keep_unsupported=block.bool("keep_unsupported"),
         allow=block.allow("allow"),
         api_key=block.string("api_key").strip(),
+        daily_calls=block.int("daily_calls"),
     )
 
 

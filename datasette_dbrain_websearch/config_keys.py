@@ -461,6 +461,15 @@ CONFIG_KEYS: tuple[ConfigKey, ...] = (
         "hold; off, such a search is refused (a web page's injected text could ask for your "
         "notes), and the question's and the web results' words are searched",
     ),
+    ConfigKey(
+        "answer.daily_calls",
+        "integer",
+        0,
+        "calls to the language model per UTC day, for everyone (answers, pro steps and "
+        "repairs; 0: no cap); every call is in the ledger, `/-/research/usage`",
+        0,
+        1_000_000,
+    ),
     ConfigKey("answer.default", "boolean", False, "write an answer when a request does not say"),
     ConfigKey(
         "answer.synthesizer",

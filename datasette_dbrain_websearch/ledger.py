@@ -1,4 +1,5 @@
-"""The provider ledger: every call to a web search provider, what it cost, and the caps on it.
+"""The provider ledger: every call to a web search provider (and to the language model,
+``MODEL``), what it cost, and the caps on it.
 
 Each HTTP request a provider makes (an Exa search and its ``/contents`` are two) becomes one row
 in the plugin database with its endpoint, status, latency, result count and estimated cost
@@ -23,6 +24,7 @@ KEEP_DAYS = 400  # a year of usage, plus the month a monthly cap is counted over
 # call itself is recorded; one a crashed run left behind stops counting after a while.
 RESERVED = "reserved"
 RESERVATION_MINUTES = 10
+MODEL = "model"  # the ledger's "provider" for language model calls (``answer.daily_calls``)
 
 
 @dataclass(frozen=True)
@@ -33,19 +35,22 @@ class Spent:
     usd_this_month: float = 0.0
 
 
-def over_budget(label: str, budget: Budget | None, spent: Spent) -> str | None:
-    """Why a provider may not be called now, or None (pure; 0 in a cap means no cap)."""
+def over_budget(
+    label: str, budget: Budget | None, spent: Spent, setting: str = "external_search.budgets"
+) -> str | None:
+    """Why a provider (or the model, ``MODEL``) may not be called now, or None (pure; 0 in a
+    cap means no cap); ``setting`` names where the cap is set."""
     if budget is None:
         return None
     if budget.daily_calls and spent.calls_today >= budget.daily_calls:
         return (
             f"{label} reached its budget of {budget.daily_calls:,} calls today "
-            "(external_search.budgets); it was not called."
+            f"({setting}); it was not called."
         )
     if budget.monthly_usd and spent.usd_this_month >= budget.monthly_usd:
         return (
             f"{label} reached its budget of ${budget.monthly_usd:,.2f} this month "
-            f"(about ${spent.usd_this_month:,.2f} spent; external_search.budgets); "
+            f"(about ${spent.usd_this_month:,.2f} spent; {setting}); "
             "it was not called."
         )
     return None
@@ -110,6 +115,7 @@ async def reserve(
     actor_id: str = "",
     run_id: str = "",
     now: datetime | None = None,
+    setting: str = "external_search.budgets",
 ) -> int | str:
     """Hold a place for one call under ``budget``: the reservation's row id, or why the
     provider may not be called. The check and the hold are one transaction on the plugin
@@ -124,7 +130,7 @@ async def reserve(
             conn.execute(
                 f"delete from {LEDGER_TABLE} where error = ? and at < ?", [RESERVED, stale]
             )
-            reason = over_budget(label, budget, _spent(conn, provider, now))
+            reason = over_budget(label, budget, _spent(conn, provider, now), setting)
             if reason:
                 return reason
             table = sqlite_database(conn).table(LEDGER_TABLE)

@@ -19,13 +19,14 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any, cast
 
-from . import traces
+from . import ledger, traces
 from .admission import gate_for
 from .answer import AnswerAccess
+from .answer.model import METER, ModelMeter
 from .brain import TABLE, Hit, is_brain, row_by_key
 from .brain_access import reader, table_names
 from .compat import with_stored_keys
-from .config import Settings
+from .config import Budget, Settings
 from .deep import run_deep
 from .errors import ResearchError
 from .feedback import RocchioWeights, apply_feedback, carried, row_urls, validate_marks
@@ -268,9 +269,16 @@ async def research(
         arrived=run.arrived,
     )
     long = request.depth == DEEP or request.strategy == PRO
-    async with context.gate.long_run(run.requester) if long else nullcontext():
-        typed = await (run_deep if request.depth == DEEP else run_pipeline)(request, context)
+    meter = model_meter(datasette, settings, actor_id_of(actor)) if wants_model else None
+    metering = METER.set(meter)
+    try:
+        async with context.gate.long_run(run.requester) if long else nullcontext():
+            typed = await (run_deep if request.depth == DEEP else run_pipeline)(request, context)
+    finally:
+        METER.reset(metering)
     pack = cast(PackJSON, {**typed.to_json(), **(run.lineage or {})})
+    if meter is not None:
+        await record_model_calls(datasette, meter, actor_id_of(actor), pack["run_id"])
     if carried(pack):
         pack = apply_feedback(pack, carried(pack), weights_from(settings))
     if run.save:
@@ -283,6 +291,46 @@ async def research(
             wait=run.wait_for_trace,
         )
     return pack
+
+
+def model_meter(datasette: Any, settings: Settings, actor_id: str) -> ModelMeter:
+    """The run's ``ModelMeter``: each model call holds a place under ``answer.daily_calls``
+    (refused past it) and is written to the ledger afterwards (``record_model_calls``)."""
+    cap = settings.answer.daily_calls
+
+    async def before() -> str | None:
+        db = plugin_database(datasette)
+        if not cap or db is None:
+            return None
+        held = await ledger.reserve(
+            db,
+            ledger.MODEL,
+            Budget(daily_calls=cap),
+            "The language model",
+            0.0,
+            actor_id,
+            setting="answer.daily_calls",
+        )
+        if isinstance(held, str):
+            return held
+        meter.reserved.append(held)
+        return None
+
+    meter = ModelMeter(before)
+    return meter
+
+
+async def record_model_calls(datasette: Any, meter: ModelMeter, actor_id: str, run_id: str) -> None:
+    """The run's model calls in the ledger, in the write that releases their places; a
+    locked plugin database costs the run nothing."""
+    db = plugin_database(datasette)
+    if db is None or not (meter.calls or meter.reserved):
+        return
+    rows = ledger.rows_for(ledger.MODEL, meter.calls, 0, 0.0, actor_id, run_id)
+    try:
+        await ledger.record(db, rows, meter.reserved)
+    except Exception:  # the answer stands; only the count is lost
+        log.warning("could not record the run's model calls", exc_info=True)
 
 
 def actor_id_of(actor: Actor) -> str:

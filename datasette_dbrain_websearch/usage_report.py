@@ -1,5 +1,6 @@
 """Web search usage as the usage page shows it (``views.usage``): the provider ledger's days,
-each provider beside its configured caps, and the calls, filtered by provider and outcome."""
+each provider (and the language model, page reads) beside its configured caps, and the calls,
+filtered by provider and outcome."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from . import ledger, reading, traces
-from .config import Settings
+from .config import Budget, Settings
 from .providers import registered_providers
 from .runs_db import plugin_database
 
@@ -24,12 +25,17 @@ async def usage_report(
     names = list(dict.fromkeys([*settings.web.providers, *(d["provider"] for d in days)]))
     labels = {name: p.label for name, p in registered_providers(datasette).items()}
     labels[reading.LEDGER_NAME] = "Page reads"
+    labels[ledger.MODEL] = "Language model"
     for day in days:
         day["label"] = labels.get(day["provider"], day["provider"])
     providers = []
     for name in names:
         spent = await ledger.spent(db, name, now) if db is not None else ledger.Spent()
-        budget = settings.web.budgets.get(name)
+        budget = (
+            Budget(daily_calls=settings.answer.daily_calls)
+            if name == ledger.MODEL
+            else settings.web.budgets.get(name)
+        )
         providers.append(
             {
                 "provider": name,
@@ -38,7 +44,9 @@ async def usage_report(
                 "usd_this_month": round(spent.usd_this_month, 4),
                 "daily_calls_cap": budget.daily_calls if budget else 0,
                 "monthly_usd_cap": budget.monthly_usd if budget else 0.0,
-                "price_per_call": settings.web.price_per_call(name),
+                "price_per_call": 0.0
+                if name == ledger.MODEL
+                else settings.web.price_per_call(name),
                 "over_budget": bool(ledger.over_budget(labels.get(name, name), budget, spent)),
             }
         )

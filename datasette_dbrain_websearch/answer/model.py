@@ -10,8 +10,10 @@ writes goes through the same verifier as the extractive synthesizer: the prompt 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from contextvars import ContextVar
+from dataclasses import dataclass, field
 from typing import Any
 
 from .extractive import Passage
@@ -152,13 +154,53 @@ class ModelFailure(Exception):
     """The model could not answer: unknown, not allowed, no key, error, timeout or empty."""
 
 
+@dataclass
+class ModelMeter:
+    """A run's model calls, wherever they are made (the answer, its repair turn, a pro run's
+    steps): ``before`` may refuse one (a cap: its reason), and each made is recorded in
+    ``calls`` for the ledger (``service`` sets it for the run, ``METER``)."""
+
+    before: Callable[[], Awaitable[str | None]]
+    calls: list[dict[str, Any]] = field(default_factory=list)
+    reserved: list[int] = field(default_factory=list)  # places ``before`` held under a cap
+
+
+METER: ContextVar[ModelMeter | None] = ContextVar("dbrain_websearch_model_meter", default=None)
+
+
 async def ask_model(
     model: Any, system: str, prompt: str, key: str, timeout: float, on_text: OnText
 ) -> str:
     """Stream one reply, passing each chunk to ``on_text``; the whole reply is returned.
 
-    Raises ModelFailure on an error, the timeout or an empty reply (never the key).
-    """
+    Raises ModelFailure on an error, the timeout, an empty reply (never the key) or a call the
+    run's ``METER`` refuses; every call made is recorded there."""
+    meter = METER.get()
+    if meter is None:
+        return await _ask(model, system, prompt, key, timeout, on_text)
+    refused = await meter.before()
+    if refused:
+        raise ModelFailure(refused)
+    started, status, error = time.perf_counter(), 200, ""
+    try:
+        return await _ask(model, system, prompt, key, timeout, on_text)
+    except ModelFailure as exc:
+        status, error = 0, str(exc)
+        raise
+    finally:
+        meter.calls.append(
+            {
+                "endpoint": str(getattr(model, "model_id", "") or ""),
+                "status": status,
+                "error": error[:200],
+                "latency_ms": (time.perf_counter() - started) * 1000,
+            }
+        )
+
+
+async def _ask(
+    model: Any, system: str, prompt: str, key: str, timeout: float, on_text: OnText
+) -> str:
     chunks: list[str] = []
     try:
         async with asyncio.timeout(timeout):

@@ -12,6 +12,8 @@ from click.testing import CliRunner
 from datasette.cli import cli
 from datasette.utils import StartupError
 
+from datasette_dbrain_websearch.runs_db import LEDGER_TABLE
+
 from ..fake_models import INVENTED, KEY_ENV, FakeKeyModelAsync, fake_models
 from ..helpers import (
     DATASETTE_1,
@@ -545,3 +547,37 @@ async def test_a_mixed_answer_leads_with_the_sentence_that_answers(brain, fake):
     markdown = (await get_as_root(ds, pack["trace_url"] + ".md")).text
     answer = markdown.split("## Answer\n\n", 1)[1]
     assert answer.startswith("*From the web (outside your brain):*\n\nWe present")
+
+
+async def test_model_calls_are_in_the_ledger_and_capped_per_day(brain, fake, models):
+    """Every model call is a ledger row (``/-/research/usage`` reads them); past
+    ``answer.daily_calls`` for everyone today the model is not called and the answer says why,
+    the evidence whole."""
+    ds = await datasette_for(
+        brain,
+        fake,
+        answer={**llm_answer(), "daily_calls": 1},
+        permissions={"dbrain-view-usage": {"id": "root"}},  # 1.0a grants root nothing
+    )
+    params = {"q": "espresso grinder", "external": "always", "answer": "1"}
+    status, first = await ask(ds, **params)
+    assert status == 200 and first["answer"]["synthesizer"] == "llm:dbrain-fake"
+    assert first["answer"]["status"] == "ok"
+    status, second = await ask(ds, **params)
+    assert status == 200 and second["answer"]["status"] == "failed"
+    assert "reached its budget of 1 calls today (answer.daily_calls)" in second["answer"]["message"]
+    assert second["evidence"] and second["external_evidence"]
+    conn = sqlite3.connect(brain[0].parent / "research_runs.db")
+    rows = conn.execute(
+        f"select run_id, endpoint, status, error from {LEDGER_TABLE} where provider = 'model'"
+    ).fetchall()
+    conn.close()
+    assert rows == [(first["run_id"], "dbrain-fake", 200, "")]  # no place left held
+    usage = await ds.client.get("/-/research/usage.json", cookies=actor_cookies(ds, "root"))
+    (model,) = [p for p in usage.json()["providers"] if p["provider"] == "model"]
+    assert (model["label"], model["calls_today"], model["daily_calls_cap"]) == (
+        "Language model",
+        1,
+        1,
+    )
+    assert model["over_budget"] is True
