@@ -272,7 +272,7 @@ async def research(
     meter = model_meter(datasette, settings, actor_id_of(actor)) if wants_model else None
     metering = METER.set(meter)
     try:
-        async with context.gate.long_run(run.requester) if long else nullcontext():
+        async with gate_for(datasette).long_run(run.requester) if long else nullcontext():
             typed = await (run_deep if request.depth == DEEP else run_pipeline)(request, context)
     finally:
         METER.reset(metering)
