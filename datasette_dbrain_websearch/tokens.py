@@ -26,7 +26,7 @@ def check_actor_id(actor_id: str) -> str:
     zero-width space) names no one a person can read, and is refused with a ``ValueError``;
     so is one with control characters, which no log or page shows as written."""
     if not any(unicodedata.category(c)[0] in "LMNPS" for c in actor_id):
-        raise ValueError("an actor id must have a visible character")
+        raise ValueError("an actor id cannot be empty, blank or invisible")
     if any(unicodedata.category(c) == "Cc" for c in actor_id):
         raise ValueError("an actor id cannot hold control characters")
     return actor_id

@@ -422,11 +422,13 @@ def objects(value: Any) -> list[Mapping[str, Any]]:
     return [v for v in value if isinstance(v, Mapping)] if isinstance(value, list) else []
 
 
-def strings(value: Any) -> tuple[str, ...]:
-    """The non-empty strings of an array in a provider's body, as plain text."""
+def strings(value: Any, markup: bool = False) -> tuple[str, ...]:
+    """The non-empty strings of an array in a provider's body, as sent (``markup``: HTML the
+    provider marks up, as plain text)."""
     if not isinstance(value, list):
         return ()
-    return tuple(t for t in (plain_text(v) for v in value if isinstance(v, str)) if t)
+    found = (plain_text(v) if markup else v for v in value if isinstance(v, str))
+    return tuple(t for t in found if t)
 
 
 def body_text(value: Any) -> str:

@@ -250,7 +250,7 @@ def parse_web_search(body: Any) -> list[WebResult]:
         if not item.get("url"):
             continue
         meta_url = _mapping(item.get("meta_url"))
-        extra = strings(item.get("extra_snippets"))
+        extra = strings(item.get("extra_snippets"), markup=True)
         description = plain_text(item.get("description"))
         results.append(
             WebResult(
