@@ -16,8 +16,8 @@ brain holds one for up to its ``time_limit_ms``. So, per Datasette, local search
   then in order of arrival; then heavy ones, cheapest first. The wait counts against their
   time limit (503 ``time_limit`` when it runs out). At most
   ``queue`` heavy ones wait: then the costliest is shed (503 ``server_busy`` with
-  ``Retry-After``), and its requester's questions until then are answered the same at once
-  (``Retry-After`` the time left), so ignoring it gains nothing and holds nothing;
+  ``Retry-After``), and its requester's questions until then are answered the same, only when
+  that time is up, so ignoring ``Retry-After`` gains nothing;
 - each requester (a signed-in actor, an IPv4 address, or an IPv6 /64 network: one machine holds
   a whole /64) has at most ``PER_REQUESTER`` heavy question in flight (429
   ``too_many_costly_searches``), and at most ``LONG_RUNS`` deep or pro runs (429
@@ -38,7 +38,7 @@ import itertools
 import math
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,13 +76,13 @@ def why(cost: Cost | None) -> str:
     return f" (this one is costly: {cost.reason})" if cost is not None and cost.reason else ""
 
 
-def server_busy(cost: Cost | None = None, retry_after: int = RETRY_AFTER_S) -> ResearchError:
+def server_busy(cost: Cost | None = None) -> ResearchError:
     return ResearchError(
         f"The server is busy with other costly searches{why(cost)}; try again in a moment, or "
         "ask a more specific question (rarer words, fewer of them, filters).",
         503,
         "server_busy",
-        retry_after=retry_after,
+        retry_after=RETRY_AFTER_S,
     )
 
 
@@ -144,9 +144,10 @@ class Gate:
         queue: int = QUEUE,
         per_requester: int = PER_REQUESTER,
         clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ) -> None:
         self.slots, self.queue, self.per_requester = slots, queue, per_requester
-        self.clock = clock
+        self.clock, self.sleep = clock, sleep
         self.running: Counter[int] = Counter()  # postings of the searches running
         self.heavy_running = 0
         # The cheapest running search's postings, kept rather than derived: query threads read
@@ -197,14 +198,14 @@ class Gate:
             self.shed_until = {r: t for r, t in self.shed_until.items() if t > now}
 
     async def refuse_shed(self, requester: str | None) -> None:
-        """Refuse (503) a requester shed less than ``RETRY_AFTER_S`` ago, at once and before
-        any work, with the time left as its ``Retry-After``: a client that ignores it only
-        hears the same until that time is up, and holds nothing on the server meanwhile."""
+        """Refuse (503) a requester shed less than ``RETRY_AFTER_S`` ago, before any work, and
+        only once that time is up: a client that ignores ``Retry-After`` gains nothing by it."""
         if requester is None:
             return
         until = self.shed_until.get(requester)
         if until is not None and until > self.clock():
-            raise server_busy(retry_after=max(1, math.ceil(until - self.clock())))
+            await self.sleep(until - self.clock())
+            raise server_busy()
         self.shed_until.pop(requester, None)
 
     def _refuse_early(self, requester: str | None, cost: Cost) -> None:
