@@ -15,11 +15,9 @@ from datasette_dbrain_websearch.requesters import requester_of
 from ..helpers import actor_cookies, make_datasette
 
 
-async def test_heavy_questions_take_turns_and_are_limited_per_requester(brain, monkeypatch):
-    """Heavy questions (here raw ones with three-letter prefixes) run one at a time; each
-    requester has one in flight; light questions never wait behind them."""
-    ds = make_datasette([str(brain[0])], settings={"num_sql_threads": 3})
-    await ds.invoke_startup()
+def held_raw(monkeypatch) -> tuple[threading.Semaphore, threading.Event]:
+    """Raw questions held inside the brain search until ``release`` is set; ``inside`` is
+    released as each one gets there."""
     real = brain_stage.retrieve
     inside = threading.Semaphore(0)
     release = threading.Event()
@@ -31,6 +29,15 @@ async def test_heavy_questions_take_turns_and_are_limited_per_requester(brain, m
         return real(conn, question, plan, *args, **kwargs)
 
     monkeypatch.setattr(brain_stage, "retrieve", slow_raw)
+    return inside, release
+
+
+async def test_heavy_questions_take_turns_and_are_limited_per_requester(brain, monkeypatch):
+    """Heavy questions (here raw ones with three-letter prefixes) run one at a time; each
+    requester has one in flight; light questions never wait behind them."""
+    ds = make_datasette([str(brain[0])], settings={"num_sql_threads": 3})
+    await ds.invoke_startup()
+    inside, release = held_raw(monkeypatch)
     alice, bob = actor_cookies(ds, "alice"), actor_cookies(ds, "bob")
     heavy = {"q": "esp* OR gri*", "syntax": "raw"}
 
@@ -157,17 +164,7 @@ async def test_a_forwarded_for_header_escapes_no_per_address_limit(brain, monkey
     requester, so a new address in it per request gets no new heavy question in flight."""
     ds = make_datasette([str(brain[0])], settings={"num_sql_threads": 3})
     await ds.invoke_startup()
-    real = brain_stage.retrieve
-    inside = threading.Semaphore(0)
-    release = threading.Event()
-
-    def slow_raw(conn, question, plan, *args, **kwargs):
-        if plan.syntax == "raw":
-            inside.release()
-            release.wait(10)
-        return real(conn, question, plan, *args, **kwargs)
-
-    monkeypatch.setattr(brain_stage, "retrieve", slow_raw)
+    inside, release = held_raw(monkeypatch)
     heavy = {"q": "esp* OR gri*", "syntax": "raw"}
 
     async def ask(forwarded):
