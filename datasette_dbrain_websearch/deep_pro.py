@@ -19,9 +19,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .answer.text import words
 from .merge import DomainPolicy
 from .public_hosts import public_host
-from .stemming import fold as fold_text
 from .stemming import stem
 from .urls import is_web_url, try_normalize_url
 from .word_lists import STOP_WORDS
@@ -37,7 +37,6 @@ MAX_REFUSALS = 2  # refused proposals in a row before the deterministic loop tak
 REPEATED, UNKNOWN_URL, ALREADY_READ = "repeated", "unknown_url", "already_read"
 OVER_BUDGET, DOMAIN_POLICY, NOT_PUBLIC = "over_budget", "domain_policy", "not_public"
 BRAIN_WORDS = "brain_words"
-WORD = re.compile(r"[^\W_]+")
 FENCE = re.compile(r"^```(?:json)?\s*|\s*```$")
 
 STEP_SYSTEM = f"""You direct a research run over the user's own notes (their "brain") and the web.
@@ -118,7 +117,7 @@ def fold(text: str) -> str:
 
 def stems_of(text: str) -> frozenset[str]:
     """A text's content words, folded and stemmed (function words left out)."""
-    return frozenset(stem(w) for w in WORD.findall(fold_text(text)) if w not in STOP_WORDS)
+    return frozenset(stem(w) for w in words(text) if w not in STOP_WORDS)
 
 
 def brain_only(

@@ -203,13 +203,10 @@ def public_host(host: str, allow_networks: Iterable[str] = ()) -> bool:
         return False
     if host == "localhost" or host.endswith(".localhost"):
         host = "127.0.0.1"
-    try:
+    try:  # every IPv4 spelling is a dotted quad by now (``canonical_host``)
         ip: IPAddress = ipaddress.ip_address(host)
     except ValueError:
-        try:
-            ip = ipaddress.IPv4Address(socket.inet_aton(host))
-        except OSError:
-            return True
+        return True
     return permitted(ip, parse_networks(allow_networks))
 
 

@@ -268,17 +268,18 @@ async def research(
         requester=run.requester,
         arrived=run.arrived,
     )
-    long = request.depth == DEEP or request.strategy == PRO
-    meter = model_meter(datasette, settings, actor_id_of(actor)) if wants_model else None
+    deep = request.depth == DEEP  # strategy=pro is deep too (``checked_request``)
+    me = actor_id_of(actor)
+    meter = model_meter(datasette, settings, me) if wants_model else None
     metering = METER.set(meter)
     try:
-        async with gate_for(datasette).long_run(run.requester) if long else nullcontext():
-            typed = await (run_deep if request.depth == DEEP else run_pipeline)(request, context)
+        async with gate_for(datasette).long_run(run.requester) if deep else nullcontext():
+            typed = await (run_deep if deep else run_pipeline)(request, context)
     finally:
         METER.reset(metering)
     pack = cast(PackJSON, {**typed.to_json(), **(run.lineage or {})})
     if meter is not None:
-        await record_model_calls(datasette, meter, actor_id_of(actor), pack["run_id"])
+        await record_model_calls(datasette, meter, me, pack["run_id"])
     if carried(pack):
         pack = apply_feedback(pack, carried(pack), weights_from(settings))
     if run.save:
