@@ -159,8 +159,7 @@ def refusal(
         return OVER_BUDGET
     if policy.rule_for(url.domain):
         return DOMAIN_POLICY
-    host = url.canonical_url.split("://", 1)[-1].split("/", 1)[0].rsplit(":", 1)[0]
-    return "" if public_host(host, allow_networks) else NOT_PUBLIC
+    return "" if public_host(url.domain, allow_networks) else NOT_PUBLIC
 
 
 REFUSALS = {

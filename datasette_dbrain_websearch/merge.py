@@ -153,8 +153,8 @@ def merge_web(
                 }
             )
             continue
-        if result.canonical_url in brain_urls:
-            outcome.collapsed[result.canonical_url] = result.hits
+        if result.first.url.normalized_url in brain_urls:
+            outcome.collapsed[result.first.url.normalized_url] = result.hits
             outcome.decisions.append(
                 {
                     "decision": "collapsed_onto_local_source",

@@ -60,6 +60,8 @@ def canonical_host(host: str) -> str:
     punycode, an IPv4 address in any spelling (``0x7f.1``, ``2130706433``) as a dotted quad,
     an IPv6 address bracketed and compressed, no trailing dot. Raises ``HostRefused`` for a host
     with characters outside letters, digits and hyphens after that."""
+    if ":" in host and not host.startswith("["):
+        host = f"[{host}]"  # a URL's hostname (``urls.NormalizedURL.domain``) has no brackets
     if host.startswith("["):
         if not host.endswith("]"):
             raise HostRefused("an unclosed IPv6 address")

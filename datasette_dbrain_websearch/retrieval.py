@@ -37,7 +37,7 @@ from .merge import rrf_contribution
 from .query_plan import QueryPlan
 from .row_texts import searchable_texts
 from .survey import Survey, narrow, survey
-from .urls import source_key, try_normalize_url
+from .urls import try_normalize_url
 
 
 @dataclass
@@ -73,8 +73,8 @@ def exact_fields(question: str) -> dict[str, dict[str, list[str]]]:
         urls = [q]
         normalized = try_normalize_url(q)
         if normalized is not None:
-            urls.append(normalized.canonical_url)
-            sources["source_key"].append(source_key(normalized.canonical_url))
+            urls.extend(dict.fromkeys([normalized.canonical_url, normalized.normalized_url]))
+            sources["source_key"].append(normalized.source_key)
         items["canonical_url"] = urls
         sources["normalized_url"] = urls
         sources["canonical_url"] = urls

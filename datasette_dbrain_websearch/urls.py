@@ -12,8 +12,13 @@ Quirks kept on purpose because dbrain has them:
 
 - the path is escaped twice: ``path.Clean`` runs on the *escaped* path, which is then stored in
   ``URL.Path`` and escaped again by ``URL.String``, so ``/caf%C3%A9`` becomes ``/caf%25C3%25A9``;
-- an IPv6 host loses its brackets (``http://[::1]:8080/`` becomes ``http://::1:8080/``);
+- an IPv6 host loses its brackets (``http://[::1]:8080/`` becomes ``http://::1:8080/``) in
+  ``normalized_url``, and so in ``source_key`` and ``note_path``;
 - an explicit port is kept even when it is the default one.
+
+One departure: ``canonical_url`` (the link shown, fetched and written as ``sources.canonical_url``)
+keeps an IPv6 host's brackets, because dbrain's form is not a URL any browser or fetcher can open.
+Only IPv6 literals differ; dedupe still runs on ``normalized_url``, which is dbrain's string.
 """
 
 from __future__ import annotations
@@ -100,6 +105,8 @@ def normalize_url(raw: str) -> NormalizedURL:
     if hostname in ("twitter.com", "mobile.twitter.com"):
         hostname = "x.com"
     host = hostname + ":" + port.decode("ascii") if port else hostname
+    bracketed = "[" + hostname + "]" if ":" in hostname else hostname
+    link_host = bracketed + ":" + port.decode("ascii") if port else bracketed
 
     source_type = _classify(hostname, parsed.path)
     if source_type is None:
@@ -111,26 +118,26 @@ def normalize_url(raw: str) -> NormalizedURL:
         scheme = "https"
 
     cleaned = clean_path("/" + escaped_path(parsed))
-    prefix = scheme + "://" + escape(host.encode("utf-8"), HOST).decode("ascii")
-    canonical = prefix + escape(cleaned.encode("ascii"), PATH).decode("ascii")
+    rest = escape(cleaned.encode("ascii"), PATH).decode("ascii")
     query = _filtered_query(parsed.query, hostname)
     if query:
-        canonical += "?" + query
-    canonical = canonical.removesuffix("?")
+        rest += "?" + query
+    rest = rest.removesuffix("?")
     if hostname == "github.com":
         # trimGitHubURL: owner and repo only, no query, when the path has both.
         parts = cleaned.strip("/").split("/")
         if len(parts) >= 2:
-            repo_path = "/" + parts[0] + "/" + parts[1]
-            canonical = prefix + escape(repo_path.encode("ascii"), PATH).decode("ascii")
+            rest = escape(("/" + parts[0] + "/" + parts[1]).encode("ascii"), PATH).decode("ascii")
+    normalized = scheme + "://" + escape(host.encode("utf-8"), HOST).decode("ascii") + rest
+    link = scheme + "://" + escape(link_host.encode("utf-8"), HOST).decode("ascii") + rest
 
     return NormalizedURL(
-        canonical_url=canonical,
-        normalized_url=canonical,
+        canonical_url=link,
+        normalized_url=normalized,
         source_type=source_type,
         domain=hostname,
-        source_key=source_key(canonical),
-        note_path=note_path(source_type, hostname, canonical),
+        source_key=source_key(normalized),
+        note_path=note_path(source_type, hostname, normalized),
     )
 
 

@@ -178,7 +178,7 @@ async def search_web(
     part.queries = outcome.queries
     part.warnings.extend(outcome.warnings)
     part.timings_ms.update(outcome.timings_ms)
-    urls = sorted({h.url.canonical_url for h in outcome.hits})
+    urls = sorted({h.url.normalized_url for h in outcome.hits})
     held = await execute_fn(lambda conn: sources_by_url(conn, urls, options.filters))
     ranking = WebRanking(
         options.question,

@@ -377,3 +377,20 @@ def test_sync_source_fts_commits_and_rolls_back_with_its_row(tmp_path):
             sync_source_fts(conn, source_id + 1)
     finally:
         conn.close()
+
+
+def test_an_ipv6_page_is_written_with_a_link_that_opens_and_dbrains_dedupe_key():
+    from datasette_dbrain_websearch.promotion_rows import candidate
+
+    row = {
+        "canonical_url": "http://[2606:4700::1111]/a?utm_source=x",
+        "source_key": "ext:brave:0123456789ab",
+        "title": "T",
+        "excerpt": "E",
+        "retrieval": {"lanes": [{"provider": "brave", "rank": 1}]},
+    }
+    columns = candidate(row, None, "2026-12-07T00:00:00Z").columns
+    assert columns["canonical_url"] == "http://[2606:4700::1111]/a"
+    assert columns["normalized_url"] == "http://2606:4700::1111/a"  # dbrain's Go, brackets lost
+    digest = hashlib.sha256(b"http://2606:4700::1111/a").hexdigest()[:12]
+    assert columns["source_key"] == "src:" + digest

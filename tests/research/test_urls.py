@@ -56,7 +56,7 @@ CANONICAL = [
     ("http://127.0.0.1/x", "http://127.0.0.1/x", "web", "127.0.0.1"),
     ("http://192.168.1.10:3000", "http://192.168.1.10:3000/", "web", "192.168.1.10"),
     ("http://010.0.0.1/", "https://010.0.0.1/", "web", "010.0.0.1"),  # not an IP for Go
-    # An IPv6 host keeps http and, as in dbrain, loses its brackets.
+    # An IPv6 host keeps http and, as in dbrain, loses its brackets (in normalized_url only).
     ("http://[::1]:8080/x", "http://::1:8080/x", "web", "::1"),
     ("http://[fe80::1%25en0]/", "https://fe80::1%25en0/", "web", "fe80::1%en0"),
     # Ports are kept, even default ones; the domain never has one.
@@ -137,8 +137,9 @@ CANONICAL = [
 @pytest.mark.parametrize(("raw", "canonical", "source_type", "domain"), CANONICAL)
 def test_normalizes_like_dbrain(raw, canonical, source_type, domain):
     result = normalize_url(raw)
-    assert result.canonical_url == canonical
     assert result.normalized_url == canonical
+    if ":" not in domain:
+        assert result.canonical_url == canonical
     assert result.source_type == source_type
     assert result.domain == domain
     assert result.source_key == source_key(canonical)
@@ -263,6 +264,29 @@ def test_source_key_and_note_path_are_computed_from_the_canonical_url():
         note_path=f"sources/web/example-com-{digest[:12]}.md",
     )
     assert re.fullmatch(r"src:[0-9a-f]{12}", result.source_key)
+
+
+@pytest.mark.parametrize(
+    ("raw", "link", "normalized"),
+    [
+        ("http://[::1]:8080/x", "http://[::1]:8080/x", "http://::1:8080/x"),
+        ("http://[2606:4700::1111]/a?b=2#f", "http://[2606:4700::1111]/a?b=2", None),
+        ("https://[2001:DB8::1]/", "https://[2001:db8::1]/", "https://2001:db8::1/"),
+        ("http://[fe80::1%25en0]/", "https://[fe80::1%25en0]/", "https://fe80::1%25en0/"),
+        ("https://[2001:db8::1]:8443/o/r/x", "https://[2001:db8::1]:8443/o/r/x", None),
+    ],
+)
+def test_an_ipv6_link_keeps_its_brackets_while_dedupe_stays_dbrains(raw, link, normalized):
+    """The link shown, fetched and written is a URL a browser opens; the key, note path and
+    normalized_url are dbrain's own strings, so dbrain and this plugin still find each other's
+    row for the same page."""
+    result = normalize_url(raw)
+    normalized = normalized or link.replace("[", "").replace("]", "")
+    assert result.canonical_url == link
+    assert result.normalized_url == normalized
+    assert result.source_key == source_key(normalized)
+    assert result.note_path == note_path("web", result.domain, normalized)
+    assert normalize_url(result.canonical_url) == result
 
 
 def test_note_path_uses_the_source_type_when_the_domain_is_empty():

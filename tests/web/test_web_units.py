@@ -299,6 +299,19 @@ def test_merge_collapses_merges_filters_and_budgets():
     assert "merged_across_providers" in decisions and "collapsed_onto_local_source" in decisions
 
 
+def test_an_ipv6_result_keeps_its_brackets_and_collapses_onto_dbrains_row():
+    urls = ["http://[::1]:9101/secret", "http://[2606:4700::1111]/a", "http://[2a00:1450::7]/b"]
+    results = [WebResult(url=u, title=f"t{i}", rank=i + 1) for i, u in enumerate(urls)]
+    hits, rejected, not_public = normalize_hits("brave", results, cached=False)
+    assert rejected == 0
+    assert [(d["url"], d["host"]) for d in not_public] == [("http://[::1]:9101/secret", "::1")]
+    assert [h.url.canonical_url for h in hits] == urls[1:]
+    # dbrain stored the first page under its bracket-less normalized_url
+    outcome = merge_web(hits, {"http://2606:4700::1111/a"}, DomainPolicy(), 10)
+    assert list(outcome.collapsed) == ["http://2606:4700::1111/a"]
+    assert [r.canonical_url for r in outcome.rows] == ["http://[2a00:1450::7]/b"]
+
+
 def test_allow_domains_keep_only_listed_domains_and_subdomains():
     hits, _ = hit_list(
         "brave",
