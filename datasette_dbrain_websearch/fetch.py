@@ -30,12 +30,16 @@ as ``extract_status = 'empty'``, not as a failure.
 
 from __future__ import annotations
 
+import asyncio
+import ctypes
+import functools
+import gc
 import logging
 import os
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 import anyio
@@ -171,6 +175,7 @@ class Held:
     back when it is done."""
 
     total = 0
+    since_trim = 0  # bytes taken since memory was last given back to the system
     _lock = threading.Lock()
 
     def __init__(self) -> None:
@@ -182,13 +187,61 @@ class Held:
             if Held.total + size > MAX_HELD_BYTES:
                 return False
             Held.total += size
+            Held.since_trim += size
         self.mine += size
         return True
 
     def give_back(self) -> None:
+        """Give this fetch's bytes back; when none are left, freed memory is given back to the
+        system ``TRIM_DELAY_S`` later, if the server is still reading nothing then (the runs
+        that read the pages free more as they finish)."""
         with Held._lock:
             Held.total -= self.mine
+            idle = Held.total == 0 and Held.since_trim >= TRIM_AFTER_BYTES
         self.mine = 0
+        if idle:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # a fetch outside an event loop: nothing else is running
+                trim_if_idle()
+                return
+            loop.call_later(TRIM_DELAY_S, loop.run_in_executor, None, trim_if_idle)
+
+
+TRIM_AFTER_BYTES = 16 * 1024 * 1024  # bodies read since the last trim that make one worth it
+TRIM_DELAY_S = 2.0
+
+
+def trim_if_idle() -> bool:
+    """``release_memory`` when no body is held and enough were since the last time: first the
+    cycles still holding bodies (a failed fetch's traceback keeps its frames, and their bodies,
+    until the collector's rare full pass), then the heap."""
+    with Held._lock:
+        if Held.total or Held.since_trim < TRIM_AFTER_BYTES:
+            return False
+        Held.since_trim = 0
+    gc.collect()
+    release_memory()
+    return True
+
+
+def release_memory() -> None:
+    """Hand freed heap memory back to the operating system (glibc's ``malloc_trim``).
+
+    Page bodies are megabytes each; glibc serves such blocks from its heaps once it has seen a
+    few freed, and keeps those heaps after a burst, so a server that read 30 people's pages at
+    once would stay hundreds of MB larger for good. Elsewhere (musl, macOS) this does nothing."""
+    trim = _malloc_trim()
+    if trim is not None:
+        trim(0)
+
+
+@functools.cache
+def _malloc_trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return None
 
 
 async def _read_body(

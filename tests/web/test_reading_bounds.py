@@ -12,6 +12,7 @@ deadline itself is what is tested.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import socket
@@ -49,6 +50,11 @@ def nested_page(megabytes: float) -> bytes:
     """Small nested blocks, many of them: trafilatura's cost grows with their square."""
     count = int(megabytes * 1024 * 1024) // len(UNIT)
     return f"<html><head><title>t</title></head><body>{UNIT * count}</body></html>".encode()
+
+
+def skim(markup: bytes, *args: Any) -> tuple[str, str, str, str]:
+    """A quick extractor (run in the worker): the page's size, not its text."""
+    return "t", "", "", f"{len(markup)} bytes of lattice qcd"
 
 
 def stall(*args: Any) -> tuple[str, str, str, str]:
@@ -284,6 +290,72 @@ async def test_page_bodies_held_for_everyone_are_capped(site, monkeypatch):
     monkeypatch.setattr(fetch.Held, "total", 0)
     read = await fetch_page(f"{site}/article", allow_networks=ALLOW)
     assert read.ok and fetch.Held.total == 0
+
+
+def test_memory_is_given_back_only_when_nothing_is_held_and_enough_was(monkeypatch):
+    trims: list[int] = []
+    monkeypatch.setattr(fetch, "release_memory", lambda: trims.append(1))
+    monkeypatch.setattr(fetch.Held, "total", 1)
+    monkeypatch.setattr(fetch.Held, "since_trim", fetch.TRIM_AFTER_BYTES)
+    assert not fetch.trim_if_idle() and trims == []  # someone's body is still held
+    fetch.Held.total = 0
+    fetch.Held.since_trim = fetch.TRIM_AFTER_BYTES - 1
+    assert not fetch.trim_if_idle() and trims == []  # too little read to be worth it
+    fetch.Held.since_trim = fetch.TRIM_AFTER_BYTES
+    assert fetch.trim_if_idle() and trims == [1]
+    assert fetch.Held.since_trim == 0 and not fetch.trim_if_idle() and trims == [1]
+
+
+async def test_thirty_people_reading_at_once_leave_memory_as_it_was(site, monkeypatch):
+    """Issue 42: 30 people's readers at once, 3 nested 4.9 MB pages each. No more than
+    ``MAX_READING`` pages are read and ``MAX_HELD_BYTES`` of bodies held at any moment, and
+    once the last body is given back the server returns to within 100 MB of before (it stayed
+    2 GB larger). A quick extractor stands in: memory here is about the bodies this process
+    holds, not the extraction, which runs in worker processes."""
+    monkeypatch.setattr(extraction, "_EXTRACTOR", skim)
+    monkeypatch.setattr(fetch, "TRIM_DELAY_S", 0)
+    trims: list[int] = []
+    release = fetch.release_memory
+    monkeypatch.setattr(fetch, "release_memory", lambda: (trims.append(1), release()))
+    settings = WebSettings(fetch_allow_networks=ALLOW)
+    warm = await PageReader(settings, None, "warm").read([f"{site}/nested?warm"], 60)
+    assert warm.pages[f"{site}/nested?warm"].ok
+    fetch.trim_if_idle()
+    before = resident_mb()
+    peaks = {"held": 0, "reading": 0}
+
+    def watch() -> None:
+        peaks["held"] = max(peaks["held"], fetch.Held.total)
+        peaks["reading"] = max(peaks["reading"], sum(reading._reading.values()))
+
+    async def person(n: int) -> reading.ReadOutcome:
+        urls = [f"{site}/nested?{n}-{i}" for i in range(3)]
+        return await PageReader(settings, None, f"person{n}").read(urls, 60)
+
+    watcher = threading.Event()
+
+    def sample() -> None:
+        while not watcher.wait(0.005):
+            watch()
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        outcomes = await asyncio.gather(*(person(n) for n in range(30)))
+    finally:
+        watcher.set()
+        sampler.join()
+    read = sum(p.ok for o in outcomes for p in o.pages.values())
+    assert read >= 3, "some pages are read"
+    assert 0 < peaks["reading"] <= MAX_READING
+    assert 0 < peaks["held"] <= fetch.MAX_HELD_BYTES
+    assert fetch.Held.total == 0 and not reading._reading
+    for _ in range(600):  # the trim runs on the loop's executor once the last body is back
+        if trims:
+            break
+        await asyncio.sleep(0.05)
+    assert trims, "the last body given back led to a trim"
+    assert resident_mb() - before <= 100
 
 
 @pytest.fixture
