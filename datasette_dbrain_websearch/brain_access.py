@@ -9,6 +9,7 @@ another program has locked, or whose file was replaced, becomes a clear 503
 
 from __future__ import annotations
 
+import asyncio
 import os
 import sqlite3
 import time
@@ -57,6 +58,13 @@ LIGHT_PROGRESS_OPS = 100_000
 
 
 YIELD_S = 0.02  # one pause of a query that yields to a cheaper one
+
+
+# How long past its deadline a run waits for a query to stop before answering without it. The
+# progress handler runs between VM steps, and one step can be long: FTS5 reads a prefix's
+# postings inside one, SQLite sorts inside one. Past this share of the limit the run answers
+# at once and interrupts the query, which stops at its next step.
+OVERRUN_SHARE = 0.03
 
 
 # A run that spent at least this share of its limit computing, and waited for its turn less
@@ -236,13 +244,46 @@ class TimeBudget:
                 conn.set_progress_handler(None, self.progress_ops)
 
     def bind(self, execute_fn: ExecuteFn) -> ExecuteFn:
-        """``execute_fn`` with every call run within this budget."""
+        """``execute_fn`` with every call run within this budget, and given up on (its query
+        interrupted) once it passes the deadline by ``OVERRUN_SHARE`` of the limit: the
+        answer never waits for a step SQLite cannot stop in."""
 
         async def bounded(fn: Callable[[sqlite3.Connection], Any]) -> Any:
             submitted = self.clock()
-            return await execute_fn(lambda conn: self.run(conn, fn, submitted))
+            began: list[tuple[sqlite3.Connection, float]] = []
+
+            def in_turn(conn: sqlite3.Connection) -> Any:
+                began.append((conn, self.clock()))
+                return self.run(conn, fn, submitted)
+
+            call = asyncio.ensure_future(execute_fn(in_turn))
+            grace = self.limit_ms / 1000 * OVERRUN_SHARE
+            try:
+                return await asyncio.wait_for(asyncio.shield(call), self.left_s() + grace)
+            except TimeoutError:
+                call.add_done_callback(_consume)
+                if began:
+                    began[0][0].interrupt()
+                raise self.overran(submitted, began[0][1] if began else None) from None
 
         return bounded
+
+    def overran(self, submitted: float, began: float | None) -> ResearchError:
+        """The error for a query given up on past the deadline (``bind``): its thread's
+        computing cannot be read from here, so its time running stands for it."""
+        now = self.clock()
+        queued = (began if began is not None else now) - submitted
+        self.waited(queued)
+        running_ms = (now - began) * 1000 if began is not None else 0.0
+        return out_of_time(
+            self.limit_ms, self.spent_ms, self.cpu_s * 1000 + running_ms, self.queued_s * 1000
+        )
+
+
+def _consume(call: asyncio.Future) -> None:
+    """Read a given-up query's outcome, so its error (the interrupt) is never logged."""
+    if not call.cancelled():
+        call.exception()
 
 
 # The file identity (device, inode) each brain had when the plugin first saw it, by Database

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -362,3 +363,62 @@ async def test_a_request_that_waited_before_its_run_is_stopped_as_load(brain, mo
     ds = await limited(brain)
     monkeypatch.setattr(research_view, "arrived_at", lambda request: time.perf_counter() - 10)
     assert_load(await ds.client.get("/-/research.json", params={"q": "espresso"}))
+
+
+def test_a_query_given_up_on_is_costly_by_its_time_running_and_load_if_it_never_ran():
+    clocks = Clocks()
+    budget = clocks.budget(1000, "x")
+    clocks.wait(0.05)  # waited for a connection
+    began = clocks.wall
+    clocks.compute(1.1)  # then ran past the limit in one step
+    costly = budget.overran(submitted=0.0, began=began)
+    assert (costly.status, costly.code) == (400, "exceeds_time_limit")
+    never = clocks.budget(1000, "x")
+    clocks.wait(1.1)
+    load = never.overran(submitted=clocks.wall - 1.1, began=None)
+    assert (load.status, load.code) == (503, "time_limit")
+    assert never.queued_s == pytest.approx(1.1)
+
+
+class Interruptible(sqlite3.Connection):
+    interrupted = 0
+
+    def interrupt(self) -> None:
+        type(self).interrupted += 1
+        super().interrupt()
+
+
+async def test_a_query_stuck_in_one_step_is_answered_without_it_and_interrupted():
+    """One SQLite step can outlast the deadline (FTS5 reads a prefix's postings in one): the
+    run answers at the limit plus ``OVERRUN_SHARE`` of it, interrupts the query and does not
+    wait for it. The run's clock is the test's; the step blocks until the test releases it."""
+    clocks = Clocks()
+    budget = clocks.budget(1000, "x")
+    conn = sqlite3.connect(":memory:", check_same_thread=False, factory=Interruptible)
+    release = threading.Event()
+
+    def one_long_step(c: sqlite3.Connection) -> None:
+        clocks.compute(1.2)  # past the limit inside one step: no progress call stops it
+        release.wait(60)
+
+    async def pool(fn):
+        return await asyncio.to_thread(fn, conn)
+
+    with pytest.raises(ResearchError) as stopped:
+        await budget.bind(pool)(one_long_step)
+    assert not release.is_set(), "answered without waiting for the step to end"
+    assert (stopped.value.status, stopped.value.code) == (400, "exceeds_time_limit")
+    assert Interruptible.interrupted == 1
+    release.set()
+
+
+async def test_every_research_answer_says_how_long_the_server_took(brain):
+    """``Server-Timing``: from the request reaching the plugin to its answer, what the time
+    limit bounds (a client's own wait for the server to read its request is not in it)."""
+    ds = await limited(brain)
+    for params in ({"q": "espresso"}, {"q": "x" * 6000}):
+        response = await ds.client.get("/-/research.json", params=params)
+        name, duration, description = response.headers["server-timing"].split(";")
+        assert name == "plugin" and description == 'desc="research"'
+        assert 0 < float(duration.removeprefix("dur=")) < LIMIT_MS * 1.1
+    assert "server-timing" not in (await ds.client.get("/-/versions.json")).headers
