@@ -136,9 +136,12 @@ def render_cell(value: Any, column: str, table: str, database: str, datasette: A
 
 @hookimpl
 def asgi_wrapper(datasette: Any) -> Any:
-    """Bodies over the cap refused before anyone reads them (outermost), unreadable forms
-    answered as 400s, and signing in returning to research."""
-    from .views.guards import capped_bodies, forms_never_500
+    """Bodies over the cap refused before anyone reads them (outermost), shed requesters'
+    questions refused before Datasette routes them, unreadable forms answered as 400s, and
+    signing in returning to research."""
+    from .views.guards import capped_bodies, forms_never_500, shed_at_the_door
     from .views.sign_in import return_after_sign_in
 
-    return lambda app: capped_bodies(forms_never_500(return_after_sign_in(app)))
+    return lambda app: capped_bodies(
+        shed_at_the_door(forms_never_500(return_after_sign_in(app)), datasette)
+    )

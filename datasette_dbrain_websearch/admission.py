@@ -16,8 +16,9 @@ brain holds one for up to its ``time_limit_ms``. So, per Datasette, local search
   then in order of arrival; then heavy ones, cheapest first. The wait counts against their
   time limit (503 ``time_limit`` when it runs out). At most
   ``queue`` heavy ones wait: then the costliest is shed (503 ``server_busy`` with
-  ``Retry-After``), and its requester's questions until then are answered the same, only when
-  that time is up, so ignoring ``Retry-After`` gains nothing;
+  ``Retry-After``) at once, and its requester's next question until then is answered the same
+  at once (``Retry-After`` the time left); one asked again after that, ignoring it, is
+  answered only when that time is up, so ignoring ``Retry-After`` gains nothing;
 - each requester (a signed-in actor, an IPv4 address, or an IPv6 /64 network: one machine holds
   a whole /64) has at most ``PER_REQUESTER`` heavy question in flight (429
   ``too_many_costly_searches``), and at most ``LONG_RUNS`` deep or pro runs (429
@@ -76,13 +77,13 @@ def why(cost: Cost | None) -> str:
     return f" (this one is costly: {cost.reason})" if cost is not None and cost.reason else ""
 
 
-def server_busy(cost: Cost | None = None) -> ResearchError:
+def server_busy(cost: Cost | None = None, retry_after: int = RETRY_AFTER_S) -> ResearchError:
     return ResearchError(
         f"The server is busy with other costly searches{why(cost)}; try again in a moment, or "
         "ask a more specific question (rarer words, fewer of them, filters).",
         503,
         "server_busy",
-        retry_after=RETRY_AFTER_S,
+        retry_after=retry_after,
     )
 
 
@@ -158,6 +159,7 @@ class Gate:
         self.long_runs: Counter[str] = Counter()  # deep or pro runs per requester
         self.usage: dict[str, tuple[float, float]] = {}  # requester -> (seconds, as of)
         self.shed_until: dict[str, float] = {}
+        self.told: set[str] = set()  # shed requesters refused since (``refuse_shed``)
         self._order = itertools.count()
 
     def recent_usage(self, requester: str | None) -> float:
@@ -196,17 +198,37 @@ class Gate:
             now = self.clock()
             self.usage = {r: u for r, u in self.usage.items() if self.recent_usage(r) > 0.01}
             self.shed_until = {r: t for r, t in self.shed_until.items() if t > now}
+            self.told &= self.shed_until.keys()
+
+    def shed_left(self, requester: str | None) -> int:
+        """Seconds (rounded up) until a requester shed less than ``RETRY_AFTER_S`` ago may ask
+        again; 0 when it may now."""
+        if requester is None or requester not in self.shed_until:
+            return 0
+        until = self.shed_until[requester]
+        left = until - self.clock()
+        if left <= 0:
+            del self.shed_until[requester]
+            self.told.discard(requester)
+            return 0
+        return max(1, math.ceil(left))
 
     async def refuse_shed(self, requester: str | None) -> None:
-        """Refuse (503) a requester shed less than ``RETRY_AFTER_S`` ago, before any work, and
-        only once that time is up: a client that ignores ``Retry-After`` gains nothing by it."""
-        if requester is None:
+        """Refuse (503) a requester shed less than ``RETRY_AFTER_S`` ago, before any work: the
+        first time at once, with the time left as its ``Retry-After``; a question asked again
+        inside that time (a client ignoring it) is answered the same only when it is up, so
+        ignoring ``Retry-After`` gains nothing, and a client sending without pause is paced
+        rather than answered as fast as it can ask (measured: ``bench_fairness``).
+        Cookie-less JSON questions are refused before Datasette routes them
+        (``views.guards.shed_at_the_door``)."""
+        left = self.shed_left(requester)
+        if not left or requester is None:
             return
-        until = self.shed_until.get(requester)
-        if until is not None and until > self.clock():
-            await self.sleep(until - self.clock())
+        if requester in self.told:
+            await self.sleep(max(0.0, self.shed_until[requester] - self.clock()))
             raise server_busy()
-        self.shed_until.pop(requester, None)
+        self.told.add(requester)
+        raise server_busy(retry_after=left)
 
     def _refuse_early(self, requester: str | None, cost: Cost) -> None:
         if requester is not None and cost.heavy and self.in_flight[requester] >= self.per_requester:
@@ -215,6 +237,7 @@ class Gate:
     def _shed(self, waiter: _Waiter) -> None:
         if waiter.requester is not None:
             self.shed_until[waiter.requester] = self.clock() + RETRY_AFTER_S
+            self.told.discard(waiter.requester)
 
     def _hand_on(self) -> None:
         """Start the waiters whose turn it is, in rank order (``_Waiter.rank``)."""

@@ -209,6 +209,20 @@ async def choose_brain(
     return requested or allowed[0]
 
 
+async def shed_refusal(datasette: Any, requester: str) -> ResearchError | None:
+    """The 503 for a requester shed moments ago (``admission.Gate.refuse_shed``, which may
+    hold it), else None; cheap enough to ask before Datasette routes a request
+    (``views.guards``)."""
+    gate = gate_for(datasette)
+    if not gate.shed_until:
+        return None
+    try:
+        await gate.refuse_shed(requester)
+    except ResearchError as refused:
+        return refused
+    return None
+
+
 def cannot_research() -> ResearchError:
     return ResearchError(
         "You may not research any brain here (permission dbrain-research); if you have an "

@@ -13,8 +13,12 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from datasette import Response
+from datasette.utils.asgi import Request
 
+from ..config import Settings
 from ..errors import ResearchError
+from ..requesters import requester_of
+from ..service import shed_refusal
 from .common import MAX_BODY, error_response, too_large
 
 log = logging.getLogger("datasette_dbrain_websearch")
@@ -85,6 +89,31 @@ def timing(scope: dict) -> tuple[bytes, bytes]:
     benchmarks apart from the time a client waits for the server to read its request."""
     took_ms = (time.perf_counter() - scope[ARRIVED]) * 1000
     return b"server-timing", f'plugin;dur={took_ms:.1f};desc="research"'.encode()
+
+
+RESEARCH_JSON = "/-/research.json"
+
+
+def shed_at_the_door(app: Asgi, datasette: Any) -> Asgi:
+    """ASGI wrapper: a JSON question from a requester shed moments ago (``admission``) is
+    answered 503 ``server_busy`` before Datasette routes it, when nothing in the request could
+    name someone else (no cookie, no credentials): a client that ignores ``Retry-After`` then
+    costs the server a header read per request, not a request's whole way through Datasette."""
+
+    async def wrapped(scope: dict, receive: Callable, send: Callable) -> None:
+        if scope["type"] == "http" and scope.get("path") == RESEARCH_JSON:
+            headers = scope.get("headers") or ()
+            if not any(name in (b"cookie", b"authorization") for name, _ in headers):
+                trust = Settings.from_datasette(datasette).trust_forwarded_for
+                refusal = await shed_refusal(
+                    datasette, requester_of(Request(scope, receive), trust)
+                )
+                if refusal is not None:
+                    await error_response(refusal).asgi_send(send)
+                    return
+        await app(scope, receive, send)
+
+    return wrapped
 
 
 class BodyTooLarge(Exception):

@@ -4,17 +4,26 @@ injected clock and no wall-clock deadlines."""
 from __future__ import annotations
 
 import asyncio
+import math
 import sqlite3
 import threading
 
 import pytest
 
 from datasette_dbrain_websearch import brain_access, cost
-from datasette_dbrain_websearch.admission import RETRY_AFTER_S, Gate, Turn, requester_key
+from datasette_dbrain_websearch.admission import (
+    RETRY_AFTER_S,
+    Gate,
+    Turn,
+    gate_for,
+    requester_key,
+)
 from datasette_dbrain_websearch.brain_access import TimeBudget
 from datasette_dbrain_websearch.cost import Cost
 from datasette_dbrain_websearch.errors import ResearchError
 from datasette_dbrain_websearch.query_plan import plan_query
+
+from ..helpers import make_datasette
 
 HEAVY = Cost(500_000, True, "test")
 ORDINARY = Cost(40_000)
@@ -155,17 +164,25 @@ async def test_a_full_queue_sheds_the_costliest_heavy_waiter_until_retry_after()
     tasks.append(runner.start("ordinary", "light", ORDINARY))
     await settle()
     assert runner.order == ["running", "ordinary"]
-    # Coming back before Retry-After gains nothing, answered only once that time is up.
+    # Coming back before Retry-After gains nothing: the same answer at once, with the time
+    # still to wait, however cheap the question...
     slept: list[float] = []
 
     async def sleep(seconds: float) -> None:
         slept.append(seconds)
 
     gate.sleep = sleep
+    clock.now += 0.5
     with pytest.raises(ResearchError) as again:
         async with gate.admit("heavy-user", CHEAP, 60, Expired):
             pass
-    assert again.value.code == "server_busy" and slept == [RETRY_AFTER_S]
+    assert again.value.code == "server_busy" and slept == []
+    assert again.value.headers()["Retry-After"] == str(math.ceil(RETRY_AFTER_S - 0.5))
+    # ...and asking once more, ignoring it, is answered only when that time is up.
+    with pytest.raises(ResearchError) as ignored:
+        async with gate.admit("heavy-user", CHEAP, 60, Expired):
+            pass
+    assert ignored.value.code == "server_busy" and slept == [RETRY_AFTER_S - 0.5]
     for name in ("running", "ordinary", "other", "newcomer"):
         runner.release[name].set()
     await asyncio.gather(tasks[0], *tasks[2:])
@@ -274,3 +291,40 @@ def test_raw_costs_come_from_the_query_shape():
     assert not cost.dbrain_cost(["tokio", "runtime"]).heavy
     assert cost.counted_cost(cost.HEAVY_POSTINGS + 1).heavy
     assert not cost.counted_cost(cost.HEAVY_POSTINGS).heavy
+
+
+async def test_a_shed_address_is_refused_before_datasette_routes_its_question(brain, monkeypatch):
+    """A cookie-less JSON question from a shed address is answered at the door (the research
+    view never runs): first at once with the time left, then, asked again inside it, held
+    until it is up. A request with a cookie (it may name someone else) goes the whole way."""
+    from datasette_dbrain_websearch.views import research as research_view
+
+    ds = make_datasette([str(brain[0])])
+    await ds.invoke_startup()
+    views: list[str] = []
+    real = research_view.prepare
+
+    async def counted(*args, **kwargs):
+        views.append("ran")
+        return await real(*args, **kwargs)
+
+    monkeypatch.setattr(research_view, "prepare", counted)
+    clock = Clock()
+    gate = gate_for(ds)
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(gate, "clock", clock)
+    monkeypatch.setattr(gate, "sleep", sleep)
+    gate.shed_until["address:127.0.0.1"] = clock.now + 1.5
+    first = await ds.client.get("/-/research.json", params={"q": "espresso"})
+    assert (first.status_code, first.json()["code"]) == (503, "server_busy")
+    assert first.headers["retry-after"] == "2" and slept == []
+    again = await ds.client.get("/-/research.json", params={"q": "espresso"})
+    assert (again.status_code, again.json()["code"]) == (503, "server_busy")
+    assert slept == [1.5] and views == []
+    clock.now += 2  # Retry-After is up: asked again, it is answered
+    answered = await ds.client.get("/-/research.json", params={"q": "espresso"})
+    assert answered.status_code == 200 and views == ["ran"]
