@@ -136,7 +136,11 @@ def main() -> None:
     args = parser.parse_args()
     if not (corpora.data_dir() / "squad").is_dir():
         sys.exit(f"No squad under {corpora.data_dir()} (see DBRAIN_SHARED_DATA).")
-    settings = Settings.from_config({"semantic": {"model": ""}} if args.no_semantic else {})
+    # A quality measure, not a speed one: a busy machine must not stop a question at 3 s.
+    config: dict = {"time_limit_ms": 60_000}
+    if args.no_semantic:
+        config["semantic"] = {"model": ""}
+    settings = Settings.from_config(config)
     asked = questions(args.limit_questions)
     work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-abstain-"))
     work.mkdir(parents=True, exist_ok=True)

@@ -55,6 +55,12 @@ REDUNDANCY = 0.5  # MMR: a pick's score less this times its closeness to earlier
 # A question term only the sentence's row's title holds counts a quarter in the score (the
 # sentence that says the word itself ranks first).
 TITLE_SCORE = 0.25
+# After the first pick, another sentence of its row that answers the question (``leads``)
+# scores this much more and is never cut by ``STOP_BELOW``: a row that answers often says the
+# rest of its answer in its next sentence. Other rows' answering sentences get nothing more:
+# on SQuAD they lifted right answers from 0.79 to 0.83 but were mostly about something else
+# (bench_answer_quality's "cites relevant" fell from 0.63 to 0.51).
+ANSWERING = 0.3
 STOP_BELOW = 0.6  # a candidate under this share of the first pick's score (priors in) stops
 SEMANTIC_WEIGHT = 0.3  # as the ranking's lane interpolation
 
@@ -262,12 +268,15 @@ def pick(
     """Greedy MMR: the best score less its closeness to earlier picks, never a near-duplicate,
     at most ``MAX_PER_ROW`` a row; stops when what is left is far below the first pick.
     ``leads``: the sentences that may come first (those that answer the question), when only
-    some may; ``then``: the sentence that must come second (a two-part answer's first part).
-    ``checkpoint`` runs before each pick (a pass over the pool)."""
+    some may, and after it, from the first pick's row, rank ``ANSWERING`` higher; ``then``:
+    the sentence that must come second (a two-part answer's first part). ``checkpoint`` runs
+    before each pick (a pass over the pool)."""
     base = [
         s + ROW_PRIOR / (1 + c.rank) + (BRAIN_PRIOR if c.from_brain else 0.0)
         for c, s in zip(pool, scores, strict=True)
     ]
+    answering = leads or frozenset()
+    lead_row = ""  # the first pick's row
     picked: list[int] = []
     second = then if any(c.sentence == then for c in pool) else None  # in the pool, it comes
     per_row: Counter[str] = Counter()
@@ -283,15 +292,20 @@ def pick(
                 continue
             if len(picked) == 1 and second is not None and c.sentence != second:
                 continue
-            rank = (base[i] - REDUNDANCY * overlap[i], -c.rank, -c.position, -i)
+            bonus = ANSWERING if lead_row == c.key and c.sentence in answering else 0.0
+            rank = (base[i] + bonus - REDUNDANCY * overlap[i], -c.rank, -c.position, -i)
             if best is None or rank > best:
                 best = rank
         if best is None:
             break
         i = -best[3]
-        if picked and base[i] < STOP_BELOW * top and pool[i].sentence != then:
+        kept = pool[i].sentence == then or (
+            lead_row == pool[i].key and pool[i].sentence in answering
+        )
+        if picked and base[i] < STOP_BELOW * top and not kept:
             break
         top = max(top, base[i])
+        lead_row = lead_row or pool[i].key
         picked.append(i)
         per_row[pool[i].key] += 1
         chosen = pool[i].words

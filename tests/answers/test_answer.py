@@ -524,3 +524,24 @@ def test_the_part_that_holds_the_answers_point_comes_first():
     led_by_brain = {"sentences": [brain, web], "citations": citations}
     assert answer_parts(led_by_brain) == [("brain", [brain]), ("web", [web])]
     assert answer_parts({"sentences": [web], "citations": citations}) == [("web", [web])]
+
+
+def test_the_answering_rows_next_answering_sentence_follows_it_and_no_other_rows():
+    """After the first pick, another sentence of its row that answers the question is kept
+    however few of the question's words it repeats (it often holds the rest of the answer);
+    another row's answering sentence gets no such turn (on SQuAD those were mostly about
+    something else)."""
+    from datasette_dbrain_websearch.answer.extractive import Candidate, pick
+
+    def said(key: str, n: int, text: str) -> Candidate:
+        return Candidate(0, n, key, True, text, {"x": 1}, 8, frozenset(text.split()))
+
+    lead = said("src:a", 0, "rollo led the vikings who settled normandy")
+    rest = said("src:a", 1, "he swore fealty to charles iii in 911")
+    other = said("src:b", 0, "the normans spoke a dialect of french")
+    elsewhere = said("src:b", 1, "william crossed the channel in 1066")
+    pool = [lead, rest, other, elsewhere]
+    answering = frozenset({lead.sentence, rest.sentence, elsewhere.sentence})
+    chosen = pick(pool, [1.0, 0.1, 0.5, 0.1], 5, leads=answering)
+    assert chosen == [lead, other, rest]
+    assert pick(pool, [1.0, 0.1, 0.5, 0.1], 5) == [lead, other]  # nothing answers: cut as ever
