@@ -177,7 +177,10 @@ WANTED = {
 }
 # Words that put a condition on what is asked: a sentence that does not say them does not
 # answer ("Who was the first ..." is not answered by who was one of them).
-CONDITION_WORDS = frozenset("first last only".split())
+# "first", "only" and the irregular superlatives "least", "fewest" and "worst": an answer must
+# say them too. Not "most" (people write it for "chiefly") nor "best" ("the best theory for"):
+# measured, each cost questions the collections answer (bench_abstain, bench_verdict).
+CONDITION_WORDS = frozenset("first last only least fewest worst".split())
 _ADJECTIVE_BASES = frozenset(
     """old larg earli lat near great high low long short small young new big strong weak
     fast slow rich poor wid deep heav light clos far hard easi simpl cheap dens warm cold hot

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from datasette_dbrain_websearch.answer.answerability import (
+    NO_CONDITION,
     NO_NAME,
     NO_SPAN,
     NOT_CLOSEST,
@@ -76,6 +77,19 @@ def test_a_not_the_question_asks_must_be_said():
     assert (found.answers, found.problem) == (False, NOT_NEGATED)
     said = judged(asked, "Quantum machines are not equally powerful in principle.")
     assert said.answers
+
+
+@pytest.mark.parametrize(
+    "question, sentence",
+    [
+        ("What is the least critical resource of a machine?", "Time is the critical resource."),
+        ("What is the worst case complexity?", "The best case complexity is often used."),
+        ("Which class holds the fewest problems?", "The class P holds many problems."),
+    ],
+)
+def test_a_superlative_the_question_asks_must_be_said(question, sentence):
+    found = judged(question, sentence)
+    assert (found.answers, found.problem) == (False, NO_CONDITION)
 
 
 def test_a_word_swapped_between_the_same_words_is_not_what_is_asked():
