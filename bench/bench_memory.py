@@ -25,12 +25,9 @@ import collections
 import contextlib
 import json
 import os
-import socketserver
 import subprocess
 import tempfile
-import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -38,45 +35,13 @@ import httpx
 from bench_research import DATASETTE, build, free_port, wait_for
 
 from datasette_dbrain_websearch.demo.corpus import Page
+from datasette_dbrain_websearch.demo.fakeweb.pages import PageServer, nested_page
 from datasette_dbrain_websearch.demo.fakeweb.server import FakeWeb
 
 PAGE_HOST = "127.0.0.2"
 BRAVE_KEY = "bench-memory-brave"
 BOUND_MB = 100
-UNIT = "<div><p><span><b><i>lattice qcd</i></b></span></p></div>"
 QUESTION = "lattice qcd gluon grid notes"
-
-
-class Pages(ThreadingHTTPServer):
-    """Every path is the same nested page."""
-
-    daemon_threads = True
-    block_on_close = False
-
-    def __init__(self, megabytes: float) -> None:
-        count = int(megabytes * 1024 * 1024) // len(UNIT)
-        self.body = f"<html><head><title>t</title></head><body>{UNIT * count}</body></html>"
-        super().__init__((PAGE_HOST, 0), Handler)
-
-    def server_bind(self) -> None:  # no reverse DNS lookup, which can stall offline
-        socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.server_address[:2]
-
-
-class Handler(BaseHTTPRequestHandler):
-    server: Pages
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        body = self.server.body.encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self.wfile.write(body)
 
 
 def tree_mb(pid: int) -> float:
@@ -143,9 +108,8 @@ def main() -> None:
     parser.add_argument("--megabytes", type=float, default=4.9, help="each nested page's size")
     parser.add_argument("--size", type=int, default=2000, help="the brain's items")
     args = parser.parse_args()
-    pages_server = Pages(args.megabytes)
-    threading.Thread(target=pages_server.serve_forever, args=(0.05,), daemon=True).start()
-    site = f"http://{PAGE_HOST}:{pages_server.server_port}"
+    pages_server = PageServer(PAGE_HOST, {}, nested_page(args.megabytes))
+    site = pages_server.start()
     pages = [
         Page(f"{site}/nested/{i}", f"Lattice QCD notes {i}", "lattice qcd gluon grid", "article")
         for i in range(12)
@@ -197,7 +161,7 @@ def main() -> None:
             server.terminate()
             server.wait(10)
             fake.stop()
-            pages_server.shutdown()
+            pages_server.stop()
     grew = after - idle
     print("by process (MB), idle:", {k: round(v) for k, v in idle_parts.items()})
     print("by process (MB), after:", {k: round(v) for k, v in after_parts.items()})

@@ -13,20 +13,18 @@ deadline itself is what is tested.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import socket
-import socketserver
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from datasette_dbrain_websearch import extraction, fetch, guarded_transport, public_hosts, reading
 from datasette_dbrain_websearch.config import WebSettings
+from datasette_dbrain_websearch.demo.fakeweb.pages import PageServer, nested_page
 from datasette_dbrain_websearch.extraction import ExtractionTimeout, ExtractPool, FairSlots
 from datasette_dbrain_websearch.fetch import fetch_page
 from datasette_dbrain_websearch.providers import Provider, WebResult
@@ -38,18 +36,11 @@ from ..helpers import registered, web_datasette, web_pack
 PAGE_HOST = "127.0.0.2"
 ALLOW = (f"{PAGE_HOST}/32",)
 PUBLIC = "93.184.215.14"  # a public address, as a resolver would answer for a real site
-UNIT = "<div><p><span><b><i>lattice qcd</i></b></span></p></div>"
 ARTICLE = (
     "<html><head><title>Lattice QCD notes</title></head><body><article>"
     + "<p>Lattice QCD puts quarks and gluons on a grid of points in space and time.</p>" * 12
     + "</article></body></html>"
 ).encode()
-
-
-def nested_page(megabytes: float) -> bytes:
-    """Small nested blocks, many of them: trafilatura's cost grows with their square."""
-    count = int(megabytes * 1024 * 1024) // len(UNIT)
-    return f"<html><head><title>t</title></head><body>{UNIT * count}</body></html>".encode()
 
 
 def skim(markup: bytes, *args: Any) -> tuple[str, str, str, str]:
@@ -81,42 +72,11 @@ def alive(pid: int) -> bool:
         return False
 
 
-class Pages(ThreadingHTTPServer):
-    daemon_threads = True
-    block_on_close = False
-
-    def __init__(self) -> None:
-        self.nested = nested_page(4.9)
-        super().__init__((PAGE_HOST, 0), Handler)
-
-    def server_bind(self) -> None:  # no reverse DNS lookup (getfqdn), which can stall offline
-        socketserver.TCPServer.server_bind(self)
-        self.server_name, self.server_port = self.server_address[:2]
-
-
-class Handler(BaseHTTPRequestHandler):
-    server: Pages
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-    def do_GET(self) -> None:
-        body = self.server.nested if self.path.startswith("/nested") else ARTICLE
-        self.send_response(200)
-        self.send_header("Content-Type", "text/html; charset=utf-8")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
-            self.wfile.write(body)
-
-
 @pytest.fixture(scope="module")
 def site() -> Iterator[str]:
-    server = Pages()
-    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
-    yield f"http://{PAGE_HOST}:{server.server_port}"
-    server.shutdown()
-    server.server_close()
+    server = PageServer(PAGE_HOST, {"/nested": nested_page(4.9)}, ARTICLE)
+    yield server.start()
+    server.stop()
 
 
 async def test_a_huge_nested_page_is_cut_at_the_deadline_and_the_next_page_reads(site):
