@@ -163,15 +163,20 @@ def main() -> None:
             fake.stop()
             pages_server.stop()
     grew = after - idle
-    print("by process (MB), idle:", {k: round(v) for k, v in idle_parts.items()})
-    print("by process (MB), after:", {k: round(v) for k, v in after_parts.items()})
+    own = after_parts.get(server.pid, 0.0) - idle_parts.get(server.pid, 0.0)
+    print(
+        f"Datasette itself: idle {idle_parts.get(server.pid, 0.0):.0f} MB, after "
+        f"{after_parts.get(server.pid, 0.0):.0f} MB ({own:+.0f}); extraction workers idle "
+        f"{idle - idle_parts.get(server.pid, 0.0):.0f} MB, after "
+        f"{after - after_parts.get(server.pid, 0.0):.0f} MB (they come and go)"
+    )
     print(
         f"{args.people} people x {args.rounds} deep runs reading {args.megabytes} MB nested "
         f"pages, all at once: {took:.1f} s"
     )
     print(f"idle {idle:.0f} MB; peak {peak:.0f} MB; {args.idle:.0f} s after {after:.0f} MB")
     verdict = "holds" if grew <= BOUND_MB else "MISSED"
-    print(f"after the burst within {BOUND_MB} MB of idle: {verdict} (+{grew:.0f} MB)")
+    print(f"after the burst within {BOUND_MB} MB of idle: {verdict} ({grew:+.0f} MB)")
     print("statuses:", dict(sorted(seen.items(), key=str)))
     errors = {k: v for k, v in seen.items() if not isinstance(k, int) or k >= 500}
     if errors:
