@@ -473,7 +473,9 @@ def _judged(
         lacking = sorted(question.numbers - stated)
         if lacking:
             return no(NO_NUMBER, lacking[0])
-    unstated = next((w for w in question.conditions if w not in window_stems), None)
+    unstated = next(
+        (w for w in question.conditions if not _says(w, sentence, neighbours, title, given)), None
+    )
     if unstated:
         return no(NO_CONDITION, question.word(unstated))
     negated = bool(NEGATION.search(sentence))
@@ -553,6 +555,20 @@ def _swapped(question: Question, sentence: frozenset[str], window: frozenset[str
             if prefix + s in sentence:
                 return f"{prefix}{s}|{question.word(s)}"
     return ""
+
+
+# "at least three", "at most", "at best", "at first": a bound or "initially", not the
+# superlative or the ordinal a question asks about.
+BOUND = re.compile(r"\bat\s+(?:least|most|best|worst|last|first)\b", re.IGNORECASE)
+
+
+def _says(
+    condition: str, sentence: str, neighbours: tuple[str, ...], title: str, given: frozenset[str]
+) -> bool:
+    """Does the window say the question's condition ("first", "least"), not as a bound?"""
+    return condition in given or any(
+        condition in stems(BOUND.sub(" ", text)) for text in (sentence, title, *neighbours)
+    )
 
 
 def _replaced(question: Question, sentence: str, window: frozenset[str]) -> str:

@@ -92,6 +92,20 @@ def test_a_superlative_the_question_asks_must_be_said(question, sentence):
     assert (found.answers, found.problem) == (False, NO_CONDITION)
 
 
+def test_a_bound_is_not_the_superlative_asked():
+    """ "at least as difficult" bounds something; it does not say what is least."""
+    bound = judged(
+        "What is the least used type of reduction?",
+        "A reduction is at least as difficult as the problem it reduces, and of many types.",
+    )
+    assert (bound.answers, bound.problem) == (False, NO_CONDITION)
+    said = judged(
+        "What is the least used type of reduction?",
+        "The least used type of reduction is the truth-table reduction.",
+    )
+    assert said.problem != NO_CONDITION
+
+
 def test_a_word_swapped_between_the_same_words_is_not_what_is_asked():
     # SQuAD 2.0 writes unanswerable questions by changing one word of the paragraph.
     asked = "What is often seen as a scientific abstraction of tasks?"
