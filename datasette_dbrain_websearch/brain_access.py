@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sqlite3
+import threading
 import time
 import weakref
 from collections.abc import Awaitable, Callable, Iterable, Iterator
@@ -250,10 +251,10 @@ class TimeBudget:
 
         async def bounded(fn: Callable[[sqlite3.Connection], Any]) -> Any:
             submitted = self.clock()
-            began: list[tuple[sqlite3.Connection, float]] = []
+            began: list[tuple[sqlite3.Connection, float, int]] = []
 
             def in_turn(conn: sqlite3.Connection) -> Any:
-                began.append((conn, self.clock()))
+                began.append((conn, self.clock(), threading.get_ident()))
                 return self.run(conn, fn, submitted)
 
             call = asyncio.ensure_future(execute_fn(in_turn))
@@ -264,20 +265,37 @@ class TimeBudget:
                 call.add_done_callback(_consume)
                 if began:
                     began[0][0].interrupt()
-                raise self.overran(submitted, began[0][1] if began else None) from None
+                raise self.overran(submitted, *(began[0][1:] if began else (None, None))) from None
 
         return bounded
 
-    def overran(self, submitted: float, began: float | None) -> ResearchError:
-        """The error for a query given up on past the deadline (``bind``): its thread's
-        computing cannot be read from here, so its time running stands for it."""
-        now = self.clock()
-        queued = (began if began is not None else now) - submitted
+    def overran(
+        self, submitted: float, began: float | None, thread: int | None = None
+    ) -> ResearchError:
+        """The error for a query given up on past the deadline (``bind``), which began at
+        ``began`` on ``thread``: what it computed so far is read from that thread's own CPU
+        clock (``open_phase_cpu``)."""
+        queued = (began if began is not None else self.clock()) - submitted
         self.waited(queued)
-        running_ms = (now - began) * 1000 if began is not None else 0.0
-        return out_of_time(
-            self.limit_ms, self.spent_ms, self.cpu_s * 1000 + running_ms, self.queued_s * 1000
-        )
+        cpu = self.cpu_s + self.open_phase_cpu(thread)
+        return out_of_time(self.limit_ms, self.spent_ms, cpu * 1000, self.queued_s * 1000)
+
+    def open_phase_cpu(self, thread: int | None) -> float:
+        """What the phase open on ``thread`` has computed so far, read from another thread:
+        its CPU clock where the system gives one (Linux, macOS), else nothing (a query whose
+        computing cannot be read is not called too costly). An injected ``cpu_clock`` is the
+        test's, shared by every thread."""
+        start = self._phase_cpu
+        if start is None:
+            return 0.0
+        if self.cpu_clock is not time.thread_time:
+            return self.cpu_clock() - start
+        if thread is None or not hasattr(time, "pthread_getcpuclockid"):
+            return 0.0
+        try:
+            return time.clock_gettime(time.pthread_getcpuclockid(thread)) - start
+        except (OSError, OverflowError):
+            return 0.0
 
 
 def _consume(call: asyncio.Future) -> None:

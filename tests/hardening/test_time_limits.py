@@ -9,6 +9,7 @@ speed or asserts a wall-clock duration.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sqlite3
 import threading
 import time
@@ -365,19 +366,57 @@ async def test_a_request_that_waited_before_its_run_is_stopped_as_load(brain, mo
     assert_load(await ds.client.get("/-/research.json", params={"q": "espresso"}))
 
 
-def test_a_query_given_up_on_is_costly_by_its_time_running_and_load_if_it_never_ran():
+def test_a_query_given_up_on_is_judged_by_what_it_computed_on_its_own_thread():
+    """Given up on mid-step (``bind``), a query is too costly when its thread computed most
+    of the limit, load when it waited or was starved of the CPU, and load when it never ran."""
     clocks = Clocks()
-    budget = clocks.budget(1000, "x")
+    costly = clocks.budget(1000, "x")
     clocks.wait(0.05)  # waited for a connection
-    began = clocks.wall
-    clocks.compute(1.1)  # then ran past the limit in one step
-    costly = budget.overran(submitted=0.0, began=began)
-    assert (costly.status, costly.code) == (400, "exceeds_time_limit")
+    with pytest.raises(ResearchError), costly.phase():  # (the phase's end is past the limit)
+        clocks.compute(1.1)  # then computed past the limit in one step
+        error = costly.overran(submitted=0.0, began=0.05)
+    assert (error.status, error.code) == (400, "exceeds_time_limit")
+    starved = clocks.budget(1000, "x")
+    with pytest.raises(ResearchError), starved.phase():
+        clocks.compute(1.1, cpu_share=0.1)  # its thread had the CPU a tenth of the time
+        error = starved.overran(submitted=clocks.wall - 1.1, began=clocks.wall - 1.1)
+    assert (error.status, error.code) == (503, "time_limit")
     never = clocks.budget(1000, "x")
     clocks.wait(1.1)
-    load = never.overran(submitted=clocks.wall - 1.1, began=None)
-    assert (load.status, load.code) == (503, "time_limit")
+    error = never.overran(submitted=clocks.wall - 1.1, began=None)
+    assert (error.status, error.code) == (503, "time_limit")
     assert never.queued_s == pytest.approx(1.1)
+
+
+def test_another_threads_computing_is_read_from_its_own_clock():
+    """With the real clocks, the CPU of the thread running the query, read from the loop's:
+    a thread that computes shows it, one that sleeps does not."""
+    budget = TimeBudget(1000, "x")
+    started, stop = threading.Event(), threading.Event()
+    threads: list[int] = []
+
+    def work(busy: bool) -> None:
+        threads.append(threading.get_ident())
+        with contextlib.suppress(ResearchError), budget.phase():
+            started.set()
+            while not stop.is_set():
+                if not busy:
+                    stop.wait(0.01)
+        started.clear()
+
+    for busy in (True, False):
+        worker = threading.Thread(target=work, args=(busy,))
+        worker.start()
+        started.wait(60)
+        spent = time.thread_time()
+        while time.thread_time() - spent < 0.05:  # the loop's own computing must not count
+            pass
+        computed = budget.open_phase_cpu(threads[-1])
+        stop.set()
+        worker.join(60)
+        stop.clear()
+        assert (computed > 0.02) is busy, computed
+    assert budget.open_phase_cpu(None) == 0.0
 
 
 class Interruptible(sqlite3.Connection):
