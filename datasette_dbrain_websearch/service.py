@@ -209,15 +209,17 @@ async def choose_brain(
     return requested or allowed[0]
 
 
-async def shed_refusal(datasette: Any, requester: str) -> ResearchError | None:
+async def shed_refusal(datasette: Any, requester: Callable[[bool], str]) -> ResearchError | None:
     """The 503 for a requester shed moments ago (``admission.Gate.refuse_shed``, which may
     hold it), else None; cheap enough to ask before Datasette routes a request
-    (``views.guards``)."""
+    (``views.guards``): while nobody is shed, neither the settings nor the requester
+    (``requester(trust_forwarded_for)``) is read."""
     gate = gate_for(datasette)
     if not gate.shed_until:
         return None
+    trust = Settings.from_datasette(datasette).trust_forwarded_for
     try:
-        await gate.refuse_shed(requester)
+        await gate.refuse_shed(requester(trust))
     except ResearchError as refused:
         return refused
     return None

@@ -15,7 +15,6 @@ from typing import Any
 from datasette import Response
 from datasette.utils.asgi import Request
 
-from ..config import Settings
 from ..errors import ResearchError
 from ..requesters import requester_of
 from ..service import shed_refusal
@@ -104,10 +103,8 @@ def shed_at_the_door(app: Asgi, datasette: Any) -> Asgi:
         if scope["type"] == "http" and scope.get("path") == RESEARCH_JSON:
             headers = scope.get("headers") or ()
             if not any(name in (b"cookie", b"authorization") for name, _ in headers):
-                trust = Settings.from_datasette(datasette).trust_forwarded_for
-                refusal = await shed_refusal(
-                    datasette, requester_of(Request(scope, receive), trust)
-                )
+                request = Request(scope, receive)
+                refusal = await shed_refusal(datasette, lambda t: requester_of(request, t))
                 if refusal is not None:
                     await error_response(refusal).asgi_send(send)
                     return
